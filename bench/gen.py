@@ -1,0 +1,86 @@
+"""Seeded generator of wide events for benchmarks (JSON lines).
+
+~25 fields: a long-tailed duration, a ~1M-cardinality user id, low-cardinality
+dimensions, a nested object (flattened to dotted names on ingest).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+
+def generate_table(n: int, seed: int = 7, start_epoch_s: int = 1_790_000_000) -> pa.Table:
+    """Return ``n`` wide events as an Arrow table, deterministic for ``seed``."""
+    rng = np.random.default_rng(seed)
+    span_us = 6 * 3600 * 1_000_000
+    ts = np.sort(rng.integers(0, span_us, n)) + start_epoch_s * 1_000_000
+
+    def pick(values: list[str], p: list[float] | None = None) -> pa.Array:
+        idx = rng.choice(len(values), n, p=p)
+        return pa.DictionaryArray.from_arrays(pa.array(idx, pa.int32()), pa.array(values)).cast(pa.string())
+
+    endpoints = [f"/api/v1/{name}" for name in ("users", "orders", "search", "cart", "login", "feed", "items", "pay")]
+    duration = rng.lognormal(3.0, 1.0, n)
+    slow = rng.random(n) < 0.01
+    duration[slow] *= 20
+    status = rng.choice([200, 201, 204, 301, 400, 404, 500, 503], n, p=[0.8, 0.05, 0.03, 0.02, 0.04, 0.03, 0.02, 0.01])
+    users = rng.integers(0, 1_000_000, n)
+    k8s = pa.StructArray.from_arrays(
+        [pick([f"pod-{i:03d}" for i in range(120)]), pick([f"node-{i:02d}" for i in range(24)])],
+        names=["pod", "node"],
+    )
+    cols = {
+        "ts_us": pa.array(ts, pa.int64()),
+        "duration_ms": pa.array(np.round(duration, 3)),
+        "status": pa.array(status, pa.int64()),
+        "endpoint": pick(endpoints),
+        "method": pick(["GET", "POST", "PUT", "DELETE"], [0.7, 0.2, 0.07, 0.03]),
+        "region": pick(["us-east-1", "us-west-2", "eu-west-1"]),
+        "az": pick(["a", "b", "c"]),
+        "host": pick([f"host-{i:03d}" for i in range(200)]),
+        "service": pick(["api", "web", "worker", "auth", "billing"]),
+        "version": pick(["1.4.0", "1.4.1", "1.5.0"], [0.45, 0.45, 0.1]),
+        "user_id": pa.array([f"u{u:07d}" for u in users]),
+        "trace_id": pa.array(rng.integers(0, 2**62, n, dtype=np.int64)).cast(pa.string()),
+        "bytes_sent": pa.array(rng.integers(100, 100_000, n), pa.int64()),
+        "bytes_received": pa.array(rng.integers(50, 5_000, n), pa.int64()),
+        "db_time_ms": pa.array(np.round(duration * rng.random(n), 3)),
+        "pool_wait_ms": pa.array(np.round(rng.exponential(2.0, n), 3)),
+        "cache": pick(["hit", "miss"], [0.85, 0.15]),
+        "user_agent": pick(["curl/8.5", "Mozilla/5.0", "okhttp/4.12", "python-requests/2.32"]),
+        "tier": pick(["free", "pro", "enterprise"], [0.7, 0.25, 0.05]),
+        "retries": pa.array(rng.poisson(0.1, n), pa.int64()),
+        "upstream": pick(["users-svc", "orders-svc", "search-svc", "spectator"]),
+        "feature_flag": pa.array(rng.random(n) < 0.3),
+        "build": pick([f"b{i}" for i in range(30)]),
+        "k8s": k8s,
+    }
+    return pa.table(cols)
+
+
+def write_jsonl(path: Path, n: int, seed: int = 7) -> Path:
+    """Write ``n`` events as JSON lines with an RFC 3339 ``timestamp``; return the path."""
+    table = generate_table(n, seed)
+    con = duckdb.connect()
+    con.register("events", table)
+    cols = [c for c in table.column_names if c != "ts_us"]
+    select = ", ".join(f'"{c}"' for c in cols)
+    con.execute(
+        f"COPY (SELECT strftime(make_timestamp(ts_us), '%Y-%m-%dT%H:%M:%S.%fZ') AS timestamp, {select} "
+        f"FROM events) TO '{path}' (FORMAT json)"
+    )
+    return path
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("-n", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    write_jsonl(args.out, args.n, args.seed)

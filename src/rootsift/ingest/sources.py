@@ -1,0 +1,135 @@
+"""Opening inputs: files or stdin, plain, gzip or zstd, and sniffing their format.
+
+Inputs are read as a stream of bytes in blocks, so memory stays bounded whatever the
+size of the input.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import zstandard
+
+from rootsift.errors import InputFormatError
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+FORMATS = ("auto", "jsonl", "json", "csv", "tsv")
+
+
+@dataclass
+class Input:
+    """An opened input: a decompressed byte stream and what is known of it."""
+
+    name: str
+    stream: BinaryIO
+    compression: str
+    size: int | None
+    raw: BinaryIO
+
+    def position(self) -> int:
+        """Bytes consumed from the underlying (compressed) file, for progress."""
+        try:
+            return self.raw.tell()
+        except (OSError, ValueError):
+            return 0
+
+    def close(self) -> None:
+        self.stream.close()
+        if self.raw is not self.stream:
+            self.raw.close()
+
+
+def open_input(source: str | Path) -> Input:
+    """Open a path, or ``-`` for stdin, decompressing gzip and zstd by their magic bytes."""
+    name = str(source)
+    if name == "-":
+        raw: BinaryIO = sys.stdin.buffer
+        size = None
+    else:
+        path = Path(name)
+        if not path.exists():
+            raise InputFormatError(f"input file not found: {name}")
+        if path.is_dir():
+            raise InputFormatError(f"input is a directory, not a file: {name}")
+        raw = open(path, "rb")  # noqa: SIM115 - closed by Input.close
+        size = path.stat().st_size
+    buffered = io.BufferedReader(raw, buffer_size=1 << 20) if name == "-" else raw  # type: ignore[arg-type]
+    head = buffered.peek(4)[:4] if isinstance(buffered, io.BufferedReader) else b""
+    stream: BinaryIO
+    if head.startswith(GZIP_MAGIC):
+        stream, compression = gzip.GzipFile(fileobj=buffered), "gzip"  # type: ignore[assignment]
+    elif head.startswith(ZSTD_MAGIC):
+        stream = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)  # type: ignore[assignment]
+        compression = "zstd"
+    else:
+        stream, compression = buffered, "none"
+    return Input(name, stream, compression, size, buffered)
+
+
+def sniff_format(head: bytes, name: str) -> str:
+    """Guess jsonl, json (an array), csv or tsv from the first bytes and the file name."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    lowered = name.lower()
+    if text.startswith(b"["):
+        return "json"
+    if text.startswith(b"{"):
+        return "jsonl"
+    if ".tsv" in lowered or ".tab" in lowered:
+        return "tsv"
+    first_line = text.split(b"\n", 1)[0]
+    if first_line.count(b"\t") > first_line.count(b","):
+        return "tsv"
+    if first_line:
+        return "csv"
+    raise InputFormatError(f"{name}: cannot tell the format of an empty input; pass --format")
+
+
+class Prefetched(io.RawIOBase):
+    """A stream with some bytes already read from its front put back."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def line_blocks(stream: BinaryIO, block_bytes: int) -> Iterator[tuple[bytes, int]]:
+    """Yield (block, first_line_number) with every block ending at a line boundary.
+
+    A line longer than ``block_bytes`` is kept whole: the block grows to hold it.
+    """
+    line_no = 1
+    carry = b""
+    while True:
+        data = stream.read(block_bytes)
+        if not data:
+            break
+        data = carry + data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            carry = data
+            continue
+        block, carry = data[: cut + 1], data[cut + 1 :]
+        yield block, line_no
+        line_no += block.count(b"\n")
+    if carry:
+        yield carry + b"\n", line_no

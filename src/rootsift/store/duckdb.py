@@ -1,0 +1,364 @@
+"""The embedded backend: DuckDB, one database file per segment, one shared connection.
+
+Layout (docs/storage.md)::
+
+    DATA/<dataset>/dataset.json          format version and settings
+    DATA/<dataset>/segments/seg-NNNNNN.duckdb   tables ``events`` and ``_fields``
+    DATA/<dataset>/rejects/*.jsonl       rejected input lines, with line number and reason
+
+All segments are ATTACHed to one in-memory DuckDB instance; queries see a dataset as
+the UNION ALL BY NAME of the segments whose time span overlaps the query's range.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+
+from rootsift.errors import DatasetNotFoundError, StoreError, StoreLockedError
+from rootsift.store.base import (
+    RAW_SUFFIX,
+    TIME_COLUMN,
+    Backend,
+    DatasetInfo,
+    FieldInfo,
+    QueryResult,
+    check_dataset_name,
+)
+from rootsift.store.segment import Segment, segment_file, segment_id
+from rootsift.store.sqltext import ident, literal
+
+FORMAT_VERSION = 1
+DEFAULT_SEGMENT_ROWS = 8_000_000
+
+
+def translate(exc: duckdb.Error, what: str) -> StoreError:
+    """Map a DuckDB error to the rootsift tree, keeping the driver's message."""
+    text = str(exc).split("\n")[0]
+    if "lock" in text.lower() and isinstance(exc, duckdb.IOException):
+        return StoreLockedError(f"{what}: the store is open for writing by another process ({text})")
+    return StoreError(f"{what}: {text}")
+
+
+class DatasetState:
+    """The segments and field catalog of one dataset, as loaded by this process."""
+
+    def __init__(self, name: str, directory: Path) -> None:
+        self.name = name
+        self.directory = directory
+        self.segments: list[Segment] = []
+        self.fields: dict[str, FieldInfo] = {}
+        self.settings: dict[str, Any] = {}
+        self.write_lock = threading.Lock()
+
+    @property
+    def segment_dir(self) -> Path:
+        return self.directory / "segments"
+
+
+class DuckDBBackend(Backend):
+    """Datasets in DuckDB segment files under ``data_dir``; safe to share across threads."""
+
+    dialect = "duckdb"
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        read_only: bool = False,
+        segment_rows: int = DEFAULT_SEGMENT_ROWS,
+        memory_limit: str | None = None,
+        threads: int | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.read_only = read_only
+        self.segment_rows = segment_rows
+        config: dict[str, Any] = {}
+        if memory_limit:
+            config["memory_limit"] = memory_limit
+        if threads:
+            config["threads"] = threads
+        try:
+            self._con = duckdb.connect(":memory:", config=config)
+            self._con.execute("SET TimeZone = 'UTC'")
+        except duckdb.Error as exc:
+            raise translate(exc, "opening DuckDB") from exc
+        self._lock = threading.RLock()
+        self._states: dict[str, DatasetState] = {}
+        self._aliases = 0
+
+    # -- connections -------------------------------------------------------------
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A new connection to the shared instance: one per thread or per ingest."""
+        return self._con.cursor()
+
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()
+            self._states.clear()
+
+    # -- datasets ----------------------------------------------------------------
+    def dataset_dir(self, name: str) -> Path:
+        return self.data_dir / check_dataset_name(name)
+
+    def exists(self, name: str) -> bool:
+        return (self.dataset_dir(name) / "dataset.json").exists()
+
+    def state(self, name: str, create: bool = False) -> DatasetState:
+        """Load (attaching its segments) or create the dataset ``name``."""
+        with self._lock:
+            if name in self._states:
+                return self._states[name]
+            directory = self.dataset_dir(name)
+            meta = directory / "dataset.json"
+            if not meta.exists():
+                if not create or self.read_only:
+                    known = ", ".join(sorted(self._names())) or "none yet"
+                    raise DatasetNotFoundError(f"no dataset named {name!r} in {self.data_dir} (datasets: {known})")
+                (directory / "segments").mkdir(parents=True, exist_ok=True)
+                _write_json_atomic(meta, {"format_version": FORMAT_VERSION, "samplerate_field": "samplerate"})
+            state = DatasetState(name, directory)
+            state.settings = json.loads(meta.read_text())
+            for path in sorted(state.segment_dir.glob("seg-*.duckdb")):
+                seg_id = segment_id(path)
+                if seg_id is not None:
+                    state.segments.append(self._attach(path, seg_id, state))
+            self._states[name] = state
+            return state
+
+    def _names(self) -> list[str]:
+        if not self.data_dir.exists():
+            return []
+        return [p.name for p in self.data_dir.iterdir() if (p / "dataset.json").exists()]
+
+    def _attach(self, path: Path, seg_id: int, state: DatasetState) -> Segment:
+        self._aliases += 1
+        alias = f"seg_{self._aliases}"
+        mode = " (READ_ONLY)" if self.read_only else ""
+        try:
+            self._con.execute(f"ATTACH {literal(str(path))} AS {alias}{mode}")
+            if not self.read_only:
+                self._con.execute(f"CREATE TABLE IF NOT EXISTS {alias}.events ({ident(TIME_COLUMN)} TIMESTAMP)")
+                self._con.execute(
+                    f"CREATE TABLE IF NOT EXISTS {alias}._fields (name VARCHAR, path VARCHAR[], type VARCHAR)"
+                )
+            seg = Segment(seg_id, path, alias)
+            rows, lo, hi = self._con.execute(
+                f"SELECT count(*), min({ident(TIME_COLUMN)}), max({ident(TIME_COLUMN)}) FROM {alias}.events"
+            ).fetchone() or (0, None, None)
+            seg.widen(rows, lo, hi)
+            for name, fpath, ftype in self._con.execute(f"SELECT name, path, type FROM {alias}._fields").fetchall():
+                state.fields.setdefault(name, FieldInfo(name, ftype, list(fpath)))
+        except duckdb.Error as exc:
+            raise translate(exc, f"attaching segment {path}") from exc
+        return seg
+
+    def datasets(self) -> list[DatasetInfo]:
+        infos = []
+        for name in sorted(self._names()):
+            state = self.state(name)
+            rows = sum(s.rows for s in state.segments)
+            events = rows
+            weight = self.weight_field(name)
+            if weight and rows:
+                rel = self.relation(name, None, None).sql(dialect=self.dialect)
+                events = int(self.execute_sql(f"SELECT sum({weight_sql(weight)}) FROM {rel}", []).rows[0][0] or 0)
+            spans = [s for s in state.segments if s.rows]
+            infos.append(
+                DatasetInfo(
+                    name=name,
+                    events=events,
+                    stored_rows=rows,
+                    first=min((s.min_ts for s in spans if s.min_ts), default=None),
+                    last=max((s.max_ts for s in spans if s.max_ts), default=None),
+                    bytes_on_disk=sum(p.stat().st_size for p in state.directory.rglob("*") if p.is_file()),
+                    segments=len(state.segments),
+                )
+            )
+        return infos
+
+    def fields(self, dataset: str) -> dict[str, FieldInfo]:
+        state = self.state(dataset)
+        with self._lock:
+            out = {TIME_COLUMN: FieldInfo(TIME_COLUMN, "TIMESTAMP", [TIME_COLUMN])}
+            out.update({k: v for k, v in state.fields.items()})
+            return out
+
+    def weight_field(self, dataset: str) -> str | None:
+        """The sample-rate field of ``dataset`` when its events carry one, else None."""
+        state = self.state(dataset)
+        name = state.settings.get("samplerate_field") or "samplerate"
+        info = state.fields.get(name)
+        return name if info is not None and info.type in ("DOUBLE", "BIGINT") else None
+
+    # -- reading -----------------------------------------------------------------
+    def relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expression:
+        state = self.state(dataset)
+        with self._lock:
+            segs = [s for s in state.segments if s.overlaps(start, end)] or state.segments[:1]
+        if not segs:
+            # An empty dataset: a relation with only the time column and no rows.
+            return sqlglot.parse_one(f"(SELECT CAST(NULL AS TIMESTAMP) AS {ident(TIME_COLUMN)} WHERE false)")
+        tables = [f"SELECT * FROM {s.alias}.events" for s in segs]
+        if len(tables) == 1:
+            return exp.Table(this=exp.to_identifier("events"), db=exp.to_identifier(segs[0].alias))
+        return sqlglot.parse_one("(" + " UNION ALL BY NAME ".join(tables) + ")", dialect="duckdb")
+
+    def execute(self, query: exp.Expression, params: list[Any]) -> QueryResult:
+        return self.execute_sql(query.sql(dialect=self.dialect), params)
+
+    def execute_sql(self, sql: str, params: list[Any]) -> QueryResult:
+        """Run SQL text (already rendered for DuckDB) with bound parameters."""
+        cur = self.cursor()
+        try:
+            cur.execute(sql, params)
+            columns = [d[0] for d in cur.description or []]
+            return QueryResult(columns, cur.fetchall())
+        except duckdb.Error as exc:
+            raise translate(exc, "query failed") from exc
+        finally:
+            cur.close()
+
+    # -- writing -----------------------------------------------------------------
+    def head(self, state: DatasetState) -> Segment:
+        """The segment that takes new rows, opening a new one when the last is full."""
+        with self._lock:
+            if state.segments and state.segments[-1].rows < self.segment_rows:
+                return state.segments[-1]
+            seg_id = (state.segments[-1].id + 1) if state.segments else 1
+            seg = self._attach(segment_file(state.segment_dir, seg_id), seg_id, state)
+            state.segments.append(seg)
+            return seg
+
+    def append_stage(
+        self,
+        cur: duckdb.DuckDBPyConnection,
+        dataset: str,
+        stage: str,
+        new_fields: list[FieldInfo],
+        rows: int,
+        span: tuple[datetime | None, datetime | None],
+    ) -> None:
+        """Move the temp table ``stage`` (on ``cur``) into the head segment in one transaction.
+
+        ``new_fields`` are fields the stage introduces; each becomes a column (its
+        ``#raw`` twin is added when the stage has one). Returns once committed: the rows
+        then survive a crash.
+        """
+        state = self.state(dataset, create=True)
+        with state.write_lock:
+            seg = self.head(state)
+            stage_cols = {r[0]: r[1] for r in cur.execute(f"DESCRIBE {ident(stage)}").fetchall()}
+            try:
+                cur.execute("BEGIN TRANSACTION")
+                have = {r[0] for r in cur.execute(f"DESCRIBE {seg.alias}.events").fetchall()}
+                for col, ctype in stage_cols.items():
+                    if col not in have:
+                        cur.execute(f"ALTER TABLE {seg.alias}.events ADD COLUMN {ident(col)} {ctype}")
+                with self._lock:
+                    seg_fields = {r[0] for r in cur.execute(f"SELECT name FROM {seg.alias}._fields").fetchall()}
+                    for col in stage_cols:
+                        if col == TIME_COLUMN or col.endswith(RAW_SUFFIX) or col in seg_fields:
+                            continue
+                        info = state.fields.get(col) or next(f for f in new_fields if f.name == col)
+                        cur.execute(
+                            f"INSERT INTO {seg.alias}._fields VALUES (?, ?, ?)", [info.name, info.path, info.type]
+                        )
+                cur.execute(f"INSERT INTO {seg.alias}.events BY NAME SELECT * FROM {ident(stage)}")
+                cur.execute("COMMIT")
+            except duckdb.Error as exc:
+                try:
+                    cur.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass
+                raise translate(exc, f"writing to dataset {dataset!r}") from exc
+            with self._lock:
+                for info in new_fields:
+                    state.fields.setdefault(info.name, info)
+                seg.widen(rows, *span)
+
+    def drop_before(self, dataset: str, cutoff: datetime) -> int:
+        state = self.state(dataset)
+        dropped = 0
+        with state.write_lock:
+            for seg in list(state.segments):
+                if seg.rows == 0 or seg.min_ts is None or seg.min_ts >= cutoff:
+                    continue
+                if seg.max_ts is not None and seg.max_ts < cutoff:
+                    dropped += seg.rows
+                    self._remove(state, seg)
+                else:
+                    dropped += self._rewrite(state, seg, cutoff)
+        return dropped
+
+    def _remove(self, state: DatasetState, seg: Segment) -> None:
+        with self._lock:
+            self._con.execute(f"DETACH {seg.alias}")
+            for path in seg.files():
+                path.unlink()
+            state.segments.remove(seg)
+
+    def _rewrite(self, state: DatasetState, seg: Segment, cutoff: datetime) -> int:
+        """Copy the rows at or after ``cutoff`` into a fresh file that replaces the segment."""
+        tmp = seg.path.with_name(seg.path.name + ".rewrite")
+        for stale in (tmp, tmp.with_name(tmp.name + ".wal")):
+            stale.unlink(missing_ok=True)
+        with self._lock:
+            try:
+                self._con.execute(f"ATTACH {literal(str(tmp))} AS rewrite_tmp")
+                self._con.execute(
+                    f"CREATE TABLE rewrite_tmp.events AS SELECT * FROM {seg.alias}.events "
+                    f"WHERE {ident(TIME_COLUMN)} >= ? ORDER BY {ident(TIME_COLUMN)}",
+                    [cutoff],
+                )
+                self._con.execute(f"CREATE TABLE rewrite_tmp._fields AS SELECT * FROM {seg.alias}._fields")
+                kept = self._con.execute("SELECT count(*) FROM rewrite_tmp.events").fetchone()
+                self._con.execute("DETACH rewrite_tmp")
+                self._con.execute(f"DETACH {seg.alias}")
+            except duckdb.Error as exc:
+                raise translate(exc, f"rewriting segment {seg.path}") from exc
+            os.replace(tmp, seg.path)
+            seg.path.with_name(seg.path.name + ".wal").unlink(missing_ok=True)
+            state.segments.remove(seg)
+            fresh = self._attach(seg.path, seg.id, state)
+            state.segments.append(fresh)
+            state.segments.sort(key=lambda s: s.id)
+        return seg.rows - (kept[0] if kept else 0)
+
+    def drop_dataset(self, dataset: str) -> None:
+        """Delete a dataset and its files."""
+        state = self.state(dataset)
+        with self._lock:
+            for seg in list(state.segments):
+                self._con.execute(f"DETACH {seg.alias}")
+            shutil.rmtree(state.directory)
+            self._states.pop(dataset, None)
+
+
+def weight_sql(field: str) -> str:
+    """SQL for an event's weight: its sample rate when it is a number >= 1, else 1."""
+    col = ident(field)
+    return f"(CASE WHEN {col} >= 1 THEN {col} ELSE 1 END)"
+
+
+def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=2)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

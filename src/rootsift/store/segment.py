@@ -1,0 +1,62 @@
+"""One segment: a DuckDB database file holding a slice of a dataset's events.
+
+A dataset is a directory of segments. Writes go to the newest (head) segment until it
+holds ``segment_rows`` rows; retention deletes whole segments or rewrites the one that
+straddles the cutoff, so the data directory shrinks (see docs/storage.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+
+@dataclass
+class Segment:
+    """A segment file attached to the shared connection under ``alias``."""
+
+    id: int
+    path: Path
+    alias: str
+    rows: int = 0
+    min_ts: datetime | None = None
+    max_ts: datetime | None = None
+
+    def overlaps(self, start: datetime | None, end: datetime | None) -> bool:
+        """True when the segment may hold events in [start, end)."""
+        if self.rows == 0 or self.min_ts is None or self.max_ts is None:
+            return False
+        if start is not None and self.max_ts < start:
+            return False
+        return not (end is not None and self.min_ts >= end)
+
+    def widen(self, rows: int, lo: datetime | None, hi: datetime | None) -> None:
+        """Account for ``rows`` appended events spanning [lo, hi]."""
+        self.rows += rows
+        if lo is not None:
+            self.min_ts = lo if self.min_ts is None else min(self.min_ts, lo)
+        if hi is not None:
+            self.max_ts = hi if self.max_ts is None else max(self.max_ts, hi)
+
+    def files(self) -> list[Path]:
+        """The segment's database file and its write-ahead log, where present."""
+        return [p for p in (self.path, self.path.with_name(self.path.name + ".wal")) if p.exists()]
+
+    def bytes_on_disk(self) -> int:
+        """Size of the segment's files in bytes."""
+        return sum(p.stat().st_size for p in self.files())
+
+
+def segment_file(directory: Path, seg_id: int) -> Path:
+    """The file name of segment ``seg_id`` in ``directory``."""
+    return directory / f"seg-{seg_id:06d}.duckdb"
+
+
+def segment_id(path: Path) -> int | None:
+    """The id in a segment file name, or None if the name is not a segment's."""
+    stem = path.name.removesuffix(".duckdb")
+    if not path.name.endswith(".duckdb") or not stem.startswith("seg-"):
+        return None
+    digits = stem[4:]
+    return int(digits) if digits.isdigit() else None
