@@ -152,16 +152,23 @@ SCHEMA = {
     "status": "BIGINT", "dur": "DOUBLE", "ok": "BOOLEAN", "ts": "TIMESTAMP", "ver": "VARCHAR",
 }
 ROWS = [
-    (1, "'; drop table events; --", "a%b", "pod-1", '"', "it's", "--", "日本語", "c:\\tmp", "x", 200, 1.5, True, "2026-11-21 08:00:00", "1.4"),
-    (2, 'say "hi"', "a_b", "pod-2", "'", "", "/* */", "naïve", "\\", "`", 500, 20.0, False, "2026-11-21 09:00:00", "1.40"),
+    (1, "'; drop table events; --", "a%b", "pod-1", '"', "it's", "--", "日本語", "c:\\tmp", "x",
+     200, 1.5, True, "2026-11-21 08:00:00", "1.4"),
+    (2, 'say "hi"', "a_b", "pod-2", "'", "", "/* */", "naïve", "\\", "`",
+     500, 20.0, False, "2026-11-21 09:00:00", "1.40"),
     (3, None, "axb", None, None, None, None, None, None, None, None, None, None, None, None),
 ]
+
+
+def quote_ident(name: str) -> str:
+    """A DuckDB identifier for ``name``, quoted by sqlglot."""
+    return exp.to_identifier(name, quoted=True).sql("duckdb")
 
 
 @pytest.fixture(scope="module")
 def db() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
-    cols = ", ".join(f"{exp.to_identifier(n, quoted=True).sql('duckdb')} {t}" for n, t in SCHEMA.items())
+    cols = ", ".join(f"{quote_ident(name)} {type_name}" for name, type_name in SCHEMA.items())
     con.execute(f"CREATE TABLE events ({cols})")
     con.executemany(f"INSERT INTO events VALUES ({', '.join('?' * len(SCHEMA))})", ROWS)
     return con
@@ -301,31 +308,62 @@ def test_values_only_reach_sql_through_bind() -> None:
 
 
 # Random input: only FilterSyntaxError / UsageError, and valid DuckDB SQL when it parses.
-WORDS = ["a", "b", "`c d`", "and", "or", "not", "in", "exists", "contains", "does-not-contain", "starts-with",
-         "=", "!=", ">", ">=", "<", "<=", "==", "(", ")", ",", "1", "-2.5", "1e400", "'x'", '"y\\"', "true",
-         "null", "/p", "`", "'", "\\"]
-TYPES = {"a": "BIGINT", "b": "VARCHAR", "c d": "BOOLEAN"}
+WORDS = ["a", "b", "`c d`", "t", "d", "and", "or", "not", "in", "exists", "contains", "does-not-contain",
+         "starts-with", "=", "!=", ">", ">=", "<", "<=", "==", "(", ")", ",", "1", "-2.5", "1e400", "'x'",
+         '"y\\"', "true", "null", "/p", "-2h", "'2026-01-01'", "`", "'", "\\"]
+SMALL = {"id": "BIGINT", "a": "BIGINT", "b": "VARCHAR", "c d": "BOOLEAN", "t": "TIMESTAMP", "d": "DOUBLE"}
+
+
+@pytest.fixture(scope="module")
+def small_db() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE events ({', '.join(f'{quote_ident(n)} {t}' for n, t in SMALL.items())})")
+    con.execute("INSERT INTO events VALUES (1, 5, 'x', true, '2026-01-01', 1e300), (2, NULL, NULL, NULL, NULL, NULL)")
+    return con
+
+
+FIELDS = st.sampled_from(["a", "b", "`c d`", "t", "d"])
+VALUES = st.sampled_from(["5", "-2.5", "'x'", "x", "true", "FALSE", "'2026-01-01'", "-2h", "1e400", '"y\\""'])
+CONDITIONS = st.one_of(
+    st.tuples(FIELDS, st.sampled_from(["=", "!=", ">", ">=", "<", "<="]), VALUES).map(" ".join),
+    st.tuples(FIELDS, st.sampled_from(["= null", "!= NULL"])).map(" ".join),
+    st.tuples(st.sampled_from(["exists", "not exists"]), FIELDS).map(" ".join),
+    st.tuples(FIELDS, st.sampled_from(["contains", "does-not-contain", "starts-with"]), VALUES).map(" ".join),
+    st.tuples(FIELDS, st.sampled_from(["in", "not in"]), st.lists(VALUES, min_size=1, max_size=3)).map(
+        lambda t: f"{t[0]} {t[1]} ({', '.join(t[2])})"
+    ),
+)
+FILTERS = st.recursive(
+    CONDITIONS,
+    lambda inner: st.one_of(
+        st.tuples(inner, st.sampled_from(["and", "or", "OR"]), inner).map(" ".join),
+        inner.map(lambda text: f"not ({text})"),
+        inner.map(lambda text: f"({text})"),
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=400, deadline=1000)
+@given(st.one_of(st.text(max_size=60), st.lists(st.sampled_from(WORDS), max_size=14).map(" ".join)))
+def test_random_text_fails_cleanly(small_db: duckdb.DuckDBPyConnection, text: str) -> None:
+    try:
+        ids = run(small_db, text, SMALL)
+    except UsageError:  # FilterSyntaxError, UnknownFieldError and coercion errors are all UsageErrors
+        return
+    assert sorted(ids + run(small_db, f"not ({text})", SMALL)) == [1, 2]
 
 
 @settings(max_examples=300, deadline=1000)
-@given(st.one_of(st.text(max_size=60), st.lists(st.sampled_from(WORDS), max_size=14).map(" ".join)))
-def test_random_text_fails_cleanly(db: duckdb.DuckDBPyConnection, text: str) -> None:
+@given(FILTERS)
+def test_generated_filters_run_and_negate_exactly(small_db: duckdb.DuckDBPyConnection, text: str) -> None:
+    parse_filter(text)
     try:
-        node = parse_filter(text)
-    except FilterSyntaxError:
+        ids = run(small_db, text, SMALL)
+    except UsageError as exc:  # only value coercion may fail on a well-formed filter
+        assert not isinstance(exc, FilterSyntaxError)
         return
-    con = duckdb.connect()
-    con.execute('CREATE TABLE events (id BIGINT, a BIGINT, b VARCHAR, "c d" BOOLEAN)')
-    con.execute("INSERT INTO events VALUES (1, 5, 'x', true), (2, NULL, NULL, NULL)")
-    schema = {name: TYPES.get(name, "VARCHAR") for name in fields(node)}
-    for name in schema.keys() - {"a", "b", "c d"}:
-        con.execute(f"ALTER TABLE events ADD COLUMN {exp.to_identifier(name, quoted=True).sql('duckdb')} VARCHAR")
-    try:
-        ids = run(con, text, schema)
-    except UsageError:
-        return
-    negated = run(con, f"not ({text})", schema)
-    assert sorted(ids + negated) == [1, 2]
+    assert sorted(ids + run(small_db, f"not ({text})", SMALL)) == [1, 2]
 
 
 @settings(max_examples=150, deadline=1000)
@@ -333,7 +371,7 @@ def test_random_text_fails_cleanly(db: duckdb.DuckDBPyConnection, text: str) -> 
        value=st.text(max_size=12).filter(lambda s: "\x00" not in s))
 def test_any_name_and_value_round_trip(name: str, value: str) -> None:
     con = duckdb.connect()
-    con.execute(f"CREATE TABLE events (id BIGINT, {exp.to_identifier(name, quoted=True).sql('duckdb')} VARCHAR)")
+    con.execute(f"CREATE TABLE events (id BIGINT, {quote_ident(name)} VARCHAR)")
     con.execute("INSERT INTO events VALUES (1, ?), (2, ?)", [value, value + "!"])
     field = "`" + name.replace("`", "``") + "`"
     quoted = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

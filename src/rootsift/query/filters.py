@@ -101,7 +101,9 @@ Node = Compare | InList | Exists | TextMatch | And | Or | Not
 Column = Callable[[str], tuple[exp.Expression, str]]
 Bind = Callable[[object], exp.Expression]
 
-KEYWORDS = frozenset(["and", "or", "not", "in", "exists", "contains", "does-not-contain", "starts-with", "true", "false", "null"])
+KEYWORDS = frozenset(
+    ["and", "or", "not", "in", "exists", "contains", "does-not-contain", "starts-with", "true", "false", "null"]
+)
 OPERATORS = "=, !=, >, >=, <, <=, in, not in, contains, does-not-contain, starts-with"
 _COMPARE: dict[str, type[exp.Expression]] = {
     "=": exp.EQ, "!=": exp.NullSafeNEQ, ">": exp.GT, ">=": exp.GTE, "<": exp.LT, "<=": exp.LTE,
@@ -182,7 +184,8 @@ def _unquote(text: str, match: re.Match[str]) -> str:
     for escape in re.finditer(r"\\(.)", body, re.DOTALL):
         if escape[1] not in _ESCAPES:
             where = match.start(1) + escape.start()
-            raise FilterSyntaxError(f"unknown escape '{escape[0]}' in string; write \\\\ for a backslash", text, where)
+            message = f"unknown escape '{escape[0]}' in string; write \\\\ for a backslash"
+            raise FilterSyntaxError(message, text, where)
     return re.sub(r"\\(.)", lambda escape: _ESCAPES[escape[1]], body, flags=re.DOTALL)
 
 
@@ -379,7 +382,8 @@ def compile_filter(node: Node, column: Column, bind: Bind) -> exp.Expression:
         assert joined is not None  # the parser never builds an empty And/Or
         return joined
     if isinstance(node, Not):
-        return exp.Not(this=exp.Coalesce(this=compile_filter(node.item, column, bind), expressions=[exp.false()]))
+        inner = compile_filter(node.item, column, bind)
+        return exp.Not(this=exp.Coalesce(this=inner, expressions=[exp.false()]))
     col, type_name = column(node.field)
     family = _FAMILIES.get(type_name.upper().split("(")[0].strip(), "other")
     if isinstance(node, Exists):
@@ -389,7 +393,8 @@ def compile_filter(node: Node, column: Column, bind: Bind) -> exp.Expression:
     if isinstance(node, TextMatch):
         pattern = escape_like(node.value.text) + "%"
         pattern = "%" + pattern if node.kind == "contains" else pattern
-        like = exp.Escape(this=exp.Like(this=col, expression=bind(pattern)), expression=exp.Literal.string("\\"))
+        like = exp.Like(this=col, expression=bind(pattern))
+        like = exp.Escape(this=like, expression=exp.Literal.string("\\"))
         return _or_missing(col, like) if node.negate else like
     if isinstance(node, InList):
         test = exp.In(this=col, expressions=[bind(_coerce(node.field, v, family)) for v in node.values])

@@ -1,0 +1,109 @@
+"""The Python API: everything the CLI (and later the server) does, as plain calls.
+
+>>> rs = Rootsift("./data")                                   # doctest: +SKIP
+>>> rs.ingest("requests.jsonl.gz", dataset="api").events       # doctest: +SKIP
+>>> rs.query(QuerySpec("api", where="status >= 500", calculations=[Calculation.parse("p99(duration_ms)")]))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from rootsift.ingest.pipeline import IngestSummary, Progress, ingest_file
+from rootsift.query.engine import QueryOutput, run_query
+from rootsift.query.spec import QuerySpec
+from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, DatasetInfo
+from rootsift.store.duckdb import DuckDBBackend, weight_sql
+from rootsift.store.sqltext import ident
+
+DEFAULT_DATA = Path(".rootsift")
+
+
+def default_data_dir() -> Path:
+    """``$ROOTSIFT_DATA`` if set, else ``./.rootsift``."""
+    return Path(os.environ.get("ROOTSIFT_DATA") or DEFAULT_DATA)
+
+
+class Rootsift:
+    """One data directory, opened once; safe to use from several threads."""
+
+    def __init__(self, data_dir: str | Path | None = None, *, read_only: bool = False, **backend: Any) -> None:
+        self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+        self.backend = DuckDBBackend(self.data_dir, read_only=read_only, **backend)
+
+    def __enter__(self) -> Rootsift:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def ingest(self, source: str | Path, dataset: str, *, format: str = "auto", time_field: str | None = None,
+               time_format: str | None = None, strictness: str = "warn", progress: Progress | None = None,
+               on_commit: Any = None, block_bytes: int | None = None) -> IngestSummary:
+        """Ingest a file (``-`` for stdin) into ``dataset``, creating it if needed."""
+        extra = {"block_bytes": block_bytes} if block_bytes else {}
+        return ingest_file(self.backend, dataset, source, format=format, time_field=time_field,
+                           time_format=time_format, strictness=strictness, progress=progress,
+                           on_commit=on_commit, **extra)
+
+    def datasets(self) -> list[DatasetInfo]:
+        """Every dataset: events (weighted by sample rate), stored rows, time span, bytes on disk."""
+        return self.backend.datasets()
+
+    def schema(self, dataset: str) -> list[dict[str, Any]]:
+        """Fields with type, present count, distinct-count estimate and type conflicts."""
+        fields = self.backend.fields(dataset)
+        rel = self.backend.relation(dataset, None, None).sql(dialect="duckdb")
+        have = set(self.backend.execute_sql(f"SELECT * FROM {rel} LIMIT 0", []).columns)
+        names = [n for n in fields if n in have]
+        parts = []
+        for n in names:
+            col = ident(n)
+            parts += [f"count({col})", f"approx_count_distinct({col})"]
+            raw = n + RAW_SUFFIX
+            parts.append(f"count({ident(raw)})" if raw in have else "0")
+        row = self.backend.execute_sql(f"SELECT count(*), {', '.join(parts)} FROM {rel}", []).rows[0]
+        total = row[0]
+        out = []
+        for i, n in enumerate(names):
+            present, distinct, conflicts = row[1 + 3 * i : 4 + 3 * i]
+            info = fields[n]
+            out.append({"field": n, "type": info.type.lower(), "present": present,
+                        "present_fraction": round(present / total, 4) if total else 0.0,
+                        "distinct_estimate": distinct, "conflicts": conflicts,
+                        "path": info.path})
+        return out
+
+    def query(self, spec: QuerySpec, now: datetime | None = None) -> QueryOutput:
+        """Run a query spec; see rootsift.query.spec."""
+        return run_query(self.backend, spec, now)
+
+    def retention(self, dataset: str, keep: timedelta, now: datetime | None = None) -> dict[str, Any]:
+        """Delete events older than ``now - keep``; return rows deleted and bytes before/after."""
+        now = now or datetime.now(timezone.utc)
+        cutoff = (now - keep).astimezone(timezone.utc).replace(tzinfo=None)
+        directory = self.backend.dataset_dir(dataset)
+        before = _size(directory)
+        dropped = self.backend.drop_before(dataset, cutoff)
+        return {"dataset": dataset, "cutoff": cutoff.isoformat() + "Z", "deleted_events": dropped,
+                "bytes_before": before, "bytes_after": _size(directory)}
+
+    def events(self, dataset: str) -> int:
+        """Weighted event count of ``dataset``."""
+        rel = self.backend.relation(dataset, None, None).sql(dialect="duckdb")
+        weight = self.backend.weight_field(dataset)
+        agg = f"sum({weight_sql(weight)})" if weight else "count(*)"
+        return int(self.backend.execute_sql(f"SELECT coalesce({agg}, 0) FROM {rel}", []).rows[0][0])
+
+
+def _size(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+
+
+__all__ = ["Rootsift", "QuerySpec", "TIME_COLUMN", "default_data_dir"]

@@ -1,0 +1,200 @@
+"""Running a QuerySpec on a backend and shaping the result (table or heatmap grid)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from sqlglot import exp
+
+from rootsift.errors import QuerySpecError
+from rootsift.query import compile as qc
+from rootsift.query.spec import QuerySpec
+from rootsift.store.duckdb import DuckDBBackend
+from rootsift.timeutil import format_duration, nice_granularity, parse_duration, parse_time
+
+HEATMAP_COLUMNS = 60
+
+
+@dataclass
+class Heatmap:
+    """Counts per time bucket (columns) and log-scaled value bucket (rows, low to high)."""
+
+    field: str
+    times: list[datetime]
+    bucket_edges: list[float]  # lower edge of each value bucket; bucket i covers [edges[i], edges[i] * 2^(1/4))
+    counts: list[list[float]]  # counts[bucket][time]
+    nonpositive: list[float]  # events with a value <= 0, per time bucket
+
+    def as_dict(self) -> dict[str, Any]:
+        step = 2 ** (1 / qc.HEAT_STEPS_PER_DOUBLING)
+        return {
+            "field": self.field,
+            "times": [_iso(t) for t in self.times],
+            "buckets": [{"lo": lo, "hi": lo * step} for lo in self.bucket_edges],
+            "counts": self.counts,
+            "nonpositive": self.nonpositive,
+        }
+
+
+@dataclass
+class QueryOutput:
+    """A query's result with the resolved range, granularity and any warnings."""
+
+    spec: QuerySpec
+    columns: list[str]
+    rows: list[list[Any]]
+    start: datetime | None
+    end: datetime | None
+    granularity: timedelta | None
+    warnings: list[str] = field(default_factory=list)
+    heatmap: Heatmap | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.spec.to_dict(),
+            "start": _iso(self.start),
+            "end": _iso(self.end),
+            "granularity": format_duration(self.granularity) if self.granularity else None,
+            "columns": self.columns,
+            "rows": [[_iso(v) if isinstance(v, datetime) else v for v in row] for row in self.rows],
+            "heatmap": self.heatmap.as_dict() if self.heatmap else None,
+            "warnings": self.warnings,
+        }
+
+
+def run_query(backend: DuckDBBackend, spec: QuerySpec, now: datetime | None = None) -> QueryOutput:
+    """Execute ``spec``; see QuerySpec for the fields. Returns rows or a heatmap grid."""
+    now = now or datetime.now(timezone.utc)
+    start = _naive(parse_time(spec.start, now)) if spec.start else None
+    end = _naive(parse_time(spec.end, now)) if spec.end else None
+    if start and end and start >= end:
+        raise QuerySpecError(f"--from ({_iso(start)}) must be before --to ({_iso(end)})")
+    fields = backend.fields(spec.dataset)
+    weight = backend.weight_field(spec.dataset)
+    relation = backend.relation(spec.dataset, start, end)
+    compiler = qc.Compiler(fields, relation, weight)
+    where = compiler.where(start, end, spec.where)
+    warnings: list[str] = []
+    if weight and any(c.op == "count_distinct" for c in spec.calculations):
+        warnings.append(f"count_distinct counts distinct stored values; sample rates ({weight!r}) cannot apply to it")
+    granularity = parse_duration(spec.granularity) if spec.granularity else None
+    if granularity is not None and granularity.total_seconds() <= 0:
+        raise QuerySpecError("--granularity must be positive")
+    if spec.heatmap is not None:
+        if granularity is None:
+            granularity = _auto_granularity(backend, spec.dataset, start, end)
+        grid = _heatmap(backend, compiler, spec, _us(granularity), where)
+        return QueryOutput(spec, [], [], start, end, granularity, warnings, grid)
+    g_us = _us(granularity) if granularity else None
+    keys = qc.group_keys(compiler, spec.breakdowns, g_us)
+    weighted_pcts = [c for c in spec.calculations if c.op == "percentile" and weight]
+    values = [(c.label, compiler.aggregate(c)) for c in spec.calculations if c not in weighted_pcts]
+    labels = [k for k, _ in keys] + [c.label for c in spec.calculations]
+    order = _order(spec, labels, g_us is not None)
+    query = qc.select(keys, values, relation, where)
+    if not weighted_pcts:
+        query = query.order_by(*[exp.Ordered(this=exp.column(exp.to_identifier(lab, quoted=True)), desc=desc,
+                                             nulls_first=False) for lab, desc in order]).limit(spec.limit)
+    main_params = list(compiler.params)
+    result = backend.execute(query, main_params)
+    rows = [list(r) for r in result.rows]
+    if weighted_pcts:
+        rows = _merge_percentiles(backend, compiler, keys, spec, rows, weighted_pcts, where_text=spec.where,
+                                  start=start, end=end)
+        rows = _sort(rows, labels, order)[: spec.limit]
+    return QueryOutput(spec, labels, rows, start, end, granularity, warnings)
+
+
+def _merge_percentiles(backend, compiler, keys, spec, rows, pcts, where_text, start, end):  # type: ignore[no-untyped-def]
+    nkeys = len(keys)
+    by_key = {tuple(r[:nkeys]): r for r in rows}
+    labels = [c.label for c in spec.calculations if c not in pcts]
+    out = {k: dict(zip(labels, r[nkeys:])) for k, r in by_key.items()}
+    for calc in pcts:
+        sub = qc.Compiler(compiler.fields, compiler.relation, compiler.weight)
+        where = sub.where(start, end, where_text)
+        res = backend.execute(qc.weighted_percentile(sub, keys, calc, where), sub.params)
+        for r in res.rows:
+            if tuple(r[:nkeys]) in out:
+                out[tuple(r[:nkeys])][calc.label] = r[nkeys]
+    return [list(k) + [out[k].get(c.label) for c in spec.calculations] for k in out]
+
+
+def _order(spec: QuerySpec, labels: list[str], timed: bool) -> list[tuple[str, bool]]:
+    if not spec.order:
+        first_calc = labels[len(labels) - len(spec.calculations)]
+        return [("time", False), (first_calc, True)] if timed else [(first_calc, True)]
+    out = []
+    for item in spec.order:
+        text = item.strip()
+        desc = True
+        for suffix, flag in ((" desc", True), (" asc", False)):
+            if text.lower().endswith(suffix):
+                text, desc = text[: -len(suffix)].strip(), flag
+        if text.startswith("-"):
+            text, desc = text[1:], True
+        if text not in labels:
+            raise QuerySpecError(f"--order {item!r}: order by one of {', '.join(labels)}")
+        out.append((text, desc))
+    return out
+
+
+def _sort(rows: list[list[Any]], labels: list[str], order: list[tuple[str, bool]]) -> list[list[Any]]:
+    for label, desc in reversed(order):
+        i = labels.index(label)
+        present = [r for r in rows if r[i] is not None]
+        present.sort(key=lambda r: r[i], reverse=desc)
+        rows = present + [r for r in rows if r[i] is None]
+    return rows
+
+
+def _heatmap(backend, compiler, spec, g_us, where) -> Heatmap:  # type: ignore[no-untyped-def]
+    calc = spec.heatmap
+    res = backend.execute(qc.heatmap(compiler, calc, g_us, where), compiler.params)
+    cells = [(t, b, float(c)) for t, b, c in res.rows]
+    times = sorted({t for t, _, _ in cells})
+    if times:
+        first, last = times[0], times[-1]
+        step = timedelta(microseconds=g_us)
+        times = [first + i * step for i in range(int((last - first) / step) + 1)]
+    index = {t: i for i, t in enumerate(times)}
+    buckets = sorted({b for _, b, _ in cells if b is not None})
+    lo, hi = (buckets[0], buckets[-1]) if buckets else (0, -1)
+    edges = [2 ** (b / qc.HEAT_STEPS_PER_DOUBLING) for b in range(lo, hi + 1)]
+    counts = [[0.0] * len(times) for _ in edges]
+    nonpositive = [0.0] * len(times)
+    for t, b, c in cells:
+        if b is None:
+            nonpositive[index[t]] += c
+        else:
+            counts[b - lo][index[t]] += c
+    return Heatmap(calc.field or "", times, edges, counts, nonpositive)
+
+
+def _auto_granularity(backend: DuckDBBackend, dataset: str, start: datetime | None, end: datetime | None) -> timedelta:
+    infos = {d.name: d for d in backend.datasets_quick()}
+    info = infos.get(dataset)
+    lo = max(filter(None, [start, info.first if info else None]), default=None)
+    hi = min(filter(None, [end, info.last if info else None]), default=None)
+    if lo is None or hi is None or hi <= lo:
+        return timedelta(minutes=1)
+    return nice_granularity(hi - lo + timedelta(microseconds=1), HEATMAP_COLUMNS)
+
+
+def _us(td: timedelta) -> int:
+    return max(1, math.floor(td / timedelta(microseconds=1)))
+
+
+def _naive(moment: datetime) -> datetime:
+    return moment.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment.isoformat(timespec="microseconds").replace(".000000", "") + "Z"
