@@ -71,6 +71,7 @@ A, B = Compare("a", "=", N("1")), Compare("b", "=", N("2"))
         ("k8s.pod = x", Compare("k8s.pod", "=", S("x"))),
         ("@timestamp > 5", Compare("@timestamp", ">", N("5"))),
         ("résumé = ok", Compare("résumé", "=", S("ok"))),
+        ("re\u0301sume\u0301 = ok", Compare("re\u0301sume\u0301", "=", S("ok"))),
         ("`field with spaces` = 1", Compare("field with spaces", "=", N("1"))),
         ("`select` = 1", Compare("select", "=", N("1"))),
         ("`and` = 1", Compare("and", "=", N("1"))),

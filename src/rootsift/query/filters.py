@@ -116,9 +116,11 @@ _HINTS = {
     "does_not_contain": "'does-not-contain'", "doesnotcontain": "'does-not-contain'",
 }
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+# Combining accents (U+0300-U+036F) count as word characters so a decomposed "é" stays in its name.
+_WORD_CHAR = r"[\w\u0300-\u036f.@/:-]"
 _TOKEN = re.compile(
     rf"(?P<space>\s+)|(?P<punct>[(),])|(?P<op>[=!<>~&|]+)"
-    rf"|(?P<number>{_NUMBER.pattern})(?![\w.@/:-])|(?P<word>(?:\+(?=\d))?[\w.@/:-]+)"
+    rf"|(?P<number>{_NUMBER.pattern})(?!{_WORD_CHAR})|(?P<word>(?:\+(?=\d))?{_WORD_CHAR}+)"
 )
 _QUOTED = {
     '"': re.compile(r'"((?:[^"\\]|\\.)*)"', re.DOTALL),
@@ -393,8 +395,9 @@ def compile_filter(node: Node, column: Column, bind: Bind) -> exp.Expression:
     if isinstance(node, TextMatch):
         pattern = escape_like(node.value.text) + "%"
         pattern = "%" + pattern if node.kind == "contains" else pattern
-        like = exp.Like(this=col, expression=bind(pattern))
-        like = exp.Escape(this=like, expression=exp.Literal.string("\\"))
+        like = exp.Escape(
+            this=exp.Like(this=col, expression=bind(pattern)), expression=exp.Literal.string("\\")
+        )
         return _or_missing(col, like) if node.negate else like
     if isinstance(node, InList):
         test = exp.In(this=col, expressions=[bind(_coerce(node.field, v, family)) for v in node.values])

@@ -1,0 +1,211 @@
+"""The ``rootsift`` command: a thin layer over rootsift.api.Rootsift.
+
+Exit codes: 0 success, 1 failure, 2 usage error (a flag, a name, an expression).
+Every command takes ``--json`` and then prints one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rootsift.api import Rootsift, default_data_dir
+from rootsift.errors import RootsiftError
+from rootsift.query.spec import Calculation, QuerySpec
+from rootsift.timeutil import parse_duration
+from rootsift.ui import terminal
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, default=str, ensure_ascii=False))
+
+
+def common(read_only: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Shared options: --data and --json; opens the store and maps errors to exit codes."""
+
+    def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
+        @click.option("--data", "data_dir", type=click.Path(path_type=Path), default=None,
+                      help="Data directory (default: $ROOTSIFT_DATA or ./.rootsift).")
+        @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+        @functools.wraps(func)
+        def run(data_dir: Path | None, as_json: bool, **kwargs: Any) -> None:
+            try:
+                with Rootsift(data_dir or default_data_dir(), read_only=read_only and _exists(data_dir)) as rs:
+                    func(rs, as_json=as_json, **kwargs)
+            except RootsiftError as exc:
+                if as_json:
+                    emit_json({"error": {"type": type(exc).__name__, "message": str(exc)}})
+                err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+                sys.exit(exc.exit_code)
+
+        return run
+
+    return wrap
+
+
+def _exists(data_dir: Path | None) -> bool:
+    return (data_dir or default_data_dir()).exists()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="rootsift")
+def main() -> None:
+    """rootsift: find why production broke, from the telemetry you have."""
+
+
+@main.command()
+@click.argument("source")
+@click.option("--dataset", "-d", required=True, help="Dataset to ingest into (created if new).")
+@click.option("--format", "fmt", default="auto", show_default=True,
+              type=click.Choice(["auto", "jsonl", "json", "csv", "tsv"]), help="Input format.")
+@click.option("--time-field", default=None, help="Field holding the event time (default: detected).")
+@click.option("--time-format", default=None,
+              help="rfc3339, epoch, epoch_s/ms/us/ns or a strptime pattern (default: detected).")
+@click.option("--on-error", "strictness", default="warn", show_default=True,
+              type=click.Choice(["ignore", "warn", "raise"]), help="What a bad line does.")
+@common(read_only=False)
+def ingest(rs: Rootsift, as_json: bool, source: str, dataset: str, fmt: str, time_field: str | None,
+           time_format: str | None, strictness: str) -> None:
+    """Ingest SOURCE (a file, or - for stdin; plain, gzip or zstd) into a dataset.
+
+    Example: rootsift ingest requests.jsonl.gz --dataset api
+    """
+    show = err.is_terminal and not as_json
+    with Progress(TextColumn("ingesting {task.description}"), BarColumn(), DownloadColumn(),
+                  TextColumn("{task.fields[events]:,} events"), TimeElapsedColumn(),
+                  console=err, disable=not show, transient=True) as bar:
+        task = bar.add_task(source, total=None, events=0)
+
+        def progress(done: int, total: int | None, events: int) -> None:
+            bar.update(task, completed=done, total=total, events=events)
+
+        summary = rs.ingest(source, dataset, format=fmt, time_field=time_field, time_format=time_format,
+                            strictness=strictness, progress=progress)
+    if as_json:
+        emit_json(summary.as_dict())
+        return
+    out.print(f"ingested [bold]{summary.events:,}[/bold] events into [bold]{dataset}[/bold] from {summary.source} "
+              f"({summary.format}, {summary.compression}) in {summary.seconds:.2f} s "
+              f"({summary.events_per_second:,.0f} events/s); time field {summary.time_field!r} "
+              f"({summary.time_format})")
+    if summary.rejects:
+        level = "[yellow]" if strictness != "ignore" else "[dim]"
+        out.print(f"{level}{summary.rejects:,} rejected lines[/] saved to {summary.rejects_file}")
+        if strictness == "warn":
+            for r in summary.first_rejects:
+                out.print(f"  line {r['line']}: {r['reason']}")
+
+
+@main.command()
+@common(read_only=True)
+def datasets(rs: Rootsift, as_json: bool) -> None:
+    """List datasets: events, time span, bytes on disk.
+
+    Example: rootsift datasets --json
+    """
+    infos = rs.datasets() if rs.data_dir.exists() else []
+    if as_json:
+        emit_json({"datasets": [{"name": d.name, "events": d.events, "stored_rows": d.stored_rows,
+                                 "first": terminal.fmt(d.first) if d.first else None,
+                                 "last": terminal.fmt(d.last) if d.last else None,
+                                 "bytes_on_disk": d.bytes_on_disk, "segments": d.segments} for d in infos]})
+        return
+    t = Table(show_edge=False, header_style="bold")
+    for col in ("dataset", "events", "first", "last", "on disk", "segments"):
+        t.add_column(col, justify="right" if col in ("events", "on disk", "segments") else "left")
+    for d in infos:
+        t.add_row(d.name, f"{d.events:,}", terminal.fmt(d.first), terminal.fmt(d.last),
+                  f"{d.bytes_on_disk / 1e6:,.1f} MB", str(d.segments))
+    out.print(t if infos else f"no datasets in {rs.data_dir}")
+
+
+@main.command()
+@click.argument("dataset")
+@common(read_only=True)
+def schema(rs: Rootsift, as_json: bool, dataset: str) -> None:
+    """Show a dataset's fields: type, presence, distinct-count estimate, type conflicts.
+
+    Example: rootsift schema api
+    """
+    fields = rs.schema(dataset)
+    if as_json:
+        emit_json({"dataset": dataset, "fields": fields})
+        return
+    t = Table(show_edge=False, header_style="bold")
+    for col in ("field", "type", "present", "distinct ≈", "conflicts"):
+        t.add_column(col, justify="left" if col in ("field", "type") else "right")
+    for f in fields:
+        t.add_row(f["field"], f["type"], f"{f['present_fraction']:.1%}", f"{f['distinct_estimate']:,}",
+                  f"[yellow]{f['conflicts']:,}[/yellow]" if f["conflicts"] else "0")
+    out.print(t)
+
+
+@main.command()
+@click.argument("dataset")
+@click.option("--from", "start", default=None, help="Start: RFC 3339, epoch seconds or relative (-2h).")
+@click.option("--to", "end", default=None, help="End (exclusive), same forms as --from.")
+@click.option("--where", "where", multiple=True, help="Filter, e.g. 'status >= 500'; repeated filters are ANDed.")
+@click.option("--breakdown", "-b", multiple=True, help="Group by this field (repeatable).")
+@click.option("--calc", "-c", multiple=True, help="count, count_distinct(f), sum/avg/min/max(f), p99(f), heatmap(f).")
+@click.option("--granularity", "-g", default=None, help="Time bucket width, e.g. 1m; omit for totals.")
+@click.option("--order", multiple=True, help="Order key, e.g. 'count desc' or 'p99(duration_ms) asc'.")
+@click.option("--limit", default=1000, show_default=True, type=int, help="At most this many rows.")
+@click.option("--spec", "spec_file", type=click.File("r"), default=None, help="Read the query spec as JSON from a file (- for stdin).")
+@common(read_only=True)
+def query(rs: Rootsift, as_json: bool, dataset: str, start: str | None, end: str | None, where: tuple[str, ...],
+          breakdown: tuple[str, ...], calc: tuple[str, ...], granularity: str | None, order: tuple[str, ...],
+          limit: int, spec_file: Any) -> None:
+    """Count, aggregate, break down or draw a heatmap of a dataset's events.
+
+    Example: rootsift query api --from -2h --where 'status >= 500' -b endpoint -c count -c 'p99(duration_ms)' -g 1m
+    """
+    if spec_file is not None:
+        data = json.load(spec_file)
+        data.setdefault("dataset", dataset)
+        spec = QuerySpec.from_dict(data)
+    else:
+        spec = QuerySpec(dataset=dataset, start=start, end=end,
+                         where=" and ".join(f"({w})" for w in where) if where else None,
+                         breakdowns=list(breakdown), calculations=[Calculation.parse(c) for c in calc],
+                         granularity=granularity, order=list(order), limit=limit)
+    result = rs.query(spec)
+    if as_json:
+        emit_json(result.as_dict())
+    elif result.heatmap is not None:
+        terminal.heatmap(out, result.heatmap)
+        terminal.warnings(out, result.warnings)
+    else:
+        terminal.table(out, result)
+
+
+@main.command()
+@click.argument("dataset")
+@click.option("--keep", required=True, help="Keep this much recent data, e.g. 7d; older events are deleted.")
+@common(read_only=False)
+def retention(rs: Rootsift, as_json: bool, dataset: str, keep: str) -> None:
+    """Delete events older than --keep and give the disk space back.
+
+    Example: rootsift retention api --keep 7d
+    """
+    result = rs.retention(dataset, parse_duration(keep))
+    if as_json:
+        emit_json(result)
+        return
+    out.print(f"deleted {result['deleted_events']:,} events older than {result['cutoff']} from {dataset}; "
+              f"{result['bytes_before'] / 1e6:,.1f} MB → {result['bytes_after'] / 1e6:,.1f} MB on disk")
+
+
+if __name__ == "__main__":
+    main()
