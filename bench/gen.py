@@ -77,6 +77,22 @@ def write_jsonl(path: Path, n: int, seed: int = 7) -> Path:
     return path
 
 
+def cached_jsonl(directory: Path, n: int, seed: int = 7) -> Path:
+    """Return ``directory/events-<n>-s<seed>.jsonl``, generating it first if absent.
+
+    The file is written under a temporary name and renamed, so an interrupted run
+    never leaves a truncated file that a later run would take for a finished one.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"events-{n}-s{seed}.jsonl"
+    if not path.exists():
+        tmp = path.with_name(path.name + ".partial")
+        tmp.unlink(missing_ok=True)
+        write_jsonl(tmp, n, seed)
+        tmp.replace(path)
+    return path
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("out", type=Path)

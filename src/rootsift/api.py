@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +43,33 @@ class Rootsift:
     def close(self) -> None:
         self.backend.close()
 
-    def ingest(self, source: str | Path, dataset: str, *, format: str = "auto", time_field: str | None = None,
-               time_format: str | None = None, strictness: str = "warn", progress: Progress | None = None,
-               on_commit: Any = None, block_bytes: int | None = None) -> IngestSummary:
+    def ingest(
+        self,
+        source: str | Path,
+        dataset: str,
+        *,
+        format: str = "auto",
+        time_field: str | None = None,
+        time_format: str | None = None,
+        strictness: str = "warn",
+        progress: Progress | None = None,
+        on_commit: Any = None,
+        block_bytes: int | None = None,
+    ) -> IngestSummary:
         """Ingest a file (``-`` for stdin) into ``dataset``, creating it if needed."""
         extra = {"block_bytes": block_bytes} if block_bytes else {}
-        return ingest_file(self.backend, dataset, source, format=format, time_field=time_field,
-                           time_format=time_format, strictness=strictness, progress=progress,
-                           on_commit=on_commit, **extra)
+        return ingest_file(
+            self.backend,
+            dataset,
+            source,
+            format=format,
+            time_field=time_field,
+            time_format=time_format,
+            strictness=strictness,
+            progress=progress,
+            on_commit=on_commit,
+            **extra,
+        )
 
     def datasets(self) -> list[DatasetInfo]:
         """Every dataset: events (weighted by sample rate), stored rows, time span, bytes on disk."""
@@ -74,10 +93,17 @@ class Rootsift:
         for i, n in enumerate(names):
             present, distinct, conflicts = row[1 + 3 * i : 4 + 3 * i]
             info = fields[n]
-            out.append({"field": n, "type": info.type.lower(), "present": present,
-                        "present_fraction": round(present / total, 4) if total else 0.0,
-                        "distinct_estimate": distinct, "conflicts": conflicts,
-                        "path": info.path})
+            out.append(
+                {
+                    "field": n,
+                    "type": info.type.lower(),
+                    "present": present,
+                    "present_fraction": round(present / total, 4) if total else 0.0,
+                    "distinct_estimate": distinct,
+                    "conflicts": conflicts,
+                    "path": info.path,
+                }
+            )
         return out
 
     def query(self, spec: QuerySpec, now: datetime | None = None) -> QueryOutput:
@@ -86,13 +112,18 @@ class Rootsift:
 
     def retention(self, dataset: str, keep: timedelta, now: datetime | None = None) -> dict[str, Any]:
         """Delete events older than ``now - keep``; return rows deleted and bytes before/after."""
-        now = now or datetime.now(timezone.utc)
-        cutoff = (now - keep).astimezone(timezone.utc).replace(tzinfo=None)
+        now = now or datetime.now(UTC)
+        cutoff = (now - keep).astimezone(UTC).replace(tzinfo=None)
         directory = self.backend.dataset_dir(dataset)
         before = _size(directory)
         dropped = self.backend.drop_before(dataset, cutoff)
-        return {"dataset": dataset, "cutoff": cutoff.isoformat() + "Z", "deleted_events": dropped,
-                "bytes_before": before, "bytes_after": _size(directory)}
+        return {
+            "dataset": dataset,
+            "cutoff": cutoff.isoformat() + "Z",
+            "deleted_events": dropped,
+            "bytes_before": before,
+            "bytes_after": _size(directory),
+        }
 
     def events(self, dataset: str) -> int:
         """Weighted event count of ``dataset``."""

@@ -36,8 +36,13 @@ def common(read_only: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]
     """Shared options: --data and --json; opens the store and maps errors to exit codes."""
 
     def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
-        @click.option("--data", "data_dir", type=click.Path(path_type=Path), default=None,
-                      help="Data directory (default: $ROOTSIFT_DATA or ./.rootsift).")
+        @click.option(
+            "--data",
+            "data_dir",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="Data directory (default: $ROOTSIFT_DATA or ./.rootsift).",
+        )
         @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
         @functools.wraps(func)
         def run(data_dir: Path | None, as_json: bool, **kwargs: Any) -> None:
@@ -68,38 +73,75 @@ def main() -> None:
 @main.command()
 @click.argument("source")
 @click.option("--dataset", "-d", required=True, help="Dataset to ingest into (created if new).")
-@click.option("--format", "fmt", default="auto", show_default=True,
-              type=click.Choice(["auto", "jsonl", "json", "csv", "tsv"]), help="Input format.")
+@click.option(
+    "--format",
+    "fmt",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "jsonl", "json", "csv", "tsv"]),
+    help="Input format.",
+)
 @click.option("--time-field", default=None, help="Field holding the event time (default: detected).")
-@click.option("--time-format", default=None,
-              help="rfc3339, epoch, epoch_s/ms/us/ns or a strptime pattern (default: detected).")
-@click.option("--on-error", "strictness", default="warn", show_default=True,
-              type=click.Choice(["ignore", "warn", "raise"]), help="What a bad line does.")
+@click.option(
+    "--time-format", default=None, help="rfc3339, epoch, epoch_s/ms/us/ns or a strptime pattern (default: detected)."
+)
+@click.option(
+    "--on-error",
+    "strictness",
+    default="warn",
+    show_default=True,
+    type=click.Choice(["ignore", "warn", "raise"]),
+    help="What a bad line does.",
+)
 @common(read_only=False)
-def ingest(rs: Rootsift, as_json: bool, source: str, dataset: str, fmt: str, time_field: str | None,
-           time_format: str | None, strictness: str) -> None:
+def ingest(
+    rs: Rootsift,
+    as_json: bool,
+    source: str,
+    dataset: str,
+    fmt: str,
+    time_field: str | None,
+    time_format: str | None,
+    strictness: str,
+) -> None:
     """Ingest SOURCE (a file, or - for stdin; plain, gzip or zstd) into a dataset.
 
     Example: rootsift ingest requests.jsonl.gz --dataset api
     """
     show = err.is_terminal and not as_json
-    with Progress(TextColumn("ingesting {task.description}"), BarColumn(), DownloadColumn(),
-                  TextColumn("{task.fields[events]:,} events"), TimeElapsedColumn(),
-                  console=err, disable=not show, transient=True) as bar:
+    with Progress(
+        TextColumn("ingesting {task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[events]:,} events"),
+        TimeElapsedColumn(),
+        console=err,
+        disable=not show,
+        transient=True,
+    ) as bar:
         task = bar.add_task(source, total=None, events=0)
 
         def progress(done: int, total: int | None, events: int) -> None:
             bar.update(task, completed=done, total=total, events=events)
 
-        summary = rs.ingest(source, dataset, format=fmt, time_field=time_field, time_format=time_format,
-                            strictness=strictness, progress=progress)
+        summary = rs.ingest(
+            source,
+            dataset,
+            format=fmt,
+            time_field=time_field,
+            time_format=time_format,
+            strictness=strictness,
+            progress=progress,
+        )
     if as_json:
         emit_json(summary.as_dict())
         return
-    out.print(f"ingested [bold]{summary.events:,}[/bold] events into [bold]{dataset}[/bold] from {summary.source} "
-              f"({summary.format}, {summary.compression}) in {summary.seconds:.2f} s "
-              f"({summary.events_per_second:,.0f} events/s); time field {summary.time_field!r} "
-              f"({summary.time_format})")
+    out.print(
+        f"ingested [bold]{summary.events:,}[/bold] events into [bold]{dataset}[/bold] from {summary.source} "
+        f"({summary.format}, {summary.compression}) in {summary.seconds:.2f} s "
+        f"({summary.events_per_second:,.0f} events/s); time field {summary.time_field!r} "
+        f"({summary.time_format})"
+    )
     if summary.rejects:
         level = "[yellow]" if strictness != "ignore" else "[dim]"
         out.print(f"{level}{summary.rejects:,} rejected lines[/] saved to {summary.rejects_file}")
@@ -117,17 +159,35 @@ def datasets(rs: Rootsift, as_json: bool) -> None:
     """
     infos = rs.datasets() if rs.data_dir.exists() else []
     if as_json:
-        emit_json({"datasets": [{"name": d.name, "events": d.events, "stored_rows": d.stored_rows,
-                                 "first": terminal.fmt(d.first) if d.first else None,
-                                 "last": terminal.fmt(d.last) if d.last else None,
-                                 "bytes_on_disk": d.bytes_on_disk, "segments": d.segments} for d in infos]})
+        emit_json(
+            {
+                "datasets": [
+                    {
+                        "name": d.name,
+                        "events": d.events,
+                        "stored_rows": d.stored_rows,
+                        "first": terminal.fmt(d.first) if d.first else None,
+                        "last": terminal.fmt(d.last) if d.last else None,
+                        "bytes_on_disk": d.bytes_on_disk,
+                        "segments": d.segments,
+                    }
+                    for d in infos
+                ]
+            }
+        )
         return
     t = Table(show_edge=False, header_style="bold")
     for col in ("dataset", "events", "first", "last", "on disk", "segments"):
         t.add_column(col, justify="right" if col in ("events", "on disk", "segments") else "left")
     for d in infos:
-        t.add_row(d.name, f"{d.events:,}", terminal.fmt(d.first), terminal.fmt(d.last),
-                  f"{d.bytes_on_disk / 1e6:,.1f} MB", str(d.segments))
+        t.add_row(
+            d.name,
+            f"{d.events:,}",
+            terminal.fmt(d.first),
+            terminal.fmt(d.last),
+            f"{d.bytes_on_disk / 1e6:,.1f} MB",
+            str(d.segments),
+        )
     out.print(t if infos else f"no datasets in {rs.data_dir}")
 
 
@@ -147,8 +207,13 @@ def schema(rs: Rootsift, as_json: bool, dataset: str) -> None:
     for col in ("field", "type", "present", "distinct ≈", "conflicts"):
         t.add_column(col, justify="left" if col in ("field", "type") else "right")
     for f in fields:
-        t.add_row(f["field"], f["type"], f"{f['present_fraction']:.1%}", f"{f['distinct_estimate']:,}",
-                  f"[yellow]{f['conflicts']:,}[/yellow]" if f["conflicts"] else "0")
+        t.add_row(
+            f["field"],
+            f["type"],
+            f"{f['present_fraction']:.1%}",
+            f"{f['distinct_estimate']:,}",
+            f"[yellow]{f['conflicts']:,}[/yellow]" if f["conflicts"] else "0",
+        )
     out.print(t)
 
 
@@ -162,11 +227,28 @@ def schema(rs: Rootsift, as_json: bool, dataset: str) -> None:
 @click.option("--granularity", "-g", default=None, help="Time bucket width, e.g. 1m; omit for totals.")
 @click.option("--order", multiple=True, help="Order key, e.g. 'count desc' or 'p99(duration_ms) asc'.")
 @click.option("--limit", default=1000, show_default=True, type=int, help="At most this many rows.")
-@click.option("--spec", "spec_file", type=click.File("r"), default=None, help="Read the query spec as JSON from a file (- for stdin).")
+@click.option(
+    "--spec",
+    "spec_file",
+    type=click.File("r"),
+    default=None,
+    help="Read the query spec as JSON from a file (- for stdin).",
+)
 @common(read_only=True)
-def query(rs: Rootsift, as_json: bool, dataset: str, start: str | None, end: str | None, where: tuple[str, ...],
-          breakdown: tuple[str, ...], calc: tuple[str, ...], granularity: str | None, order: tuple[str, ...],
-          limit: int, spec_file: Any) -> None:
+def query(
+    rs: Rootsift,
+    as_json: bool,
+    dataset: str,
+    start: str | None,
+    end: str | None,
+    where: tuple[str, ...],
+    breakdown: tuple[str, ...],
+    calc: tuple[str, ...],
+    granularity: str | None,
+    order: tuple[str, ...],
+    limit: int,
+    spec_file: Any,
+) -> None:
     """Count, aggregate, break down or draw a heatmap of a dataset's events.
 
     Example: rootsift query api --from -2h --where 'status >= 500' -b endpoint -c count -c 'p99(duration_ms)' -g 1m
@@ -176,10 +258,17 @@ def query(rs: Rootsift, as_json: bool, dataset: str, start: str | None, end: str
         data.setdefault("dataset", dataset)
         spec = QuerySpec.from_dict(data)
     else:
-        spec = QuerySpec(dataset=dataset, start=start, end=end,
-                         where=" and ".join(f"({w})" for w in where) if where else None,
-                         breakdowns=list(breakdown), calculations=[Calculation.parse(c) for c in calc],
-                         granularity=granularity, order=list(order), limit=limit)
+        spec = QuerySpec(
+            dataset=dataset,
+            start=start,
+            end=end,
+            where=" and ".join(f"({w})" for w in where) if where else None,
+            breakdowns=list(breakdown),
+            calculations=[Calculation.parse(c) for c in calc],
+            granularity=granularity,
+            order=list(order),
+            limit=limit,
+        )
     result = rs.query(spec)
     if as_json:
         emit_json(result.as_dict())
@@ -203,8 +292,10 @@ def retention(rs: Rootsift, as_json: bool, dataset: str, keep: str) -> None:
     if as_json:
         emit_json(result)
         return
-    out.print(f"deleted {result['deleted_events']:,} events older than {result['cutoff']} from {dataset}; "
-              f"{result['bytes_before'] / 1e6:,.1f} MB → {result['bytes_after'] / 1e6:,.1f} MB on disk")
+    out.print(
+        f"deleted {result['deleted_events']:,} events older than {result['cutoff']} from {dataset}; "
+        f"{result['bytes_before'] / 1e6:,.1f} MB → {result['bytes_after'] / 1e6:,.1f} MB on disk"
+    )
 
 
 if __name__ == "__main__":

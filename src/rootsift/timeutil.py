@@ -53,8 +53,7 @@ _EPOCH_SCALES = (
 )
 
 _LADDER = tuple(
-    timedelta(seconds=s)
-    for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200)
+    timedelta(seconds=s) for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200)
 ) + (timedelta(days=1), timedelta(days=2), timedelta(days=7))
 
 

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from rootsift.store.base import RAW_SUFFIX, FieldInfo
 from rootsift.store.sqltext import ident, literal
 
-NUMERIC = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
-                     r"FLOAT|DOUBLE|DECIMAL.*)$")
+NUMERIC = re.compile(
+    r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
+    r"FLOAT|DOUBLE|DECIMAL.*)$"
+)
 
 
 def storage_type(detected: str) -> str:

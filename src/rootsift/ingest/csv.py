@@ -15,7 +15,7 @@ import duckdb
 from rootsift.ingest import convert
 from rootsift.ingest.jsonl import LINE_KEY, JsonLinesReader, Staged
 from rootsift.ingest.rejects import Reject
-from rootsift.store.sqltext import literal
+from rootsift.store.sqltext import ident, literal
 
 
 class CsvReader(JsonLinesReader):
@@ -26,7 +26,7 @@ class CsvReader(JsonLinesReader):
         self.delimiter = delimiter
         self.header = header.rstrip(b"\r\n")
 
-    def stage(self, block: bytes, first_line: int) -> Staged:
+    def stage(self, block: bytes, first_line: int, stats: object = None) -> Staged:
         sep = self.delimiter.encode()
         numbered = [LINE_KEY.encode() + sep + self.header]
         number = first_line
@@ -46,22 +46,33 @@ class CsvReader(JsonLinesReader):
             return self._empty()
         path = self._write(b"\n".join(numbered) + b"\n")
         try:
-            source = (f"read_csv({literal(path)}, header=true, delim={literal(self.delimiter)}, sample_size=-1, "
-                      f"store_rejects=true, rejects_table='csv_rejects', rejects_scan='csv_scans')")
+            source = (
+                f"read_csv({literal(path)}, header=true, delim={literal(self.delimiter)}, sample_size=-1, "
+                f"store_rejects=true, rejects_table='csv_rejects', rejects_scan='csv_scans')"
+            )
             try:
                 detected = convert.parse_type(self._describe(source))
                 staged = self._stage_relation(source, detected, path)
             except duckdb.Error as exc:
                 raise_msg = str(exc).splitlines()[0]
                 return self._reject_all(numbered[1:], raise_msg)
-            for content, error in self.cur.execute("SELECT csv_line_content, error_message FROM csv_rejects").fetchall():
+            for content, error in self.cur.execute(
+                "SELECT csv_line_content, error_message FROM csv_rejects"
+            ).fetchall():
                 line_text = str(content or "")
                 head, _, rest = line_text.partition(self.delimiter)
-                line = int(head) if head.isdigit() else first_line
-                staged.rejects.append(Reject(line, f"malformed CSV row: {error}", rest))
+                number = int(head) if head.isdigit() else first_line
+                staged.rejects.append(Reject(number, f"malformed CSV row: {error}", rest))
             return staged
         finally:
             os.unlink(path)
+
+    def _sample(self, path: str, name: str) -> list[str]:
+        rows = self.cur.execute(
+            f"SELECT {ident(name)} FROM read_csv({literal(path)}, header=true, delim={literal(self.delimiter)}, "
+            f"all_varchar=true) WHERE {ident(name)} IS NOT NULL LIMIT 1000"
+        ).fetchall()
+        return [r[0] for r in rows]
 
     def _reject_all(self, lines: list[bytes], reason: str) -> Staged:
         staged = self._empty()

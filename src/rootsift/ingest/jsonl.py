@@ -32,6 +32,20 @@ SAMPLE_ROWS = 2048
 SUSPECT = (b'" :', b"\\u00")
 
 
+@dataclass(frozen=True)
+class BlockStats:
+    """Byte-level counts of a block of JSON lines, for the fast path's key check."""
+
+    key_tokens: int
+    null_tokens: int
+    suspect: bool
+
+    @classmethod
+    def of(cls, block: bytes) -> BlockStats:
+        nulls = block.count(b'":null') + block.count(b'": null') if b"null" in block else 0
+        return cls(block.count(b'":'), nulls, any(s in block for s in SUSPECT))
+
+
 @dataclass
 class Staged:
     """A block turned into the temp table ``table``, ready for Backend.append_stage."""
@@ -63,12 +77,16 @@ class JsonLinesReader:
         self.time: TimeSpec | None = None
         self._n = 0
 
-    def stage(self, block: bytes, first_line: int) -> Staged:
+    def stage(self, block: bytes, first_line: int, stats: BlockStats | None = None) -> Staged:
         """Stage one block of complete lines; lines that cannot be events come back as rejects."""
+        stats = stats or BlockStats.of(block)
+        if stats.suspect:
+            return self._exact(block, first_line)
         path = self._write(block)
         try:
-            if not any(s in block for s in SUSPECT):
-                staged = self._fast(path, block)
+            # Known fields first (no type sampling); a sample only when the block has new keys.
+            for sample in (False, True) if self.time is not None else (True,):
+                staged = self._fast(path, stats, sample)
                 if staged is not None:
                     return staged
             return self._exact(block, first_line)
@@ -76,14 +94,23 @@ class JsonLinesReader:
             os.unlink(path)
 
     # -- fast path -----------------------------------------------------------------
-    def _fast(self, path: str, block: bytes) -> Staged | None:
+    def _fast(self, path: str, stats: BlockStats, sample: bool) -> Staged | None:
         try:
-            detected = convert.parse_type(self._describe(f"read_json({literal(path)}, sample_size={SAMPLE_ROWS}, "
-                                                         "map_inference_threshold=-1, format='newline_delimited')"))
-            time = self._time_spec(detected, path)
+            if sample:
+                detected = convert.parse_type(
+                    self._describe(
+                        f"read_json({literal(path)}, sample_size={SAMPLE_ROWS}, map_inference_threshold=-1, "
+                        "format='newline_delimited')"
+                    )
+                )
+                time = self._time_spec(detected, path)
+            else:
+                detected = convert.Node()
+                assert self.time is not None
+                time = self.time
             tree = convert.merge_detected(convert.tree_from_fields(self.fields), detected)
             tree.children.pop(time.field, None)
-            spec = convert.columns_spec(tree) [:-1]
+            spec = convert.columns_spec(tree)[:-1]
             spec += (", " if tree.children else "") + f"{literal(time.field)}: {literal(time.read_type)}}}"
             source = f"read_json({literal(path)}, columns={spec}, format='newline_delimited')"
             table = self._table()
@@ -103,9 +130,11 @@ class JsonLinesReader:
         counts = self._counts(table, leaves, names, tree, time)
         rows, bad_time, typed, lo, hi = counts[:5]
         nonnull = counts[5:]
-        raw_keys = block.count(b'":')
-        raw_nulls = block.count(b'":null') + block.count(b'": null') if b"null" in block else 0
-        if bad_time or raw_keys - raw_nulls != typed:
+        want = stats.key_tokens - stats.null_tokens
+        if not bad_time and want > typed:
+            # Strings may hold '":' (embedded JSON, arrays as text): count those too.
+            typed += self._string_tokens(table, leaves, names)
+        if bad_time or want != typed:
             self.cur.execute(f"DROP TABLE {table}")
             return None
         keep = [n for (p, t), n, c in zip(leaves, names, nonnull) if c or n in self.fields]
@@ -115,23 +144,16 @@ class JsonLinesReader:
         new = [FieldInfo(n, t, p) for (p, t), n in zip(leaves, names) if n in keep and n not in self.fields]
         return self._done(Staged(table, rows, (lo, hi), new))
 
-    def _counts(self, table: str, leaves: list[tuple[list[str], str]], names: list[str],
-                tree: convert.Node, time: TimeSpec) -> tuple[Any, ...]:
+    def _counts(
+        self, table: str, leaves: list[tuple[list[str], str]], names: list[str], tree: convert.Node, time: TimeSpec
+    ) -> tuple[Any, ...]:
         """Row count, unreadable times, key tokens the typed rows account for, time span, non-nulls."""
         time_col = TIME_COLUMN if time.read_type == "DOUBLE" else "__time_text__"
         parts = [f"count({ident(n)})" for n in names] + [f"count({ident(time_col)})"]
         for spath in tree.structs():
             below = [ident(n) for (p, t), n in zip(leaves, names) if p[: len(spath)] == spath]
             if below:
-                parts.append(f"count(coalesce({', '.join(f'CAST({b} AS VARCHAR)' for b in below)}))")
-        for (p, t), n in zip(leaves, names):
-            if t == "VARCHAR":
-                col = ident(n)
-                parts.append(
-                    f"coalesce(sum((strlen({col}) - strlen(replace({col}, '\":', ''))) // 2 "
-                    f"- (strlen({col}) - strlen(replace({col}, '\":null', ''))) // 6) "
-                    f"FILTER (WHERE contains({col}, '\":')), 0)"
-                )
+                parts.append(f"count(*) FILTER (WHERE {' OR '.join(f'{b} IS NOT NULL' for b in below)})")
         ts = ident(TIME_COLUMN)
         nonnull = "".join(f", count({ident(n)})" for n in names)
         row = self.cur.execute(
@@ -139,6 +161,22 @@ class JsonLinesReader:
         ).fetchone()
         assert row is not None
         return tuple(row)
+
+    def _string_tokens(self, table: str, leaves: list[tuple[list[str], str]], names: list[str]) -> int:
+        """Key tokens inside string values ('":' minus '":null'), which the raw bytes also count."""
+        parts = []
+        for (_, t), n in zip(leaves, names):
+            if t == "VARCHAR":
+                col = ident(n)
+                parts.append(
+                    f"coalesce(sum((strlen({col}) - strlen(replace({col}, '\":', ''))) // 2 "
+                    f"- (strlen({col}) - strlen(replace({col}, '\":null', ''))) // 6) "
+                    f"FILTER (WHERE contains({col}, '\":')), 0)"
+                )
+        if not parts:
+            return 0
+        row = self.cur.execute(f"SELECT {' + '.join(parts)} FROM {table}").fetchone()
+        return int(row[0]) if row else 0
 
     # -- exact path ----------------------------------------------------------------
     def _exact(self, block: bytes, first_line: int) -> Staged:
@@ -155,7 +193,9 @@ class JsonLinesReader:
                 rejects.append(Reject(number, f"invalid JSON: {exc}", line.decode("utf-8", "replace")))
                 continue
             if not isinstance(obj, dict):
-                rejects.append(Reject(number, f"not a JSON object but {type(obj).__name__}", line.decode("utf-8", "replace")))
+                rejects.append(
+                    Reject(number, f"not a JSON object but {type(obj).__name__}", line.decode("utf-8", "replace"))
+                )
                 continue
             inner = text[1:].lstrip()
             sep = b"" if inner.startswith(b"}") else b","
@@ -198,9 +238,11 @@ class JsonLinesReader:
         assert line_node.type is not None
         catalog = {tuple(f.path): f for f in self.fields.values()}
         taken = {n: f.path for n, f in self.fields.items()}
-        items = [f"{time.sql(time_expr, src_time.type or 'JSON')} AS {ident(TIME_COLUMN)}",
-                 f"src.{ident(LINE_KEY)} AS {ident(LINE_KEY)}",
-                 f"{convert.as_text(time_expr, src_time.type or 'JSON')} AS __time_text__"]
+        items = [
+            f"{time.sql(time_expr, src_time.type or 'JSON')} AS {ident(TIME_COLUMN)}",
+            f"src.{ident(LINE_KEY)} AS {ident(LINE_KEY)}",
+            f"{convert.as_text(time_expr, src_time.type or 'JSON')} AS __time_text__",
+        ]
         new: list[FieldInfo] = []
         for p, t in detected.leaves():
             known = catalog.get(tuple(p))
@@ -214,8 +256,13 @@ class JsonLinesReader:
         table = self._table()
         self.cur.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {', '.join(items)} FROM {source} src")
         rejects = [
-            Reject(int(line), f"no time field {time.field!r}" if text is None
-                   else f"cannot read {text!r} in field {time.field!r} as a time ({time.format})", "")
+            Reject(
+                int(line),
+                f"no time field {time.field!r}"
+                if text is None
+                else f"cannot read {text!r} in field {time.field!r} as a time ({time.format})",
+                "",
+            )
             for line, text in self.cur.execute(
                 f"SELECT {ident(LINE_KEY)}, __time_text__ FROM {table} WHERE {ident(TIME_COLUMN)} IS NULL"
             ).fetchall()
@@ -226,7 +273,8 @@ class JsonLinesReader:
         cols = [r[0] for r in self.cur.execute(f"DESCRIBE {table}").fetchall()]
         present = self.cur.execute(
             f"SELECT count(*), min({ident(TIME_COLUMN)}), max({ident(TIME_COLUMN)}), "
-            + ", ".join(f"count({ident(c)})" for c in cols) + f" FROM {table}"
+            + ", ".join(f"count({ident(c)})" for c in cols)
+            + f" FROM {table}"
         ).fetchone()
         assert present is not None
         for col, n in zip(cols, present[3:]):
@@ -239,10 +287,12 @@ class JsonLinesReader:
     def _time_spec(self, detected: convert.Node, path: str) -> TimeSpec:
         if self.time is None:
             name = pick_field(list(detected.children), self.time_field)
-            values = (f"SELECT CAST({ident(name)} AS VARCHAR) AS v FROM read_json({literal(path)}, "
-                      f"columns={{{literal(name)}: 'VARCHAR'}}, format='newline_delimited')")
-            self.time = TimeSpec(name, detect_format(self.cur, values, self.time_format))
+            self.time = TimeSpec(name, detect_format(self.cur, self._sample(path, name), self.time_format))
         return self.time
+
+    def _sample(self, path: str, name: str) -> list[str]:
+        """Values of the time field from the start of the staged file, as text."""
+        return _sample_values(path, name)
 
     def _describe(self, source: str) -> str:
         cols = self.cur.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
@@ -280,11 +330,36 @@ class JsonLinesReader:
 
     def _union(self, a: Staged, b: Staged) -> Staged:
         table = self._table()
-        self.cur.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {a.table} UNION ALL BY NAME SELECT * FROM {b.table}")
+        self.cur.execute(
+            f"CREATE TEMP TABLE {table} AS SELECT * FROM {a.table} UNION ALL BY NAME SELECT * FROM {b.table}"
+        )
         self.cur.execute(f"DROP TABLE {a.table}")
         self.cur.execute(f"DROP TABLE {b.table}")
         lo = min((x for x in (a.span[0], b.span[0]) if x), default=None)
         hi = max((x for x in (a.span[1], b.span[1]) if x), default=None)
         names = {f.name for f in a.new_fields}
-        return Staged(table, a.rows + b.rows, (lo, hi), a.new_fields + [f for f in b.new_fields if f.name not in names],
-                      a.rejects + b.rejects, True)
+        return Staged(
+            table,
+            a.rows + b.rows,
+            (lo, hi),
+            a.new_fields + [f for f in b.new_fields if f.name not in names],
+            a.rejects + b.rejects,
+            True,
+        )
+
+
+def _sample_values(path: str, name: str, limit: int = 1000) -> list[str]:
+    """Up to ``limit`` values of top-level field ``name`` from the first lines of a JSON-lines file."""
+    values: list[str] = []
+    with open(path, "rb") as fh:
+        for line in fh:
+            if len(values) >= limit:
+                break
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            value = obj.get(name) if isinstance(obj, dict) else None
+            if value is not None:
+                values.append(value if isinstance(value, str) else orjson.dumps(value).decode())
+    return values

@@ -13,18 +13,20 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rootsift.errors import InputFormatError, UsageError
 from rootsift.ingest.csv import CsvReader
-from rootsift.ingest.jsonl import JsonLinesReader
+from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import RejectLog
 from rootsift.ingest.sources import FORMATS, Input, line_blocks, open_input, sniff_format
 from rootsift.ingest.timefield import normalise_format
 from rootsift.store.duckdb import DuckDBBackend
 
 BLOCK_BYTES = 32 << 20
+COMMIT_ROWS = 250_000
+"""Rows per transaction: DuckDB writes transactions this large straight to the file."""
 STRICTNESS = ("ignore", "warn", "raise")
 
 
@@ -91,15 +93,30 @@ def ingest_file(
         kind = sniff_format(head, inp.name) if format == "auto" else format
         backend.state(dataset, create=True)
         summary = IngestSummary(dataset, inp.name, kind, inp.compression)
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         log = RejectLog(backend.dataset_dir(dataset) / "rejects" / f"{stamp}-{Path(inp.name).name or 'stdin'}.jsonl")
         tmp_root = backend.data_dir / ".tmp"
         tmp_root.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=tmp_root) as tmp:
             cur = backend.cursor()
             try:
-                _run(backend, cur, dataset, inp, head, kind, tmp, time_field, fmt, strictness,
-                     block_bytes, progress, on_commit, summary, log)
+                _run(
+                    backend,
+                    cur,
+                    dataset,
+                    inp,
+                    head,
+                    kind,
+                    tmp,
+                    time_field,
+                    fmt,
+                    strictness,
+                    block_bytes,
+                    progress,
+                    on_commit,
+                    summary,
+                    log,
+                )
             finally:
                 cur.close()
                 log.close()
@@ -112,8 +129,23 @@ def ingest_file(
         inp.close()
 
 
-def _run(backend, cur, dataset, inp: Input, head: bytes, kind: str, tmp: str, time_field, fmt, strictness,
-         block_bytes, progress, on_commit, summary: IngestSummary, log: RejectLog) -> None:  # type: ignore[no-untyped-def]
+def _run(
+    backend,
+    cur,
+    dataset,
+    inp: Input,
+    head: bytes,
+    kind: str,
+    tmp: str,
+    time_field,
+    fmt,
+    strictness,
+    block_bytes,
+    progress,
+    on_commit,
+    summary: IngestSummary,
+    log: RejectLog,
+) -> None:  # type: ignore[no-untyped-def]
     fields = backend.fields(dataset)
     stream = _rest(head, inp)
     if kind == "json":
@@ -121,59 +153,82 @@ def _run(backend, cur, dataset, inp: Input, head: bytes, kind: str, tmp: str, ti
     if kind in ("csv", "tsv"):
         header, _, rest = head.partition(b"\n")
         stream = _rest(rest, inp)
-        reader: JsonLinesReader = CsvReader(cur, fields, tmp, time_field, fmt, delimiter="," if kind == "csv" else "\t",
-                                            header=header.lstrip(b"\xef\xbb\xbf"))
+        reader: JsonLinesReader = CsvReader(
+            cur,
+            fields,
+            tmp,
+            time_field,
+            fmt,
+            delimiter="," if kind == "csv" else "\t",
+            header=header.lstrip(b"\xef\xbb\xbf"),
+        )
         first_line = 2
     else:
         reader = JsonLinesReader(cur, fields, tmp, time_field, fmt)
         first_line = 1
-    blocks: queue.Queue[tuple[bytes, int] | BaseException | None] = queue.Queue(maxsize=2)
+    blocks: queue.Queue[tuple[bytes, int, BlockStats | None] | BaseException | None] = queue.Queue(maxsize=2)
+    measure = kind == "jsonl"
 
     def produce() -> None:
+        # Runs beside DuckDB (which releases the GIL), so the byte counts cost little wall time.
         try:
             for block, line in line_blocks(stream, block_bytes):
-                blocks.put((block, line + first_line - 1))
+                blocks.put((block, line + first_line - 1, BlockStats.of(block) if measure else None))
             blocks.put(None)
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer
             blocks.put(exc)
 
     threading.Thread(target=produce, name="rootsift-ingest-reader", daemon=True).start()
-    while (item := blocks.get()) is not None:
-        if isinstance(item, BaseException):
-            raise InputFormatError(f"{inp.name}: cannot read input: {item}") from item
-        block, line = item
-        staged = reader.stage(block, line)
-        summary.blocks += 1
-        summary.exact_blocks += staged.exact
-        for rej in staged.rejects:
-            log.add(rej)
-        if staged.rejects and strictness == "raise":
-            first = staged.rejects[0]
-            raise InputFormatError(f"{inp.name}: line {first.line}: {first.reason}")
-        if staged.rows:
-            backend.append_stage(cur, dataset, staged.table, staged.new_fields, staged.rows, staged.span)
-        cur.execute(f"DROP TABLE IF EXISTS {staged.table}")
-        summary.events += staged.rows
-        summary.new_fields += [f.name for f in staged.new_fields]
+    writer = backend.writer(dataset, cur)
+
+    def commit() -> None:
+        summary.events += writer.commit()
         if on_commit:
             on_commit(summary.events)
-        if progress:
-            progress(inp.position(), inp.size, summary.events)
+
+    try:
+        while (item := blocks.get()) is not None:
+            if isinstance(item, BaseException):
+                raise InputFormatError(f"{inp.name}: cannot read input: {item}") from item
+            block, line, stats = item
+            staged = reader.stage(block, line, stats)
+            summary.blocks += 1
+            summary.exact_blocks += staged.exact
+            for rej in staged.rejects:
+                log.add(rej)
+            if staged.rejects and strictness == "raise":
+                commit()
+                first = staged.rejects[0]
+                raise InputFormatError(f"{inp.name}: line {first.line}: {first.reason}")
+            if staged.rows:
+                writer.append(staged.table, staged.new_fields, staged.rows, staged.span)
+            cur.execute(f"DROP TABLE IF EXISTS {staged.table}")
+            summary.new_fields += [f.name for f in staged.new_fields]
+            if writer.pending >= COMMIT_ROWS or writer.segment_full():
+                commit()
+            if progress:
+                progress(inp.position(), inp.size, summary.events + writer.pending)
+        commit()
+    finally:
+        writer.rollback()
     if reader.time is not None:
         summary.time_field, summary.time_format = reader.time.field, reader.time.format
 
 
 def _rest(head: bytes, inp: Input):  # type: ignore[no-untyped-def]
-    from rootsift.ingest.sources import Prefetched
     import io
+
+    from rootsift.ingest.sources import Prefetched
+
     return io.BufferedReader(Prefetched(head, inp.stream), buffer_size=1 << 20)
 
 
 def _array_to_lines(cur, head: bytes, inp: Input, tmp: str):  # type: ignore[no-untyped-def]
     """Spool a JSON array to disk, then let DuckDB split it into one object per line."""
-    import io
     import os
+
     from rootsift.store.sqltext import literal
+
     src = os.path.join(tmp, "array.json")
     with open(src, "wb") as fh:
         fh.write(head)

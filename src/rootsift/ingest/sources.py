@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import zstandard
 
@@ -60,7 +60,7 @@ def open_input(source: str | Path) -> Input:
             raise InputFormatError(f"input is a directory, not a file: {name}")
         raw = open(path, "rb")  # noqa: SIM115 - closed by Input.close
         size = path.stat().st_size
-    buffered = io.BufferedReader(raw, buffer_size=1 << 20) if name == "-" else raw  # type: ignore[arg-type]
+    buffered: Any = io.BufferedReader(raw, buffer_size=1 << 20) if name == "-" else raw  # type: ignore[type-var]
     head = buffered.peek(4)[:4] if isinstance(buffered, io.BufferedReader) else b""
     stream: BinaryIO
     if head.startswith(GZIP_MAGIC):

@@ -10,8 +10,23 @@ from rootsift.errors import UsageError
 from rootsift.store.sqltext import literal
 
 CANDIDATES = (
-    "timestamp", "time", "ts", "@timestamp", "Timestamp", "Time", "datetime", "date", "eventTime",
-    "event_time", "_time", "@t", "t", "time_local", "start_time", "startTime", "time_unix_nano",
+    "timestamp",
+    "time",
+    "ts",
+    "@timestamp",
+    "Timestamp",
+    "Time",
+    "datetime",
+    "date",
+    "eventTime",
+    "event_time",
+    "_time",
+    "@t",
+    "t",
+    "time_local",
+    "start_time",
+    "startTime",
+    "time_unix_nano",
     "timeUnixNano",
 )
 EPOCH_SCALE = {"epoch_s": 1e6, "epoch_ms": 1e3, "epoch_us": 1.0, "epoch_ns": 1e-3}
@@ -23,7 +38,9 @@ STRPTIME_GUESSES = (
     "%d/%b/%Y %H:%M:%S",
     "%b %d %Y %H:%M:%S",
 )
-FORMAT_HELP = "rfc3339, epoch, epoch_s, epoch_ms, epoch_us, epoch_ns, or a strptime pattern such as '%d/%b/%Y:%H:%M:%S %z'"
+FORMAT_HELP = (
+    "rfc3339, epoch, epoch_s, epoch_ms, epoch_us, epoch_ns, or a strptime pattern such as '%d/%b/%Y:%H:%M:%S %z'"
+)
 
 
 @dataclass(frozen=True)
@@ -80,16 +97,15 @@ def pick_field(names: list[str], wanted: str | None) -> str:
         if cand.lower() in lowered:
             return lowered[cand.lower()]
     raise UsageError(
-        "no time field found in the input (looked for " + ", ".join(CANDIDATES[:8]) + ", …); "
-        "name it with --time-field"
+        "no time field found in the input (looked for " + ", ".join(CANDIDATES[:8]) + ", …); name it with --time-field"
     )
 
 
-def detect_format(con: duckdb.DuckDBPyConnection, values_sql: str, fmt: str | None) -> str:
-    """Decide the format from sample values (``values_sql`` selects one VARCHAR column ``v``)."""
+def detect_format(con: duckdb.DuckDBPyConnection, values: list[str], fmt: str | None) -> str:
+    """Decide the time format from sample values of the time field (as text)."""
     if fmt is not None and fmt != "epoch":
         return fmt
-    rows = [r[0] for r in con.execute(f"SELECT v FROM ({values_sql}) WHERE v IS NOT NULL LIMIT 1000").fetchall()]
+    rows = values[:1000]
     if not rows:
         return fmt or "rfc3339"
     nums = [_number(v) for v in rows]
@@ -102,8 +118,7 @@ def detect_format(con: duckdb.DuckDBPyConnection, values_sql: str, fmt: str | No
     for cand in ("rfc3339", *STRPTIME_GUESSES):
         spec = TimeSpec("v", cand)
         ok = con.execute(
-            f"SELECT count(*) FROM (SELECT v FROM ({values_sql}) WHERE v IS NOT NULL LIMIT 1000) "
-            f"WHERE {spec.sql('v')} IS NOT NULL"
+            f"SELECT count(*) FROM (SELECT unnest(?::VARCHAR[]) AS v) WHERE {spec.sql('v')} IS NOT NULL", [rows]
         ).fetchone()
         if ok and ok[0] > best_ok:
             best, best_ok = cand, ok[0]

@@ -24,7 +24,7 @@ HEAT_STEPS_PER_DOUBLING = 4
 NUMERIC = ("DOUBLE", "BIGINT")
 
 
-def fn(name: str, *args: exp.Expression) -> exp.Expression:
+def fn(name: str, *args: exp.Expr) -> exp.Expr:
     """A SQL function call (rendered as written for DuckDB)."""
     return exp.Anonymous(this=name, expressions=list(args))
 
@@ -34,12 +34,12 @@ class Compiler:
     """Builds the SQL of one query against one dataset's relation."""
 
     fields: dict[str, FieldInfo]
-    relation: exp.Expression
+    relation: exp.Expr
     weight: str | None = None
     params: list[Any] = field(default_factory=list)
 
     # -- names and values --------------------------------------------------------
-    def column(self, name: str) -> tuple[exp.Expression, str]:
+    def column(self, name: str) -> tuple[exp.Expr, str]:
         """The quoted column for a field name, with its type; UnknownFieldError if absent."""
         info = self.fields.get(name)
         if info is None or name.endswith(RAW_SUFFIX):
@@ -47,29 +47,29 @@ class Compiler:
             raise UnknownFieldError(name, close)
         return exp.column(exp.to_identifier(name, quoted=True)), info.type
 
-    def bind(self, value: object) -> exp.Expression:
+    def bind(self, value: object) -> exp.Expr:
         """A placeholder for ``value``, appended to the parameters."""
         self.params.append(value)
         return exp.Placeholder()
 
-    def numeric(self, name: str, calc: str) -> exp.Expression:
+    def numeric(self, name: str, calc: str) -> exp.Expr:
         col, ctype = self.column(name)
         if ctype not in NUMERIC:
             raise QuerySpecError(f"{calc} needs a numeric field, but {name!r} holds {ctype.lower()} values")
         return col
 
     @property
-    def w(self) -> exp.Expression:
+    def w(self) -> exp.Expr:
         """The weight of an event: its sample rate when >= 1, else 1."""
         assert self.weight is not None
         col = exp.column(exp.to_identifier(self.weight, quoted=True))
         return exp.If(this=col >= exp.Literal.number(1), true=col, false=exp.Literal.number(1))
 
     # -- clauses -----------------------------------------------------------------
-    def where(self, start: datetime | None, end: datetime | None, text: str | None) -> exp.Expression | None:
+    def where(self, start: datetime | None, end: datetime | None, text: str | None) -> exp.Expr | None:
         """Time range and filter, ANDed."""
         ts = exp.column(exp.to_identifier(TIME_COLUMN, quoted=True))
-        parts: list[exp.Expression] = []
+        parts: list[exp.Expr] = []
         if start is not None:
             parts.append(ts >= self.bind(start))
         if end is not None:
@@ -78,21 +78,25 @@ class Compiler:
             parts.append(exp.paren(compile_filter(parse_filter(text), self.column, self.bind)))
         return exp.and_(*parts) if parts else None
 
-    def bucket(self, granularity_us: int) -> exp.Expression:
+    def bucket(self, granularity_us: int) -> exp.Expr:
         """The start of the time bucket of each event."""
         ts = exp.column(exp.to_identifier(TIME_COLUMN, quoted=True))
         g = exp.Literal.number(granularity_us)
         floored = exp.Mul(this=fn("floor", exp.Div(this=fn("epoch_us", ts), expression=g)), expression=g)
         return fn("make_timestamp", exp.cast(floored, "BIGINT"))
 
-    def aggregate(self, calc: Calculation) -> exp.Expression:
+    def aggregate(self, calc: Calculation) -> exp.Expr:
         """The aggregate for a calculation; percentiles here are the unweighted form."""
         if calc.op == "count":
             return exp.Sum(this=self.w) if self.weight else exp.Count(this=exp.Star())
         if calc.op == "count_distinct":
             col, _ = self.column(calc.field or "")
             return exp.Count(this=exp.Distinct(expressions=[col]))
-        x = self.numeric(calc.field or "", calc.label) if calc.op not in ("min", "max") else self.column(calc.field or "")[0]
+        x = (
+            self.numeric(calc.field or "", calc.label)
+            if calc.op not in ("min", "max")
+            else self.column(calc.field or "")[0]
+        )
         if calc.op in ("min", "max"):
             return exp.Min(this=x) if calc.op == "min" else exp.Max(this=x)
         if calc.op == "sum":
@@ -107,17 +111,18 @@ class Compiler:
         raise QuerySpecError(f"{calc.label} cannot be computed in a table query")
 
 
-def group_keys(compiler: Compiler, breakdowns: list[str], granularity_us: int | None) -> list[tuple[str, exp.Expression]]:
+def group_keys(compiler: Compiler, breakdowns: list[str], granularity_us: int | None) -> list[tuple[str, exp.Expr]]:
     """(label, expression) of each group key: the time bucket first, then the breakdowns."""
-    keys: list[tuple[str, exp.Expression]] = []
+    keys: list[tuple[str, exp.Expr]] = []
     if granularity_us:
         keys.append(("time", compiler.bucket(granularity_us)))
     keys += [(b, compiler.column(b)[0]) for b in breakdowns]
     return keys
 
 
-def select(keys: list[tuple[str, exp.Expression]], values: list[tuple[str, exp.Expression]],
-           source: exp.Expression, where: exp.Expression | None) -> exp.Select:
+def select(
+    keys: list[tuple[str, exp.Expr]], values: list[tuple[str, exp.Expr]], source: exp.Expr, where: exp.Expr | None
+) -> exp.Select:
     """SELECT keys and values FROM source WHERE … GROUP BY the keys (by ordinal)."""
     items = [exp.alias_(e, exp.to_identifier(label, quoted=True)) for label, e in keys + values]
     query = exp.select(*items).from_(source.copy())
@@ -128,24 +133,31 @@ def select(keys: list[tuple[str, exp.Expression]], values: list[tuple[str, exp.E
     return query
 
 
-def weighted_percentile(compiler: Compiler, keys: list[tuple[str, exp.Expression]], calc: Calculation,
-                        where: exp.Expression | None) -> exp.Select:
+def weighted_percentile(
+    compiler: Compiler, keys: list[tuple[str, exp.Expr]], calc: Calculation, where: exp.Expr | None
+) -> exp.Select:
     """Inverted-CDF percentile with weights: the smallest x whose cumulative weight reaches q × total."""
     x = compiler.numeric(calc.field or "", calc.label)
     key_ids = [exp.to_identifier(f"k{i}", quoted=True) for i in range(len(keys))]
     inner_items = [exp.alias_(e, k) for (_, e), k in zip(keys, key_ids)]
     inner_items += [exp.alias_(x, "x"), exp.alias_(compiler.w, "w")]
     base_where = exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))
-    base = exp.select(*inner_items).from_(compiler.relation.copy()).where(
-        exp.and_(where, base_where) if where is not None else base_where
+    base = (
+        exp.select(*inner_items)
+        .from_(compiler.relation.copy())
+        .where(exp.and_(where, base_where) if where is not None else base_where)
     )
     part = [exp.column(k) for k in key_ids]
-    cum = exp.Window(this=exp.Sum(this=exp.column("w")), partition_by=part,
-                     order=exp.Order(expressions=[exp.Ordered(this=exp.column("x"))]),
-                     spec=exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING"))
+    cum = exp.Window(
+        this=exp.Sum(this=exp.column("w")),
+        partition_by=part,
+        order=exp.Order(expressions=[exp.Ordered(this=exp.column("x"))]),
+        spec=exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING"),
+    )
     tot = exp.Window(this=exp.Sum(this=exp.column("w")), partition_by=[p.copy() for p in part])
     ranked = exp.select(*[exp.column(k) for k in key_ids], "x", exp.alias_(cum, "cw"), exp.alias_(tot, "tw")).from_(
-        base.subquery("b"))
+        base.subquery("b")
+    )
     reach = exp.column("cw") >= exp.Mul(this=exp.Literal.number(calc.q), expression=exp.column("tw"))
     value = exp.Filter(this=exp.Min(this=exp.column("x")), expression=exp.Where(this=reach))
     out = exp.select(*[exp.column(k) for k in key_ids], exp.alias_(value, "v")).from_(ranked.subquery("r"))
@@ -154,13 +166,17 @@ def weighted_percentile(compiler: Compiler, keys: list[tuple[str, exp.Expression
     return out
 
 
-def heatmap(compiler: Compiler, calc: Calculation, granularity_us: int, where: exp.Expression | None) -> exp.Select:
+def heatmap(compiler: Compiler, calc: Calculation, granularity_us: int, where: exp.Expr | None) -> exp.Select:
     """Counts per (time bucket, log-scaled value bucket); value bucket NULL holds values <= 0."""
     x = compiler.numeric(calc.field or "", calc.label)
     steps = exp.Literal.number(HEAT_STEPS_PER_DOUBLING)
     positive = x.copy() > exp.Literal.number(0)
-    vbucket = exp.If(this=positive, true=exp.cast(fn("floor", exp.Mul(this=fn("log2", x.copy()), expression=steps)), "BIGINT"))
+    vbucket = exp.If(
+        this=positive, true=exp.cast(fn("floor", exp.Mul(this=fn("log2", x.copy()), expression=steps)), "BIGINT")
+    )
     count = exp.Sum(this=compiler.w) if compiler.weight else exp.Count(this=exp.Star())
     present = exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))
     keys = [("time", compiler.bucket(granularity_us)), ("bucket", vbucket)]
-    return select(keys, [("count", count)], compiler.relation, exp.and_(where, present) if where is not None else present)
+    return select(
+        keys, [("count", count)], compiler.relation, exp.and_(where, present) if where is not None else present
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlglot import exp
@@ -67,7 +67,7 @@ class QueryOutput:
 
 def run_query(backend: DuckDBBackend, spec: QuerySpec, now: datetime | None = None) -> QueryOutput:
     """Execute ``spec``; see QuerySpec for the fields. Returns rows or a heatmap grid."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     start = _naive(parse_time(spec.start, now)) if spec.start else None
     end = _naive(parse_time(spec.end, now)) if spec.end else None
     if start and end and start >= end:
@@ -96,14 +96,19 @@ def run_query(backend: DuckDBBackend, spec: QuerySpec, now: datetime | None = No
     order = _order(spec, labels, g_us is not None)
     query = qc.select(keys, values, relation, where)
     if not weighted_pcts:
-        query = query.order_by(*[exp.Ordered(this=exp.column(exp.to_identifier(lab, quoted=True)), desc=desc,
-                                             nulls_first=False) for lab, desc in order]).limit(spec.limit)
+        query = query.order_by(
+            *[
+                exp.Ordered(this=exp.column(exp.to_identifier(lab, quoted=True)), desc=desc, nulls_first=False)
+                for lab, desc in order
+            ]
+        ).limit(spec.limit)
     main_params = list(compiler.params)
     result = backend.execute(query, main_params)
     rows = [list(r) for r in result.rows]
     if weighted_pcts:
-        rows = _merge_percentiles(backend, compiler, keys, spec, rows, weighted_pcts, where_text=spec.where,
-                                  start=start, end=end)
+        rows = _merge_percentiles(
+            backend, compiler, keys, spec, rows, weighted_pcts, where_text=spec.where, start=start, end=end
+        )
         rows = _sort(rows, labels, order)[: spec.limit]
     return QueryOutput(spec, labels, rows, start, end, granularity, warnings)
 
@@ -189,12 +194,12 @@ def _us(td: timedelta) -> int:
 
 
 def _naive(moment: datetime) -> datetime:
-    return moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def _iso(moment: datetime | None) -> str | None:
     if moment is None:
         return None
     if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
     return moment.isoformat(timespec="microseconds").replace(".000000", "") + "Z"

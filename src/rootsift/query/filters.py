@@ -98,22 +98,42 @@ class Not:
 
 
 Node = Compare | InList | Exists | TextMatch | And | Or | Not
-Column = Callable[[str], tuple[exp.Expression, str]]
-Bind = Callable[[object], exp.Expression]
+Column = Callable[[str], tuple[exp.Expr, str]]
+Bind = Callable[[object], exp.Expr]
 
 KEYWORDS = frozenset(
     ["and", "or", "not", "in", "exists", "contains", "does-not-contain", "starts-with", "true", "false", "null"]
 )
 OPERATORS = "=, !=, >, >=, <, <=, in, not in, contains, does-not-contain, starts-with"
-_COMPARE: dict[str, type[exp.Expression]] = {
-    "=": exp.EQ, "!=": exp.NullSafeNEQ, ">": exp.GT, ">=": exp.GTE, "<": exp.LT, "<=": exp.LTE,
+_COMPARE: dict[str, type[exp.Expr]] = {
+    "=": exp.EQ,
+    "!=": exp.NullSafeNEQ,
+    ">": exp.GT,
+    ">=": exp.GTE,
+    "<": exp.LT,
+    "<=": exp.LTE,
 }
 _HINTS = {
-    "==": "'='", "===": "'='", "<>": "'!='", "=>": "'>='", "=<": "'<='", "!": "'!=' or 'not'",
-    "&&": "'and'", "&": "'and'", "||": "'or'", "|": "'or'", "~": "'contains'", "=~": "'contains'",
-    "like": "'contains' or 'starts-with'", "is": "'=' or 'exists'", "has": "'contains'",
-    "contain": "'contains'", "startswith": "'starts-with'", "starts_with": "'starts-with'",
-    "does_not_contain": "'does-not-contain'", "doesnotcontain": "'does-not-contain'",
+    "==": "'='",
+    "===": "'='",
+    "<>": "'!='",
+    "=>": "'>='",
+    "=<": "'<='",
+    "!": "'!=' or 'not'",
+    "&&": "'and'",
+    "&": "'and'",
+    "||": "'or'",
+    "|": "'or'",
+    "~": "'contains'",
+    "=~": "'contains'",
+    "like": "'contains' or 'starts-with'",
+    "is": "'=' or 'exists'",
+    "has": "'contains'",
+    "contain": "'contains'",
+    "startswith": "'starts-with'",
+    "starts_with": "'starts-with'",
+    "does_not_contain": "'does-not-contain'",
+    "doesnotcontain": "'does-not-contain'",
 }
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 # Combining accents (U+0300-U+036F) count as word characters so a decomposed "é" stays in its name.
@@ -244,8 +264,11 @@ class _Parser:
                 if _is_kw(self.peek(), "exists") and self.next():
                     return Exists(self.field("after 'not exists'"), negate=True)
                 if self.peek().kind != "(" and not _is_kw(self.peek(), "not"):
-                    self.fail("'not' must be followed by '(' or 'exists', as in: not (status = 500); "
-                              "or use !=, not in, does-not-contain", self.peek())
+                    self.fail(
+                        "'not' must be followed by '(' or 'exists', as in: not (status = 500); "
+                        "or use !=, not in, does-not-contain",
+                        self.peek(),
+                    )
                 return Not(self.unary())
             if tok.kind == "(" and self.next():
                 inner, close = self.or_expr(), self.next()
@@ -289,8 +312,10 @@ class _Parser:
         if word == "not" and _is_kw(self.peek(), "exists"):
             self.fail(f"write 'not exists {name}', with the field after 'exists'", op)
         if word == "not":
-            self.fail("expected 'in' after 'not'; the negative operators are 'not in', '!=' and "
-                      "'does-not-contain'", self.peek())
+            self.fail(
+                "expected 'in' after 'not'; the negative operators are 'not in', '!=' and 'does-not-contain'",
+                self.peek(),
+            )
         if word in ("contains", "does-not-contain", "starts-with"):
             kind = "starts-with" if word == "starts-with" else "contains"
             return TextMatch(name, kind, self.value(op), negate=word == "does-not-contain")
@@ -317,8 +342,11 @@ class _Parser:
         if word == "null":
             self.fail("null can only be used with = or !=; to test for a missing field use 'not exists'", tok)
         if word in KEYWORDS:
-            self.fail(f"expected a value after '{after.text}', found the keyword '{tok.text}'; "
-                      f"to use it as text write \"{tok.text}\"", tok)
+            self.fail(
+                f"expected a value after '{after.text}', found the keyword '{tok.text}'; "
+                f'to use it as text write "{tok.text}"',
+                tok,
+            )
         if tok.kind == "word":
             return Literal("string", tok.text, tok.text)
         if tok.kind == "field":
@@ -357,8 +385,26 @@ def _found(tok: Token) -> str:
 
 _FAMILIES = {
     **dict.fromkeys(("VARCHAR", "TEXT", "STRING", "CHAR", "BPCHAR"), "varchar"),
-    **dict.fromkeys(("TINYINT", "SMALLINT", "INTEGER", "INT", "BIGINT", "HUGEINT", "UTINYINT",
-                     "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT", "INT1", "INT2", "INT4", "INT8"), "int"),
+    **dict.fromkeys(
+        (
+            "TINYINT",
+            "SMALLINT",
+            "INTEGER",
+            "INT",
+            "BIGINT",
+            "HUGEINT",
+            "UTINYINT",
+            "USMALLINT",
+            "UINTEGER",
+            "UBIGINT",
+            "UHUGEINT",
+            "INT1",
+            "INT2",
+            "INT4",
+            "INT8",
+        ),
+        "int",
+    ),
     **dict.fromkeys(("FLOAT", "REAL", "DOUBLE", "FLOAT4", "FLOAT8", "DECIMAL", "NUMERIC"), "float"),
     **dict.fromkeys(("BOOLEAN", "BOOL"), "bool"),
     **dict.fromkeys(("TIMESTAMP", "DATETIME", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS"), "timestamp"),
@@ -367,7 +413,7 @@ _FAMILIES = {
 }
 
 
-def compile_filter(node: Node, column: Column, bind: Bind) -> exp.Expression:
+def compile_filter(node: Node, column: Column, bind: Bind) -> exp.Expr:
     """Compile a filter AST into a sqlglot boolean expression.
 
     ``column(name)`` gives the column expression and its DuckDB type name (and raises
@@ -376,7 +422,7 @@ def compile_filter(node: Node, column: Column, bind: Bind) -> exp.Expression:
     """
     if isinstance(node, (And, Or)):
         connector = exp.And if isinstance(node, And) else exp.Or
-        joined: exp.Expression | None = None
+        joined: exp.Expr | None = None
         for item in node.items:
             part = compile_filter(item, column, bind)
             part = exp.Paren(this=part) if isinstance(part, exp.Connector) else part
@@ -395,9 +441,7 @@ def compile_filter(node: Node, column: Column, bind: Bind) -> exp.Expression:
     if isinstance(node, TextMatch):
         pattern = escape_like(node.value.text) + "%"
         pattern = "%" + pattern if node.kind == "contains" else pattern
-        like = exp.Escape(
-            this=exp.Like(this=col, expression=bind(pattern)), expression=exp.Literal.string("\\")
-        )
+        like = exp.Escape(this=exp.Like(this=col, expression=bind(pattern)), expression=exp.Literal.string("\\"))
         return _or_missing(col, like) if node.negate else like
     if isinstance(node, InList):
         test = exp.In(this=col, expressions=[bind(_coerce(node.field, v, family)) for v in node.values])
@@ -412,11 +456,11 @@ def escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _is_null(col: exp.Expression) -> exp.Expression:
+def _is_null(col: exp.Expr) -> exp.Expr:
     return exp.Is(this=col.copy(), expression=exp.Null())
 
 
-def _or_missing(col: exp.Expression, test: exp.Expression) -> exp.Expression:
+def _or_missing(col: exp.Expr, test: exp.Expr) -> exp.Expr:
     """``(col IS NULL OR NOT test)``: the negation that also matches missing fields."""
     return exp.Paren(this=exp.Or(this=_is_null(col), expression=exp.Not(this=test)))
 

@@ -44,7 +44,9 @@ class Calculation:
         ``p50(f)`` … ``p99.9(f)``, ``percentile(f, 0.95)`` or ``heatmap(f)``."""
         m = _CALC.match(text)
         if not m:
-            raise QuerySpecError(f"cannot read calculation {text!r}; write e.g. count, p99(duration_ms), heatmap(duration_ms)")
+            raise QuerySpecError(
+                f"cannot read calculation {text!r}; write e.g. count, p99(duration_ms), heatmap(duration_ms)"
+            )
         name, arg = m.group(1).lower(), m.group(2)
         if arg is not None:
             arg = arg.strip()
@@ -73,8 +75,10 @@ class Calculation:
         if name == "count":
             name = "count"
         if name not in OPS:
-            raise QuerySpecError(f"unknown calculation {name!r}; use one of: count, count_distinct, sum, avg, min, max, "
-                                 "p50/p90/p99/p99.9 …, heatmap")
+            raise QuerySpecError(
+                f"unknown calculation {name!r}; use one of: count, count_distinct, sum, avg, min, max, "
+                "p50/p90/p99/p99.9 …, heatmap"
+            )
         return Calculation(name, arg)
 
 
@@ -133,7 +137,9 @@ class QuerySpec:
             raise QuerySpecError(f"unknown query key(s): {', '.join(sorted(extra))}")
         if "dataset" not in data:
             raise QuerySpecError("a query needs a dataset")
-        calcs = [Calculation.parse(c) if isinstance(c, str) else Calculation(**c) for c in data.get("calculations") or []]
+        calcs = [
+            Calculation.parse(c) if isinstance(c, str) else Calculation(**c) for c in data.get("calculations") or []
+        ]
         return cls(
             dataset=data["dataset"],
             start=data.get("start"),

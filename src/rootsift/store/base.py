@@ -80,11 +80,11 @@ class Backend(ABC):
         """The dataset's fields by name, the time column included."""
 
     @abstractmethod
-    def relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expression:
+    def relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expr:
         """A table expression holding the dataset's events that may fall in [start, end)."""
 
     @abstractmethod
-    def execute(self, query: exp.Expression, params: list[Any]) -> QueryResult:
+    def execute(self, query: exp.Expr, params: list[Any]) -> QueryResult:
         """Run a query rendered in this backend's dialect with bound parameters."""
 
     @abstractmethod

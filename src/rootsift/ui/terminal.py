@@ -71,10 +71,20 @@ def heatmap(console: Console, grid: Heatmap, max_rows: int = 24) -> None:
                 line.append("█", style=PALETTE[level])
         console.print(line)
     if any(grid.nonpositive):
-        console.print(Text("≤0".rjust(label_width) + " ┤" + "".join("▪" if c else " " for c in grid.nonpositive), style="dim"))
+        console.print(
+            Text("≤0".rjust(label_width) + " ┤" + "".join("▪" if c else " " for c in grid.nonpositive), style="dim")
+        )
     first, last = grid.times[0], grid.times[-1]
     axis = " " * (label_width + 2) + "└" + "─" * max(0, len(grid.times) - 1)
     console.print(Text(axis, style="dim"))
-    console.print(Text(" " * (label_width + 2) + f"{fmt(first)} … {fmt(last)}  ({len(grid.times)} columns)", style="dim"))
+    console.print(
+        Text(" " * (label_width + 2) + f"{fmt(first)} … {fmt(last)}  ({len(grid.times)} columns)", style="dim")
+    )
     total = sum(sum(r) for r in grid.counts) + sum(grid.nonpositive)
-    console.print(Text(" " * (label_width + 2) + f"{fmt(total)} events; darkest {fmt(min((c for r in counts for c in r if c), default=0))}, hottest {fmt(peak)} per cell", style="dim"))
+    console.print(
+        Text(
+            " " * (label_width + 2)
+            + f"{fmt(total)} events; darkest {fmt(min((c for r in counts for c in r if c), default=0))}, hottest {fmt(peak)} per cell",
+            style="dim",
+        )
+    )

@@ -1,0 +1,100 @@
+"""Where rootsift's ingest spends its time: cProfile plus a per-SQL-statement breakdown.
+
+    python bench/profile_ingest.py [--n 1000000] [--out bench/out] [--top 8] [--block-mib 32]
+
+cProfile cannot see into DuckDB (its calls are charged to the calling Python function),
+so the ingest's cursors are wrapped to time every ``execute`` by statement shape too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import re
+import shutil
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from common import DATASET, ROOT, use_source_tree
+from gen import cached_jsonl
+
+use_source_tree()
+from rootsift.api import Rootsift  # noqa: E402
+from rootsift.store.duckdb import DuckDBBackend  # noqa: E402
+
+SQL_TIME: dict[str, list[float]] = defaultdict(list)
+
+
+def shape(sql: str) -> str:
+    """A statement's shape: its first words, with numbers, quoted paths and column lists elided."""
+    text = re.sub(r"'[^']*'", "'…'", " ".join(sql.split()))
+    text = re.sub(r"\d+", "N", text)
+    return text[:90]
+
+
+class TimedCursor:
+    """A DuckDB connection wrapper that records the seconds spent in each ``execute``."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def execute(self, sql: str, params: Any = None) -> TimedCursor:
+        started = time.perf_counter()
+        self._inner.execute(sql, params) if params is not None else self._inner.execute(sql)
+        SQL_TIME[shape(sql)].append(time.perf_counter() - started)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def ingest(source: Path, data: Path, block: int | None, prof: cProfile.Profile | None = None) -> float:
+    """Ingest ``source`` into a fresh ``data`` directory (under ``prof`` when given); return seconds."""
+    shutil.rmtree(data, ignore_errors=True)
+    rs = Rootsift(data)
+    started = time.perf_counter()
+    if prof is not None:
+        prof.enable()
+    summary = rs.ingest(source, dataset=DATASET, block_bytes=block)
+    if prof is not None:
+        prof.disable()
+    seconds = time.perf_counter() - started
+    rs.close()
+    print(f"ingested {summary.events:,} events in {seconds:.2f} s ({summary.blocks} blocks, "
+          f"{summary.exact_blocks} on the exact path)")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    parser.add_argument("--top", type=int, default=8)
+    parser.add_argument("--block-mib", type=int, default=None, help="ingest block size (default: rootsift's)")
+    args = parser.parse_args()
+    source = cached_jsonl(args.out, args.n)
+    data = args.out / f"profile-{args.n}"
+    block = args.block_mib << 20 if args.block_mib else None
+
+    prof = cProfile.Profile()
+    ingest(source, data, block, prof)
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(args.top)
+    print("   ncalls" + text.getvalue().split("   ncalls", 1)[-1].rstrip())
+
+    plain_cursor = DuckDBBackend.cursor
+    DuckDBBackend.cursor = lambda self: TimedCursor(plain_cursor(self))  # type: ignore[method-assign,assignment,return-value]
+    total = ingest(source, data, block)
+    DuckDBBackend.cursor = plain_cursor  # type: ignore[method-assign]
+    print(f"SQL statements by total seconds (share of {total:.2f} s):")
+    for sql, secs in sorted(SQL_TIME.items(), key=lambda kv: -sum(kv[1]))[: args.top]:
+        print(f"  {sum(secs):7.2f} s {sum(secs) / total:6.1%} {len(secs):4d}x  {sql}")
+    shutil.rmtree(data, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
