@@ -1,4 +1,4 @@
-"""The filter expression language: parse user filters into an AST, compile it to SQL.
+"""The filter expression language: parse user filters into an AST (compiled in filter_sql).
 
 Examples: ``duration_ms > 1000``, ``status in (500, 503)``, ``exists user_id``,
 ``msg does-not-contain 'x'``, ``status != 200 and (az = "a" or az = b)``, ``not (a = 1)``.
@@ -21,13 +21,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import NamedTuple, NoReturn
 
 from sqlglot import exp
 
-from rootsift.errors import FilterSyntaxError, TimeFormatError, UsageError
-from rootsift.timeutil import parse_time
+from rootsift.errors import FilterSyntaxError
 
 
 @dataclass(frozen=True)
@@ -383,107 +381,20 @@ def _found(tok: Token) -> str:
     return "" if tok.kind == "end" else f", found {_describe(tok)}"
 
 
-_FAMILIES = {
-    **dict.fromkeys(("VARCHAR", "TEXT", "STRING", "CHAR", "BPCHAR"), "varchar"),
-    **dict.fromkeys(
-        (
-            "TINYINT",
-            "SMALLINT",
-            "INTEGER",
-            "INT",
-            "BIGINT",
-            "HUGEINT",
-            "UTINYINT",
-            "USMALLINT",
-            "UINTEGER",
-            "UBIGINT",
-            "UHUGEINT",
-            "INT1",
-            "INT2",
-            "INT4",
-            "INT8",
-        ),
-        "int",
-    ),
-    **dict.fromkeys(("FLOAT", "REAL", "DOUBLE", "FLOAT4", "FLOAT8", "DECIMAL", "NUMERIC"), "float"),
-    **dict.fromkeys(("BOOLEAN", "BOOL"), "bool"),
-    **dict.fromkeys(("TIMESTAMP", "DATETIME", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS"), "timestamp"),
-    **dict.fromkeys(("TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE"), "timestamptz"),
-    "DATE": "date",
-}
+from rootsift.query.filter_sql import compile_filter, escape_like  # noqa: E402  (re-exported)
 
-
-def compile_filter(node: Node, column: Column, bind: Bind) -> exp.Expr:
-    """Compile a filter AST into a sqlglot boolean expression.
-
-    ``column(name)`` gives the column expression and its DuckDB type name (and raises
-    UnknownFieldError for unknown fields); ``bind(value)`` gives a parameter placeholder.
-    Each literal is coerced to its column's type and reaches SQL only through ``bind``.
-    """
-    if isinstance(node, (And, Or)):
-        connector = exp.And if isinstance(node, And) else exp.Or
-        joined: exp.Expr | None = None
-        for item in node.items:
-            part = compile_filter(item, column, bind)
-            part = exp.Paren(this=part) if isinstance(part, exp.Connector) else part
-            joined = part if joined is None else connector(this=joined, expression=part)
-        assert joined is not None  # the parser never builds an empty And/Or
-        return joined
-    if isinstance(node, Not):
-        inner = compile_filter(node.item, column, bind)
-        return exp.Not(this=exp.Coalesce(this=inner, expressions=[exp.false()]))
-    col, type_name = column(node.field)
-    family = _FAMILIES.get(type_name.upper().split("(")[0].strip(), "other")
-    if isinstance(node, Exists):
-        return _is_null(col) if node.negate else exp.Not(this=_is_null(col))
-    if family == "other" or (isinstance(node, TextMatch) and family != "varchar"):
-        col, family = exp.Cast(this=col, to=exp.DataType.build("VARCHAR")), "varchar"
-    if isinstance(node, TextMatch):
-        pattern = escape_like(node.value.text) + "%"
-        pattern = "%" + pattern if node.kind == "contains" else pattern
-        like = exp.Escape(this=exp.Like(this=col, expression=bind(pattern)), expression=exp.Literal.string("\\"))
-        return _or_missing(col, like) if node.negate else like
-    if isinstance(node, InList):
-        test = exp.In(this=col, expressions=[bind(_coerce(node.field, v, family)) for v in node.values])
-        return _or_missing(col, test) if node.negate else test
-    if node.value.kind == "null":
-        return _is_null(col) if node.op == "=" else exp.Not(this=_is_null(col))
-    return _COMPARE[node.op](this=col, expression=bind(_coerce(node.field, node.value, family)))
-
-
-def escape_like(text: str) -> str:
-    """Escape ``\\``, ``%`` and ``_`` with a backslash so LIKE ... ESCAPE '\\' matches them literally."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _is_null(col: exp.Expr) -> exp.Expr:
-    return exp.Is(this=col.copy(), expression=exp.Null())
-
-
-def _or_missing(col: exp.Expr, test: exp.Expr) -> exp.Expr:
-    """``(col IS NULL OR NOT test)``: the negation that also matches missing fields."""
-    return exp.Paren(this=exp.Or(this=_is_null(col), expression=exp.Not(this=test)))
-
-
-def _coerce(field: str, lit: Literal, family: str) -> object:
-    """Convert a literal to the Python value to bind against a column of ``family``."""
-    if family == "varchar":
-        return lit.text
-    if family == "bool":
-        if lit.text.lower() in ("true", "false"):
-            return lit.text.lower() == "true"
-        raise UsageError(f"field {field!r} holds true/false; {lit.text!r} is neither")
-    if family in ("int", "float"):
-        if lit.kind == "bool" or not _NUMBER.fullmatch(lit.text.strip()):
-            raise UsageError(f"field {field!r} is numeric and {lit.text!r} is not a number")
-        number = Decimal(lit.text)
-        if family == "int" and number == number.to_integral_value() and abs(number) < 2**63:
-            return int(number)
-        return float(number)
-    try:
-        moment = parse_time(lit.text)
-    except TimeFormatError as exc:
-        raise TimeFormatError(f"field {field!r} holds times: {exc}") from None
-    if family == "date":
-        return moment.date()
-    return moment if family == "timestamptz" else moment.replace(tzinfo=None)
+__all__ = [
+    "parse_filter",
+    "fields",
+    "compile_filter",
+    "escape_like",
+    "Node",
+    "Literal",
+    "Compare",
+    "InList",
+    "Exists",
+    "TextMatch",
+    "And",
+    "Or",
+    "Not",
+]

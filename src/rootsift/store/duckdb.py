@@ -12,22 +12,20 @@ the UNION ALL BY NAME of the segments whose time span overlaps the query's range
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import threading
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import sqlglot
 from sqlglot import exp
 
-from rootsift.errors import DatasetNotFoundError, StoreError, StoreLockedError
+from rootsift.errors import DatasetNotFoundError
 from rootsift.store.base import (
-    RAW_SUFFIX,
     TIME_COLUMN,
     Backend,
     DatasetInfo,
@@ -35,19 +33,15 @@ from rootsift.store.base import (
     QueryResult,
     check_dataset_name,
 )
+from rootsift.store.driver import translate
 from rootsift.store.segment import Segment, segment_file, segment_id
 from rootsift.store.sqltext import ident, literal
 
+if TYPE_CHECKING:
+    from rootsift.store.writer import SegmentWriter
+
 FORMAT_VERSION = 1
 DEFAULT_SEGMENT_ROWS = 8_000_000
-
-
-def translate(exc: duckdb.Error, what: str) -> StoreError:
-    """Map a DuckDB error to the rootsift tree, keeping the driver's message."""
-    text = str(exc).split("\n")[0]
-    if "lock" in text.lower() and isinstance(exc, duckdb.IOException):
-        return StoreLockedError(f"{what}: the store is open for writing by another process ({text})")
-    return StoreError(f"{what}: {text}")
 
 
 class DatasetState:
@@ -262,6 +256,8 @@ class DuckDBBackend(Backend):
 
     def writer(self, dataset: str, cur: duckdb.DuckDBPyConnection) -> SegmentWriter:
         """A writer that appends staged tables to ``dataset`` in transactions of many rows."""
+        from rootsift.store.writer import SegmentWriter
+
         return SegmentWriter(self, self.state(dataset, create=True), cur)
 
     def drop_before(self, dataset: str, cutoff: datetime) -> int:
@@ -320,99 +316,6 @@ class DuckDBBackend(Backend):
                 self._con.execute(f"DETACH {seg.alias}")
             shutil.rmtree(state.directory)
             self._states.pop(dataset, None)
-
-
-class SegmentWriter:
-    """Appends staged temp tables to a dataset's head segment.
-
-    Rows are added inside an open transaction and become durable at ``commit()``;
-    DuckDB writes large transactions straight to the segment file, so committing every
-    few hundred thousand rows rather than every block halves the write cost.
-    """
-
-    def __init__(self, backend: DuckDBBackend, state: DatasetState, cur: duckdb.DuckDBPyConnection) -> None:
-        self.backend = backend
-        self.state = state
-        self.cur = cur
-        self.pending = 0
-        self._seg: Segment | None = None
-        self._fields: list[FieldInfo] = []
-        self._span: tuple[datetime | None, datetime | None] = (None, None)
-
-    def append(
-        self, stage: str, new_fields: list[FieldInfo], rows: int, span: tuple[datetime | None, datetime | None]
-    ) -> None:
-        """Insert the temp table ``stage`` (on the writer's cursor); durable after commit()."""
-        if self._seg is None:
-            self.state.write_lock.acquire()
-            self._seg = self.backend.head(self.state)
-            try:
-                self.cur.execute("BEGIN TRANSACTION")
-            except duckdb.Error:
-                self.state.write_lock.release()
-                self._seg = None
-                raise
-        seg = self._seg
-        try:
-            stage_cols = {r[0]: r[1] for r in self.cur.execute(f"DESCRIBE {ident(stage)}").fetchall()}
-            have = {r[0] for r in self.cur.execute(f"DESCRIBE {seg.alias}.events").fetchall()}
-            for col, ctype in stage_cols.items():
-                if col not in have:
-                    self.cur.execute(f"ALTER TABLE {seg.alias}.events ADD COLUMN {ident(col)} {ctype}")
-            known = {r[0] for r in self.cur.execute(f"SELECT name FROM {seg.alias}._fields").fetchall()}
-            by_name = {f.name: f for f in new_fields}
-            for col in stage_cols:
-                if col == TIME_COLUMN or col.endswith(RAW_SUFFIX) or col in known:
-                    continue
-                info = self.state.fields.get(col) or by_name.get(col) or FieldInfo(col, stage_cols[col], [col])
-                self.cur.execute(f"INSERT INTO {seg.alias}._fields VALUES (?, ?, ?)", [info.name, info.path, info.type])
-            self.cur.execute(f"INSERT INTO {seg.alias}.events BY NAME SELECT * FROM {ident(stage)}")
-        except duckdb.Error as exc:
-            self.rollback()
-            raise translate(exc, f"writing to dataset {self.state.name!r}") from exc
-        self.pending += rows
-        self._fields += new_fields
-        lo, hi = span
-        self._span = (
-            min(filter(None, (self._span[0], lo)), default=None),
-            max(filter(None, (self._span[1], hi)), default=None),
-        )
-
-    def commit(self) -> int:
-        """Commit what was appended; return the number of rows made durable."""
-        if self._seg is None:
-            return 0
-        seg, rows = self._seg, self.pending
-        try:
-            self.cur.execute("COMMIT")
-        except duckdb.Error as exc:
-            self.rollback()
-            raise translate(exc, f"committing to dataset {self.state.name!r}") from exc
-        with self.backend._lock:
-            for info in self._fields:
-                self.state.fields.setdefault(info.name, info)
-            seg.widen(rows, *self._span)
-        self._reset()
-        return rows
-
-    def rollback(self) -> None:
-        """Abandon what was appended since the last commit."""
-        if self._seg is None:
-            return
-        with contextlib.suppress(duckdb.Error):
-            self.cur.execute("ROLLBACK")
-        self._reset()
-
-    def segment_full(self) -> bool:
-        """True when the open transaction's segment has reached its size."""
-        return self._seg is not None and self._seg.rows + self.pending >= self.backend.segment_rows
-
-    def _reset(self) -> None:
-        self._seg = None
-        self.pending = 0
-        self._fields = []
-        self._span = (None, None)
-        self.state.write_lock.release()
 
 
 def weight_sql(field: str) -> str:
