@@ -34,16 +34,20 @@ SUSPECT = (b'" :', b"\\u00")
 
 @dataclass(frozen=True)
 class BlockStats:
-    """Byte-level counts of a block of JSON lines, for the fast path's key check."""
+    """Byte-level counts of a block of JSON lines, for the fast path's key check, and
+    the block written to a file for DuckDB (``path``; the reader deletes it)."""
 
     key_tokens: int
     null_tokens: int
     suspect: bool
+    path: str | None = None
 
     @classmethod
-    def of(cls, block: bytes) -> BlockStats:
+    def of(cls, block: bytes, tmp_dir: str | None = None) -> BlockStats:
         nulls = block.count(b'":null') + block.count(b'": null') if b"null" in block else 0
-        return cls(block.count(b'":'), nulls, any(s in block for s in SUSPECT))
+        suspect = any(s in block for s in SUSPECT)
+        path = None if suspect or tmp_dir is None else _write_file(block, tmp_dir)
+        return cls(block.count(b'":'), nulls, suspect, path)
 
 
 @dataclass
@@ -79,10 +83,10 @@ class JsonLinesReader:
 
     def stage(self, block: bytes, first_line: int, stats: BlockStats | None = None) -> Staged:
         """Stage one block of complete lines; lines that cannot be events come back as rejects."""
-        stats = stats or BlockStats.of(block)
-        if stats.suspect:
+        stats = stats or BlockStats.of(block, self.tmp_dir)
+        if stats.suspect or stats.path is None:
             return self._exact(block, first_line)
-        path = self._write(block)
+        path = stats.path
         try:
             # Known fields first (no type sampling); a sample only when the block has new keys.
             for sample in (False, True) if self.time is not None else (True,):
@@ -318,10 +322,7 @@ class JsonLinesReader:
         return f"stage_{self._n}"
 
     def _write(self, data: bytes) -> str:
-        fd, path = tempfile.mkstemp(suffix=".jsonl", dir=self.tmp_dir)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        return path
+        return _write_file(data, self.tmp_dir)
 
     def _empty(self) -> Staged:
         table = self._table()
@@ -363,3 +364,10 @@ def _sample_values(path: str, name: str, limit: int = 1000) -> list[str]:
             if value is not None:
                 values.append(value if isinstance(value, str) else orjson.dumps(value).decode())
     return values
+
+
+def _write_file(data: bytes, tmp_dir: str) -> str:
+    fd, path = tempfile.mkstemp(suffix=".jsonl", dir=tmp_dir)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return path

@@ -169,16 +169,29 @@ def _run(
     blocks: queue.Queue[tuple[bytes, int, BlockStats | None] | BaseException | None] = queue.Queue(maxsize=2)
     measure = kind == "jsonl"
 
+    stop = threading.Event()
+
+    def put(item: tuple[bytes, int, BlockStats | None] | BaseException | None) -> bool:
+        while not stop.is_set():
+            try:
+                blocks.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def produce() -> None:
-        # Runs beside DuckDB (which releases the GIL), so the byte counts cost little wall time.
+        # Runs beside DuckDB (which releases the GIL): byte counts and the block's file cost little wall time.
         try:
             for block, line in line_blocks(stream, block_bytes):
-                blocks.put((block, line + first_line - 1, BlockStats.of(block) if measure else None))
-            blocks.put(None)
+                if not put((block, line + first_line - 1, BlockStats.of(block, tmp) if measure else None)):
+                    return
+            put(None)
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-            blocks.put(exc)
+            put(exc)
 
-    threading.Thread(target=produce, name="rootsift-ingest-reader", daemon=True).start()
+    producer = threading.Thread(target=produce, name="rootsift-ingest-reader", daemon=True)
+    producer.start()
     writer = backend.writer(dataset, cur)
 
     def commit() -> None:
@@ -211,6 +224,8 @@ def _run(
         commit()
     finally:
         writer.rollback()
+        stop.set()  # an early exit must not leave the reader thread blocked on a full queue
+        producer.join()
     if reader.time is not None:
         summary.time_field, summary.time_format = reader.time.field, reader.time.format
 
