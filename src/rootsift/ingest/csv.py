@@ -13,12 +13,12 @@ import os
 import duckdb
 
 from rootsift.ingest import convert
-from rootsift.ingest.jsonl import LINE_KEY, JsonLinesReader, Staged
 from rootsift.ingest.rejects import Reject
+from rootsift.ingest.staging import LINE_KEY, Staged, Stager
 from rootsift.store.sqltext import ident, literal
 
 
-class CsvReader(JsonLinesReader):
+class CsvReader(Stager):
     """Stages CSV/TSV blocks; ``header`` is the input's first line."""
 
     def __init__(self, *args: object, delimiter: str, header: bytes, **kwargs: object) -> None:

@@ -13,9 +13,7 @@ the whole block. See docs/storage.md, "Ingest".
 from __future__ import annotations
 
 import os
-import tempfile
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -23,11 +21,11 @@ import orjson
 
 from rootsift.ingest import convert
 from rootsift.ingest.rejects import Reject
-from rootsift.ingest.timefield import TimeSpec, detect_format, pick_field
-from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
+from rootsift.ingest.staging import LINE_KEY, Staged, Stager, write_file
+from rootsift.ingest.timefield import TimeSpec
+from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal, path_expr
 
-LINE_KEY = "__rootsift_line__"
 SAMPLE_ROWS = 2048
 SUSPECT = (b'" :', b"\\u00")
 
@@ -46,40 +44,12 @@ class BlockStats:
     def of(cls, block: bytes, tmp_dir: str | None = None) -> BlockStats:
         nulls = block.count(b'":null') + block.count(b'": null') if b"null" in block else 0
         suspect = any(s in block for s in SUSPECT)
-        path = None if suspect or tmp_dir is None else _write_file(block, tmp_dir)
+        path = None if suspect or tmp_dir is None else write_file(block, tmp_dir)
         return cls(block.count(b'":'), nulls, suspect, path)
 
 
-@dataclass
-class Staged:
-    """A block turned into the temp table ``table``, ready for Backend.append_stage."""
-
-    table: str
-    rows: int
-    span: tuple[datetime | None, datetime | None]
-    new_fields: list[FieldInfo]
-    rejects: list[Reject] = field(default_factory=list)
-    exact: bool = False
-
-
-class JsonLinesReader:
-    """Stages blocks of JSON lines for one dataset; keeps the time spec across blocks."""
-
-    def __init__(
-        self,
-        cur: duckdb.DuckDBPyConnection,
-        fields: dict[str, FieldInfo],
-        tmp_dir: str,
-        time_field: str | None,
-        time_format: str | None,
-    ) -> None:
-        self.cur = cur
-        self.fields = {k: v for k, v in fields.items() if k != TIME_COLUMN}
-        self.tmp_dir = tmp_dir
-        self.time_field = time_field
-        self.time_format = time_format
-        self.time: TimeSpec | None = None
-        self._n = 0
+class JsonLinesReader(Stager):
+    """Stages blocks of JSON lines: a fast path checked byte by byte, an exact path otherwise."""
 
     def stage(self, block: bytes, first_line: int, stats: BlockStats | None = None) -> Staged:
         """Stage one block of complete lines; lines that cannot be events come back as rejects."""
@@ -232,121 +202,8 @@ class JsonLinesReader:
         detected = convert.parse_type(self._describe(source))
         return self._stage_relation(source, detected, path)
 
-    def _stage_relation(self, source: str, detected: convert.Node, path: str) -> Staged:
-        """Stage every row of ``source`` (which has a ``LINE_KEY`` column), converting to catalog types."""
-        time = self._time_spec(detected, path)
-        src_node = detected.children.pop(time.field, None)
-        src_time = src_node if src_node is not None and src_node.type is not None else convert.Node(type="JSON")
-        time_expr = path_expr("src", [time.field]) if src_node is not None else "CAST(NULL AS JSON)"
-        line_node = detected.children.pop(LINE_KEY)
-        assert line_node.type is not None
-        catalog = {tuple(f.path): f for f in self.fields.values()}
-        taken = {n: f.path for n, f in self.fields.items()}
-        items = [
-            f"{time.sql(time_expr, src_time.type or 'JSON')} AS {ident(TIME_COLUMN)}",
-            f"src.{ident(LINE_KEY)} AS {ident(LINE_KEY)}",
-            f"{convert.as_text(time_expr, src_time.type or 'JSON')} AS __time_text__",
-        ]
-        new: list[FieldInfo] = []
-        for p, t in detected.leaves():
-            known = catalog.get(tuple(p))
-            if known is None:
-                name = convert.display_name(p, taken)
-                taken[name] = p
-                target = "VARCHAR" if t == "JSON" else convert.storage_type(t)
-                known = FieldInfo(name, target, p)
-                new.append(known)
-            items += convert.convert(path_expr("src", p), t, known.type, known.name)
-        table = self._table()
-        self.cur.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {', '.join(items)} FROM {source} src")
-        rejects = [
-            Reject(
-                int(line),
-                f"no time field {time.field!r}"
-                if text is None
-                else f"cannot read {text!r} in field {time.field!r} as a time ({time.format})",
-                "",
-            )
-            for line, text in self.cur.execute(
-                f"SELECT {ident(LINE_KEY)}, __time_text__ FROM {table} WHERE {ident(TIME_COLUMN)} IS NULL"
-            ).fetchall()
-        ]
-        self.cur.execute(f"DELETE FROM {table} WHERE {ident(TIME_COLUMN)} IS NULL")
-        self.cur.execute(f"ALTER TABLE {table} DROP COLUMN {ident(LINE_KEY)}")
-        self.cur.execute(f"ALTER TABLE {table} DROP COLUMN __time_text__")
-        cols = [r[0] for r in self.cur.execute(f"DESCRIBE {table}").fetchall()]
-        present = self.cur.execute(
-            f"SELECT count(*), min({ident(TIME_COLUMN)}), max({ident(TIME_COLUMN)}), "
-            + ", ".join(f"count({ident(c)})" for c in cols)
-            + f" FROM {table}"
-        ).fetchone()
-        assert present is not None
-        for col, n in zip(cols, present[3:]):
-            if n == 0 and col != TIME_COLUMN and (col.endswith(RAW_SUFFIX) or col not in self.fields):
-                self.cur.execute(f"ALTER TABLE {table} DROP COLUMN {ident(col)}")
-                new = [f for f in new if f.name != col]
-        return self._done(Staged(table, present[0], (present[1], present[2]), new, rejects))
-
-    # -- helpers -------------------------------------------------------------------
-    def _time_spec(self, detected: convert.Node, path: str) -> TimeSpec:
-        if self.time is None:
-            name = pick_field(list(detected.children), self.time_field)
-            self.time = TimeSpec(name, detect_format(self.cur, self._sample(path, name), self.time_format))
-        return self.time
-
     def _sample(self, path: str, name: str) -> list[str]:
-        """Values of the time field from the start of the staged file, as text."""
         return _sample_values(path, name)
-
-    def _describe(self, source: str) -> str:
-        cols = self.cur.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
-        return "STRUCT(" + ", ".join(f"{ident(c[0])} {c[1]}" for c in cols) + ")"
-
-    def _names(self, leaves: list[tuple[list[str], str]]) -> list[str]:
-        by_path = {tuple(f.path): n for n, f in self.fields.items()}
-        taken = {n: f.path for n, f in self.fields.items()}
-        names = []
-        for p, _ in leaves:
-            name = by_path.get(tuple(p)) or convert.display_name(p, taken)
-            taken[name] = p
-            names.append(name)
-        return names
-
-    def _done(self, staged: Staged) -> Staged:
-        for info in staged.new_fields:
-            self.fields.setdefault(info.name, info)
-        return staged
-
-    def _table(self) -> str:
-        self._n += 1
-        return f"stage_{self._n}"
-
-    def _write(self, data: bytes) -> str:
-        return _write_file(data, self.tmp_dir)
-
-    def _empty(self) -> Staged:
-        table = self._table()
-        self.cur.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({ident(TIME_COLUMN)} TIMESTAMP)")
-        return Staged(table, 0, (None, None), [])
-
-    def _union(self, a: Staged, b: Staged) -> Staged:
-        table = self._table()
-        self.cur.execute(
-            f"CREATE TEMP TABLE {table} AS SELECT * FROM {a.table} UNION ALL BY NAME SELECT * FROM {b.table}"
-        )
-        self.cur.execute(f"DROP TABLE {a.table}")
-        self.cur.execute(f"DROP TABLE {b.table}")
-        lo = min((x for x in (a.span[0], b.span[0]) if x), default=None)
-        hi = max((x for x in (a.span[1], b.span[1]) if x), default=None)
-        names = {f.name for f in a.new_fields}
-        return Staged(
-            table,
-            a.rows + b.rows,
-            (lo, hi),
-            a.new_fields + [f for f in b.new_fields if f.name not in names],
-            a.rejects + b.rejects,
-            True,
-        )
 
 
 def _sample_values(path: str, name: str, limit: int = 1000) -> list[str]:
@@ -364,10 +221,3 @@ def _sample_values(path: str, name: str, limit: int = 1000) -> list[str]:
             if value is not None:
                 values.append(value if isinstance(value, str) else orjson.dumps(value).decode())
     return values
-
-
-def _write_file(data: bytes, tmp_dir: str) -> str:
-    fd, path = tempfile.mkstemp(suffix=".jsonl", dir=tmp_dir)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    return path

@@ -21,6 +21,7 @@ from rootsift.ingest.csv import CsvReader
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import RejectLog
 from rootsift.ingest.sources import FORMATS, Input, line_blocks, open_input, sniff_format
+from rootsift.ingest.staging import Stager
 from rootsift.ingest.timefield import normalise_format
 from rootsift.store.duckdb import DuckDBBackend
 
@@ -153,7 +154,7 @@ def _run(
     if kind in ("csv", "tsv"):
         header, _, rest = head.partition(b"\n")
         stream = _rest(rest, inp)
-        reader: JsonLinesReader = CsvReader(
+        reader: Stager = CsvReader(
             cur,
             fields,
             tmp,
