@@ -151,6 +151,13 @@ def _storage_tree(node: Node) -> Node:
     return Node(children={k: _storage_tree(v) for k, v in node.children.items()})
 
 
+def read_tree(tree: Node) -> Node:
+    """``tree`` with DOUBLE leaves read as VARCHAR (they are cast, exactly, after reading)."""
+    if tree.type is not None:
+        return Node(type="VARCHAR" if tree.type == "DOUBLE" else tree.type)
+    return Node(children={k: read_tree(v) for k, v in tree.children.items()})
+
+
 def columns_spec(tree: Node, override: dict[str, str] | None = None) -> str:
     """The ``columns={...}`` argument of read_json for ``tree`` (top-level overrides by key)."""
     override = override or {}

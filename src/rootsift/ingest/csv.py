@@ -8,10 +8,13 @@ line numbers (DuckDB's ``store_rejects``).
 
 from __future__ import annotations
 
+import contextlib
+import csv as pycsv
 import os
 
 import duckdb
 
+from rootsift.errors import InputFormatError
 from rootsift.ingest import convert
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged, Stager
@@ -25,18 +28,25 @@ class CsvReader(Stager):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.delimiter = delimiter
         self.header = header.rstrip(b"\r\n")
+        text = self.header.decode("utf-8", "replace")
+        self.names = next(pycsv.reader([text], delimiter=delimiter)) if text else []
+        if not self.names or len(set(self.names)) != len(self.names) or any(not n for n in self.names):
+            raise InputFormatError(f"the header line {text[:200]!r} must name every column once")
 
     def stage(self, block: bytes, first_line: int, stats: object = None) -> Staged:
         sep = self.delimiter.encode()
         numbered = [LINE_KEY.encode() + sep + self.header]
         number = first_line
         pending: list[bytes] = []
+        odd = False
         for line in block.split(b"\n"):
+            line = line.removesuffix(b"\r")
             if pending or line.strip():
                 if not pending:
                     start = number
                 pending.append(line)
-                if b"".join(pending).count(b'"') % 2 == 0:
+                odd ^= line.count(b'"') % 2 == 1
+                if not odd:
                     numbered.append(str(start).encode() + sep + b"\n".join(pending))
                     pending = []
             number += 1
@@ -46,31 +56,60 @@ class CsvReader(Stager):
             return self._empty()
         path = self._write(b"\n".join(numbered) + b"\n")
         try:
-            source = (
-                f"read_csv({literal(path)}, header=true, delim={literal(self.delimiter)}, sample_size=-1, "
-                f"store_rejects=true, rejects_table='csv_rejects', rejects_scan='csv_scans')"
-            )
-            try:
-                detected = convert.parse_type(self._describe(source))
-                staged = self._stage_relation(source, detected, path)
-            except duckdb.Error as exc:
-                raise_msg = str(exc).splitlines()[0]
-                return self._reject_all(numbered[1:], raise_msg)
-            for content, error in self.cur.execute(
-                "SELECT csv_line_content, error_message FROM csv_rejects"
-            ).fetchall():
-                line_text = str(content or "")
-                head, _, rest = line_text.partition(self.delimiter)
-                number = int(head) if head.isdigit() else first_line
-                staged.rejects.append(Reject(number, f"malformed CSV row: {error}", rest))
-            return staged
+            return self._stage_file(path, numbered[1:], first_line)
         finally:
             os.unlink(path)
 
+    def _stage_file(self, path: str, lines: list[bytes], first_line: int) -> Staged:
+        """Read the numbered block as text (no sniffing: rows of the wrong width are rejects),
+        give each column DOUBLE when every value is a number, then stage it."""
+        names = [LINE_KEY, *self.names]
+        columns = "{" + ", ".join(f"{literal(n)}: 'VARCHAR'" for n in names) + "}"
+        raw = self._table()
+        rejects_table, scans_table = f"{raw}_rejects", f"{raw}_scans"
+        try:
+            self.cur.execute(
+                f"CREATE TEMP TABLE {raw} AS SELECT * FROM read_csv({literal(path)}, header=true, auto_detect=false, "
+                f"delim={literal(self.delimiter)}, quote='\"', escape='\"', columns={columns}, "
+                f"store_rejects=true, rejects_table={literal(rejects_table)}, rejects_scan={literal(scans_table)})"
+            )
+            bad = self.cur.execute(f"SELECT csv_line, error_message FROM {rejects_table}").fetchall()
+        except duckdb.Error as exc:
+            return self._reject_all(lines, str(exc).splitlines()[0])
+        finally:
+            for t in (rejects_table, scans_table):
+                with contextlib.suppress(duckdb.Error):
+                    self.cur.execute(f"DROP TABLE IF EXISTS {t}")
+        fields = [ident(n) for n in self.names]
+        numeric = (
+            self.cur.execute(
+                "SELECT "
+                + ", ".join(f"count({f}) > 0 AND count(TRY_CAST({f} AS DOUBLE)) = count({f})" for f in fields)
+                + f" FROM {raw}"
+            ).fetchone()
+            if fields
+            else ()
+        )
+        typed = [f"CAST({ident(LINE_KEY)} AS BIGINT) AS {ident(LINE_KEY)}"] + [
+            f"CAST({f} AS DOUBLE) AS {f}" if is_num else f for f, is_num in zip(fields, numeric or ())
+        ]
+        source = f"(SELECT {', '.join(typed)} FROM {raw})"
+        self._source = source
+        try:
+            staged = self._stage_relation(source, convert.parse_type(self._describe(source)), path)
+        finally:
+            self.cur.execute(f"DROP TABLE IF EXISTS {raw}")
+        for content, error in bad:
+            head, _, rest = str(content or "").partition(self.delimiter)
+            number = int(head) if head.isdigit() else first_line
+            staged.rejects.append(Reject(number, f"malformed CSV row: {error}", rest))
+        staged.rejects.sort(key=lambda r: r.line)
+        return staged
+
     def _sample(self, path: str, name: str) -> list[str]:
+        # Called from _stage_relation, where the block's text table is ``self._raw``.
         rows = self.cur.execute(
-            f"SELECT {ident(name)} FROM read_csv({literal(path)}, header=true, delim={literal(self.delimiter)}, "
-            f"all_varchar=true) WHERE {ident(name)} IS NOT NULL LIMIT 1000"
+            f"SELECT CAST({ident(name)} AS VARCHAR) FROM {self._source} src WHERE {ident(name)} IS NOT NULL LIMIT 1000"
         ).fetchall()
         return [r[0] for r in rows]
 

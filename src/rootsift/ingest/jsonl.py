@@ -19,14 +19,15 @@ from typing import Any
 import duckdb
 import orjson
 
+from rootsift.errors import UsageError
 from rootsift.ingest import convert
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged, Stager, write_file
-from rootsift.ingest.timefield import TimeSpec
 from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal, path_expr
 
 SAMPLE_ROWS = 2048
+TIME_TEXT = "__time_text__"
 SUSPECT = (b'" :', b"\\u00")
 
 
@@ -84,54 +85,68 @@ class JsonLinesReader(Stager):
                 time = self.time
             tree = convert.merge_detected(convert.tree_from_fields(self.fields), detected)
             tree.children.pop(time.field, None)
-            spec = convert.columns_spec(tree)[:-1]
-            spec += (", " if tree.children else "") + f"{literal(time.field)}: {literal(time.read_type)}}}"
+            # Numbers are read as text and cast here: DuckDB's reader would turn true into 1.0.
+            spec = convert.columns_spec(convert.read_tree(tree))[:-1]
+            spec += (", " if tree.children else "") + f"{literal(time.field)}: 'VARCHAR'}}"
             source = f"read_json({literal(path)}, columns={spec}, format='newline_delimited')"
             table = self._table()
             leaves = tree.leaves()
             names = self._names(leaves)
-            items = [f"{time.sql(path_expr('src', [time.field]), time.read_type)} AS {ident(TIME_COLUMN)}"]
-            items += [
-                f"{'CAST(' + path_expr('src', p) + ' AS TIMESTAMP)' if t == 'TIMESTAMP' else path_expr('src', p)} "
-                f"AS {ident(n)}"
-                for (p, t), n in zip(leaves, names)
+            items = [
+                f"{time.sql(path_expr('src', [time.field]))} AS {ident(TIME_COLUMN)}",
+                f"{path_expr('src', [time.field])} AS {ident(TIME_TEXT)}",
             ]
-            if time.read_type == "VARCHAR":
-                items.append(f"{path_expr('src', [time.field])} AS {ident('__time_text__')}")
+            for i, ((p, t), n) in enumerate(zip(leaves, names)):
+                col = path_expr("src", p)
+                if t == "DOUBLE":
+                    items += [f"TRY_CAST({col} AS DOUBLE) AS {ident(n)}", f"{col} AS {ident(f'__text_{i}')}"]
+                elif t == "TIMESTAMP":
+                    items.append(f"CAST({col} AS TIMESTAMP) AS {ident(n)}")
+                else:
+                    items.append(f"{col} AS {ident(n)}")
             self.cur.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {', '.join(items)} FROM {source} src")
-        except duckdb.Error:
+        except (duckdb.Error, UsageError):
+            # Unreadable for the fast path (a malformed line, a string in a number column,
+            # no objects in the sample): the exact path finds out which lines and why.
             return None
-        counts = self._counts(table, leaves, names, tree, time)
-        rows, bad_time, typed, lo, hi = counts[:5]
-        nonnull = counts[5:]
+        texts = {n: f"__text_{i}" for i, ((_, t), n) in enumerate(zip(leaves, names)) if t == "DOUBLE"}
+        rows, bad_time, conflicts, typed, lo, hi, *nonnull = self._counts(table, leaves, names, tree, texts)
         want = stats.key_tokens - stats.null_tokens
-        if not bad_time and want > typed:
+        if not bad_time and not conflicts and want > typed:
             # Strings may hold '":' (embedded JSON, arrays as text): count those too.
             typed += self._string_tokens(table, leaves, names)
-        if bad_time or want != typed:
+        if bad_time or conflicts or want != typed:
             self.cur.execute(f"DROP TABLE {table}")
             return None
-        keep = [n for (p, t), n, c in zip(leaves, names, nonnull) if c or n in self.fields]
-        drop = [n for n in names if n not in keep] + (["__time_text__"] if time.read_type == "VARCHAR" else [])
+        keep = [n for n, c in zip(names, nonnull) if c or n in self.fields]
+        drop = [n for n in names if n not in keep] + [TIME_TEXT, *texts.values()]
         for col in drop:
             self.cur.execute(f"ALTER TABLE {table} DROP COLUMN {ident(col)}")
         new = [FieldInfo(n, t, p) for (p, t), n in zip(leaves, names) if n in keep and n not in self.fields]
         return self._done(Staged(table, rows, (lo, hi), new))
 
     def _counts(
-        self, table: str, leaves: list[tuple[list[str], str]], names: list[str], tree: convert.Node, time: TimeSpec
+        self,
+        table: str,
+        leaves: list[tuple[list[str], str]],
+        names: list[str],
+        tree: convert.Node,
+        texts: dict[str, str],
     ) -> tuple[Any, ...]:
-        """Row count, unreadable times, key tokens the typed rows account for, time span, non-nulls."""
-        time_col = TIME_COLUMN if time.read_type == "DOUBLE" else "__time_text__"
-        parts = [f"count({ident(n)})" for n in names] + [f"count({ident(time_col)})"]
+        """Rows, unreadable times, number conflicts, key tokens the typed rows account for,
+        time span, and each leaf's non-null count."""
+        present = [ident(texts.get(n, n)) for n in names]
+        parts = [f"count({c})" for c in present] + [f"count({ident(TIME_TEXT)})"]
         for spath in tree.structs():
-            below = [ident(n) for (p, t), n in zip(leaves, names) if p[: len(spath)] == spath]
+            below = [c for (p, _), c in zip(leaves, present) if p[: len(spath)] == spath]
             if below:
                 parts.append(f"count(*) FILTER (WHERE {' OR '.join(f'{b} IS NOT NULL' for b in below)})")
+        conflicts = " + ".join(f"count({ident(t)}) - count({ident(n)})" for n, t in texts.items()) or "0"
         ts = ident(TIME_COLUMN)
-        nonnull = "".join(f", count({ident(n)})" for n in names)
+        nonnull = "".join(f", count({c})" for c in present)
         row = self.cur.execute(
-            f"SELECT count(*), count(*) - count({ts}), {' + '.join(parts)}, min({ts}), max({ts}){nonnull} FROM {table}"
+            f"SELECT count(*), count(*) - count({ts}), {conflicts}, {' + '.join(parts)}, min({ts}), max({ts})"
+            f"{nonnull} FROM {table}"
         ).fetchone()
         assert row is not None
         return tuple(row)

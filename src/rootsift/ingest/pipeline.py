@@ -7,28 +7,37 @@ commits each block. After each commit the rows are durable and ``on_commit`` is 
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import queue
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
+
+import duckdb
 
 from rootsift.errors import InputFormatError, UsageError
 from rootsift.ingest.csv import CsvReader
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import RejectLog
-from rootsift.ingest.sources import FORMATS, Input, line_blocks, open_input, sniff_format
+from rootsift.ingest.sources import FORMATS, Input, Prefetched, line_blocks, open_input, sniff_format
 from rootsift.ingest.staging import Stager
 from rootsift.ingest.timefield import normalise_format
 from rootsift.store.duckdb import DuckDBBackend
+from rootsift.store.sqltext import literal
+from rootsift.store.writer import SegmentWriter
 
 BLOCK_BYTES = 32 << 20
 COMMIT_ROWS = 250_000
 """Rows per transaction: DuckDB writes transactions this large straight to the file."""
 STRICTNESS = ("ignore", "warn", "raise")
+BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
@@ -64,6 +73,24 @@ Progress = Callable[[int, int | None, int], None]
 """progress(bytes_read, total_bytes_or_None, events_so_far)"""
 
 
+@dataclass
+class IngestOptions:
+    """How to read one input."""
+
+    format: str = "auto"
+    time_field: str | None = None
+    time_format: str | None = None
+    strictness: str = "warn"
+    block_bytes: int = BLOCK_BYTES
+
+    def check(self) -> None:
+        if self.format not in FORMATS:
+            raise UsageError(f"--format {self.format!r} is not one of {', '.join(FORMATS)}")
+        if self.strictness not in STRICTNESS:
+            raise UsageError(f"--on-error {self.strictness!r} is not one of {', '.join(STRICTNESS)}")
+        self.time_format = normalise_format(self.time_format)
+
+
 def ingest_file(
     backend: DuckDBBackend,
     dataset: str,
@@ -82,169 +109,152 @@ def ingest_file(
     Bad lines are counted rejects saved under the dataset's ``rejects/`` folder; with
     ``strictness='raise'`` the first one stops the ingest (what was committed stays).
     """
-    if format not in FORMATS:
-        raise UsageError(f"--format {format!r} is not one of {', '.join(FORMATS)}")
-    if strictness not in STRICTNESS:
-        raise UsageError(f"--on-error {strictness!r} is not one of {', '.join(STRICTNESS)}")
-    fmt = normalise_format(time_format)
+    opts = IngestOptions(format, time_field, time_format, strictness, block_bytes)
+    opts.check()
     started = time.perf_counter()
-    inp = open_input(source)
-    try:
+    with contextlib.ExitStack() as stack:
+        inp = open_input(source)
+        stack.callback(inp.close)
         head = inp.stream.read(64 << 10)
-        kind = sniff_format(head, inp.name) if format == "auto" else format
+        kind = sniff_format(head, inp.name) if opts.format == "auto" else opts.format
         backend.state(dataset, create=True)
         summary = IngestSummary(dataset, inp.name, kind, inp.compression)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         log = RejectLog(backend.dataset_dir(dataset) / "rejects" / f"{stamp}-{Path(inp.name).name or 'stdin'}.jsonl")
+        stack.callback(log.close)
         tmp_root = backend.data_dir / ".tmp"
         tmp_root.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=tmp_root) as tmp:
-            cur = backend.cursor()
-            try:
-                _run(
-                    backend,
-                    cur,
-                    dataset,
-                    inp,
-                    head,
-                    kind,
-                    tmp,
-                    time_field,
-                    fmt,
-                    strictness,
-                    block_bytes,
-                    progress,
-                    on_commit,
-                    summary,
-                    log,
-                )
-            finally:
-                cur.close()
-                log.close()
-        summary.rejects = log.count
-        summary.first_rejects = [r.as_dict() for r in log.first]
-        summary.rejects_file = str(log.path) if log.count else None
-        summary.seconds = time.perf_counter() - started
-        return summary
-    finally:
-        inp.close()
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(dir=tmp_root))
+        cur = backend.cursor()
+        stack.callback(cur.close)
+        run = _Run(backend, cur, dataset, opts, tmp, summary, log, progress, on_commit)
+        stream, reader = run.reader_for(inp, head, kind, stack)
+        run.consume(inp, stream, reader)
+    summary.rejects = log.count
+    summary.first_rejects = [r.as_dict() for r in log.first]
+    summary.rejects_file = str(log.path) if log.count else None
+    summary.seconds = time.perf_counter() - started
+    return summary
 
 
-def _run(
-    backend,
-    cur,
-    dataset,
-    inp: Input,
-    head: bytes,
-    kind: str,
-    tmp: str,
-    time_field,
-    fmt,
-    strictness,
-    block_bytes,
-    progress,
-    on_commit,
-    summary: IngestSummary,
-    log: RejectLog,
-) -> None:  # type: ignore[no-untyped-def]
-    fields = backend.fields(dataset)
-    stream = _rest(head, inp)
-    if kind == "json":
-        stream, kind = _array_to_lines(cur, head, inp, tmp), "jsonl"
-    if kind in ("csv", "tsv"):
-        header, _, rest = head.partition(b"\n")
-        stream = _rest(rest, inp)
-        reader: Stager = CsvReader(
-            cur,
-            fields,
-            tmp,
-            time_field,
-            fmt,
-            delimiter="," if kind == "csv" else "\t",
-            header=header.lstrip(b"\xef\xbb\xbf"),
+Item = tuple[bytes, int, BlockStats | None] | BaseException | None
+
+
+@dataclass
+class _Run:
+    """One ingest in progress: picks the reader, runs the block queue, commits."""
+
+    backend: DuckDBBackend
+    cur: duckdb.DuckDBPyConnection
+    dataset: str
+    opts: IngestOptions
+    tmp: str
+    summary: IngestSummary
+    log: RejectLog
+    progress: Progress | None
+    on_commit: Callable[[int], None] | None
+
+    def reader_for(self, inp: Input, head: bytes, kind: str, stack: contextlib.ExitStack) -> tuple[BinaryIO, Stager]:
+        """The byte stream to cut into blocks (after the header, for CSV) and its reader."""
+        fields = self.backend.fields(self.dataset)
+        if kind == "json":
+            stream: BinaryIO = stack.enter_context(_array_to_lines(self.cur, head, inp, self.tmp))
+            return stream, JsonLinesReader(self.cur, fields, self.tmp, self.opts.time_field, self.opts.time_format)
+        if kind in ("csv", "tsv"):
+            header, _, rest = head.partition(b"\n")
+            reader: Stager = CsvReader(
+                self.cur,
+                fields,
+                self.tmp,
+                self.opts.time_field,
+                self.opts.time_format,
+                delimiter="," if kind == "csv" else "\t",
+                header=header.removeprefix(BOM),
+            )
+            return _rest(rest, inp), reader
+        return _rest(head.removeprefix(BOM), inp), JsonLinesReader(
+            self.cur, fields, self.tmp, self.opts.time_field, self.opts.time_format
         )
-        first_line = 2
-    else:
-        reader = JsonLinesReader(cur, fields, tmp, time_field, fmt)
-        first_line = 1
-    blocks: queue.Queue[tuple[bytes, int, BlockStats | None] | BaseException | None] = queue.Queue(maxsize=2)
-    measure = kind == "jsonl"
 
-    stop = threading.Event()
+    def consume(self, inp: Input, stream: BinaryIO, reader: Stager) -> None:
+        """Stage every block; commit every COMMIT_ROWS rows, at a segment's end and at the end."""
+        first_line = 2 if isinstance(reader, CsvReader) else 1
+        blocks: queue.Queue[Item] = queue.Queue(maxsize=2)
+        stop = threading.Event()
+        measure = isinstance(reader, JsonLinesReader)
 
-    def put(item: tuple[bytes, int, BlockStats | None] | BaseException | None) -> bool:
-        while not stop.is_set():
+        def put(item: Item) -> bool:
+            while not stop.is_set():
+                try:
+                    blocks.put(item, timeout=0.2)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def produce() -> None:
+            # Runs beside DuckDB (which releases the GIL): byte counts and block files cost little wall time.
             try:
-                blocks.put(item, timeout=0.2)
-                return True
-            except queue.Full:
-                continue
-        return False
+                for block, line in line_blocks(stream, self.opts.block_bytes, quoted=not measure):
+                    stats = BlockStats.of(block, self.tmp) if measure else None
+                    if not put((block, line + first_line - 1, stats)):
+                        return
+                put(None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+                put(exc)
 
-    def produce() -> None:
-        # Runs beside DuckDB (which releases the GIL): byte counts and the block's file cost little wall time.
+        producer = threading.Thread(target=produce, name="rootsift-ingest-reader", daemon=True)
+        producer.start()
+        writer = self.backend.writer(self.dataset, self.cur)
         try:
-            for block, line in line_blocks(stream, block_bytes):
-                if not put((block, line + first_line - 1, BlockStats.of(block, tmp) if measure else None)):
-                    return
-            put(None)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-            put(exc)
+            while (item := blocks.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise InputFormatError(f"{inp.name}: cannot read input: {item}") from item
+                self._block(reader, writer, *item, inp=inp)
+            self._commit(writer)
+        finally:
+            writer.discard()
+            stop.set()  # an early exit must not leave the reader thread blocked on a full queue
+            producer.join()
+        if reader.time is not None:
+            self.summary.time_field, self.summary.time_format = reader.time.field, reader.time.format
 
-    producer = threading.Thread(target=produce, name="rootsift-ingest-reader", daemon=True)
-    producer.start()
-    writer = backend.writer(dataset, cur)
+    def _block(
+        self, reader: Stager, writer: SegmentWriter, block: bytes, line: int, stats: BlockStats | None, inp: Input
+    ) -> None:
+        staged = reader.stage(block, line, stats)
+        self.summary.blocks += 1
+        self.summary.exact_blocks += staged.exact
+        for rej in staged.rejects:
+            self.log.add(rej)
+        if staged.rejects and self.opts.strictness == "raise":
+            self.cur.execute(f"DROP TABLE IF EXISTS {staged.table}")
+            self._commit(writer)
+            first = staged.rejects[0]
+            raise InputFormatError(f"{inp.name}: line {first.line}: {first.reason}")
+        if staged.rows:
+            writer.append(staged.table, staged.new_fields, staged.rows, staged.span)
+            self.summary.new_fields += [f.name for f in staged.new_fields]
+        else:
+            self.cur.execute(f"DROP TABLE IF EXISTS {staged.table}")
+        if writer.pending >= COMMIT_ROWS or writer.segment_full():
+            self._commit(writer)
+        if self.progress:
+            self.progress(inp.position(), inp.size, self.summary.events + writer.pending)
 
-    def commit() -> None:
-        summary.events += writer.commit()
-        if on_commit:
-            on_commit(summary.events)
-
-    try:
-        while (item := blocks.get()) is not None:
-            if isinstance(item, BaseException):
-                raise InputFormatError(f"{inp.name}: cannot read input: {item}") from item
-            block, line, stats = item
-            staged = reader.stage(block, line, stats)
-            summary.blocks += 1
-            summary.exact_blocks += staged.exact
-            for rej in staged.rejects:
-                log.add(rej)
-            if staged.rejects and strictness == "raise":
-                commit()
-                first = staged.rejects[0]
-                raise InputFormatError(f"{inp.name}: line {first.line}: {first.reason}")
-            if staged.rows:
-                writer.append(staged.table, staged.new_fields, staged.rows, staged.span)
-            cur.execute(f"DROP TABLE IF EXISTS {staged.table}")
-            summary.new_fields += [f.name for f in staged.new_fields]
-            if writer.pending >= COMMIT_ROWS or writer.segment_full():
-                commit()
-            if progress:
-                progress(inp.position(), inp.size, summary.events + writer.pending)
-        commit()
-    finally:
-        writer.rollback()
-        stop.set()  # an early exit must not leave the reader thread blocked on a full queue
-        producer.join()
-    if reader.time is not None:
-        summary.time_field, summary.time_format = reader.time.field, reader.time.format
+    def _commit(self, writer: SegmentWriter) -> None:
+        self.summary.events += writer.commit()
+        if self.on_commit:
+            self.on_commit(self.summary.events)
 
 
-def _rest(head: bytes, inp: Input):  # type: ignore[no-untyped-def]
-    import io
-
-    from rootsift.ingest.sources import Prefetched
-
-    return io.BufferedReader(Prefetched(head, inp.stream), buffer_size=1 << 20)
+def _rest(head: bytes, inp: Input) -> BinaryIO:
+    return io.BufferedReader(Prefetched(head, inp.stream), buffer_size=1 << 20)  # type: ignore[type-var]
 
 
-def _array_to_lines(cur, head: bytes, inp: Input, tmp: str):  # type: ignore[no-untyped-def]
+@contextlib.contextmanager
+def _array_to_lines(cur: duckdb.DuckDBPyConnection, head: bytes, inp: Input, tmp: str) -> Iterator[BinaryIO]:
     """Spool a JSON array to disk, then let DuckDB split it into one object per line."""
-    import os
-
-    from rootsift.store.sqltext import literal
-
     src = os.path.join(tmp, "array.json")
     with open(src, "wb") as fh:
         fh.write(head)
@@ -252,12 +262,14 @@ def _array_to_lines(cur, head: bytes, inp: Input, tmp: str):  # type: ignore[no-
             fh.write(chunk)
     out = os.path.join(tmp, "array.jsonl")
     try:
-        rel = cur.execute(f"SELECT json FROM read_json_objects({literal(src)}, format='array')")
+        # json() minifies: a pretty-printed element becomes one line.
+        rel = cur.execute(f"SELECT json(json) FROM read_json_objects({literal(src)}, format='array')")
         with open(out, "wb") as fh:
             while batch := rel.fetchmany(50_000):
                 fh.write(b"".join(str(row[0]).encode() + b"\n" for row in batch))
-    except Exception as exc:
+    except duckdb.Error as exc:
         raise InputFormatError(f"{inp.name}: not a valid JSON array: {str(exc).splitlines()[0]}") from exc
     finally:
         os.unlink(src)
-    return open(out, "rb")  # noqa: SIM115
+    with open(out, "rb") as stream:
+        yield stream

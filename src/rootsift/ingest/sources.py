@@ -112,10 +112,12 @@ class Prefetched(io.RawIOBase):
         return len(data)
 
 
-def line_blocks(stream: BinaryIO, block_bytes: int) -> Iterator[tuple[bytes, int]]:
+def line_blocks(stream: BinaryIO, block_bytes: int, quoted: bool = False) -> Iterator[tuple[bytes, int]]:
     """Yield (block, first_line_number) with every block ending at a line boundary.
 
-    A line longer than ``block_bytes`` is kept whole: the block grows to hold it.
+    A line longer than ``block_bytes`` is kept whole: the block grows to hold it. With
+    ``quoted`` (CSV), a block only ends where it holds an even number of '"', so a
+    quoted field with line breaks is never cut.
     """
     line_no = 1
     carry = b""
@@ -125,6 +127,8 @@ def line_blocks(stream: BinaryIO, block_bytes: int) -> Iterator[tuple[bytes, int
             break
         data = carry + data
         cut = data.rfind(b"\n")
+        while quoted and cut >= 0 and data.count(b'"', 0, cut) % 2:
+            cut = data.rfind(b"\n", 0, cut)
         if cut < 0:
             carry = data
             continue

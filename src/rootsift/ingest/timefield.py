@@ -50,11 +50,6 @@ class TimeSpec:
     field: str
     format: str  # rfc3339 | epoch_s | epoch_ms | epoch_us | epoch_ns | a strptime pattern
 
-    @property
-    def read_type(self) -> str:
-        """The type to read the raw field as."""
-        return "DOUBLE" if self.format.startswith("epoch") else "VARCHAR"
-
     def sql(self, expr: str, source_type: str = "VARCHAR") -> str:
         """SQL turning ``expr`` (of ``source_type``) into a UTC TIMESTAMP, NULL when unreadable."""
         text = f"({expr} ->> '$')" if source_type == "JSON" else f"CAST({expr} AS VARCHAR)"
@@ -65,7 +60,8 @@ class TimeSpec:
         if source_type.startswith("TIMESTAMP"):
             return f"CAST({expr} AS TIMESTAMP)"
         if self.format == "rfc3339":
-            return f"CAST(TRY_CAST({text} AS TIMESTAMPTZ) AS TIMESTAMP)"
+            # RFC 3339 allows lower-case 't' and 'z'; DuckDB's parser does not.
+            return f"CAST(TRY_CAST(upper({text}) AS TIMESTAMPTZ) AS TIMESTAMP)"
         return f"CAST(try_strptime({text}, {literal(self.format)}) AS TIMESTAMP)"
 
 
