@@ -24,7 +24,8 @@ from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.timeutil import parse_duration
 from rootsift.ui import terminal
 
-out = Console(highlight=False, soft_wrap=True)
+# Piped output is not cut to 80 columns: tables keep whole values for grep and less.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, highlight=False)
 
 
@@ -178,7 +179,7 @@ def datasets(rs: Rootsift, as_json: bool) -> None:
         return
     t = Table(show_edge=False, header_style="bold")
     for col in ("dataset", "events", "first", "last", "on disk", "segments"):
-        t.add_column(col, justify="right" if col in ("events", "on disk", "segments") else "left")
+        t.add_column(col, justify="right" if col in ("events", "on disk", "segments") else "left", no_wrap=True)
     for d in infos:
         t.add_row(
             d.name,
