@@ -23,8 +23,19 @@ def use_source_tree() -> None:
 
 
 def peak_rss_mib() -> float:
-    """Peak resident set size of this process so far, in MiB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak resident set size of this process so far, in MiB.
+
+    Linux's ``VmHWM`` belongs to the process's own address space. ``ru_maxrss`` is not
+    used where VmHWM exists: across fork/exec it inherits the parent's peak, so a child
+    of a big parent reports the parent's size.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:

@@ -7,6 +7,8 @@ dimensions, a nested object (flattened to dotted names on ingest).
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -88,7 +90,10 @@ def cached_jsonl(directory: Path, n: int, seed: int = 7) -> Path:
     if not path.exists():
         tmp = path.with_name(path.name + ".partial")
         tmp.unlink(missing_ok=True)
-        write_jsonl(tmp, n, seed)
+        # In a child process: the Arrow table (GiBs at 10M rows) must not stay in the
+        # caller's heap, where it would compete with what is being measured.
+        cmd = [sys.executable, str(Path(__file__).resolve()), str(tmp), "-n", str(n), "--seed", str(seed)]
+        subprocess.run(cmd, check=True)
         tmp.replace(path)
     return path
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+
 from common import DATASET, peak_rss_mib, timed, use_source_tree
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import duckdb
 import psutil
+
 from common import ROOT
 from gen import cached_jsonl
 from ingest import bench_ingest
@@ -33,17 +34,20 @@ def default_runs(n: int) -> int:
 
 def machine() -> dict[str, Any]:
     """What the numbers were measured on."""
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    except OSError:
-        commit = ""
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return ""
+
     return {
         "cpus": os.cpu_count(),
         "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "duckdb": duckdb.__version__,
-        "git_head": commit,
+        "git_head": git("rev-parse", "HEAD"),
+        "src_uncommitted": git("status", "--porcelain", "--", "src").splitlines(),
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
