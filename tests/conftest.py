@@ -1,0 +1,30 @@
+"""Shared fixtures for the store, ingest and query tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rootsift import Rootsift
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: takes more than ~20 s (deselect with -m 'not slow')")
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """An empty data directory."""
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def rs(data_dir: Path) -> Iterator[Rootsift]:
+    """A store on a fresh data directory, closed after the test."""
+    store = Rootsift(data_dir)
+    try:
+        yield store
+    finally:
+        store.close()

@@ -1,0 +1,1 @@
+"""Helpers shared by the store, ingest and query tests."""
