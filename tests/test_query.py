@@ -366,35 +366,17 @@ def test_filter_values_are_data_not_sql(store: Rootsift) -> None:
     assert store.events("w") == expected(ROWS, "count", True)
 
 
-BUG_PCT_ONLY = (
-    "BUG query/engine.py run_query: on a dataset with a samplerate field, weighted percentiles are left out of the "
-    "main SELECT and merged in afterwards; with no breakdown and no granularity a query of only percentiles "
-    "(e.g. just p99(duration_ms)) renders 'SELECT FROM seg_1.events' and fails with StoreError "
-    "'SELECT clause without selection list' (and an unknown field in it is a StoreError, not UnknownFieldError); "
-    "select count(*) (or the keys) in the main query and drop it from the output"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=BUG_PCT_ONLY)
 def test_weighted_percentiles_alone(store: Rootsift) -> None:
     calcs = ["p50(duration_ms)", "p99(duration_ms)"]
     out = q(store, "w", calculations=calcs)
     check_table(out, {(): ROWS}, 0, calcs, True)
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_PCT_ONLY)
 def test_unknown_field_in_a_lone_weighted_percentile(store: Rootsift) -> None:
     with pytest.raises(UnknownFieldError):
         q(store, "w", calculations=["p99(duraton_ms)"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG query/compile.py Compiler.aggregate: a weighted count is sum(weight), which is NULL (None) over no "
-        "events, while the unweighted count(*) is 0; wrap it in coalesce(..., 0)"
-    ),
-)
 def test_count_of_nothing_is_zero_with_weights(store: Rootsift) -> None:
     assert q(store, "w", where="msg = nothing-matches").rows == [[0]]
 
@@ -458,15 +440,6 @@ def test_order_with_time_buckets_and_limit(store: Rootsift) -> None:
     assert [tuple(r[:2]) for r in out.rows] == want
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG query/engine.py run_query: ORDER BY uses the result labels as identifiers, and DuckDB binds "
-        "ORDER BY \"time\" to a source column named 'time' before the time-bucket alias, so with granularity and a "
-        "breakdown on a field called 'time' the rows come back ordered by that field, not by time (likewise a field "
-        "named 'count' or 'sum(x)'); order by ordinal positions instead, and keep result labels unique"
-    ),
-)
 def test_a_field_named_time_does_not_hijack_the_time_order(rs: Rootsift, tmp_path: Path) -> None:
     rows = [{"timestamp": iso(T0 + timedelta(minutes=i)), "time": ["z", "a", "m"][i % 3]} for i in range(9)]
     rs.ingest(write_jsonl(tmp_path / "t.jsonl", rows), dataset="t")

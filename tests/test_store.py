@@ -256,15 +256,6 @@ def test_retention_keeping_everything_or_nothing(rs: Rootsift, tmp_path: Path) -
     assert rs.ingest(path, dataset="r").events == 500
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG store/writer.py SegmentWriter.segment_full: 'bool(segs) and ...' is False while the dataset has no "
-        "segment yet, so the first ingest into a new dataset commits only every COMMIT_ROWS (250k) rows and its "
-        "first segment takes all of them whatever segment_rows says (segment_rows=1000, 5000 rows -> one segment "
-        "of 5000); count a missing head segment as 0 rows"
-    ),
-)
 def test_segment_rows_holds_for_a_new_dataset(tmp_path: Path) -> None:
     path = write_jsonl(
         tmp_path / "a.jsonl", ({"timestamp": iso(T0 + timedelta(seconds=i)), "n": i} for i in range(5000))

@@ -1,8 +1,9 @@
 """File ingest: input stream → blocks → staged tables → committed segments.
 
 A reader thread decompresses and cuts blocks into a queue of at most two, so memory
-is bounded by a few blocks whatever the input's size; the calling thread stages and
-commits each block. After each commit the rows are durable and ``on_commit`` is told.
+is bounded by a few blocks whatever the input's size; the calling thread stages each
+block and commits every ~250k rows (at a segment's end, and at the end of the input).
+After each commit the rows are durable and ``on_commit`` is told.
 """
 
 from __future__ import annotations
@@ -120,7 +121,11 @@ def ingest_file(
         backend.state(dataset, create=True)
         summary = IngestSummary(dataset, inp.name, kind, inp.compression)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        log = RejectLog(backend.dataset_dir(dataset) / "rejects" / f"{stamp}-{Path(inp.name).name or 'stdin'}.jsonl")
+        log = RejectLog(
+            backend.dataset_dir(dataset)
+            / "rejects"
+            / f"{stamp}-{'stdin' if inp.name == '-' else Path(inp.name).name}.jsonl"
+        )
         stack.callback(log.close)
         tmp_root = backend.data_dir / ".tmp"
         tmp_root.mkdir(parents=True, exist_ok=True)

@@ -37,6 +37,7 @@ class Compiler:
     relation: exp.Expr
     weight: str | None = None
     params: list[Any] = field(default_factory=list)
+    where_clause: exp.Expr | None = None
 
     # -- names and values --------------------------------------------------------
     def column(self, name: str) -> tuple[exp.Expr, str]:
@@ -88,7 +89,9 @@ class Compiler:
     def aggregate(self, calc: Calculation) -> exp.Expr:
         """The aggregate for a calculation; percentiles here are the unweighted form."""
         if calc.op == "count":
-            return exp.Sum(this=self.w) if self.weight else exp.Count(this=exp.Star())
+            if self.weight:
+                return exp.Coalesce(this=exp.Sum(this=self.w), expressions=[exp.Literal.number(0)])
+            return exp.Count(this=exp.Star())
         if calc.op == "count_distinct":
             col, _ = self.column(calc.field or "")
             return exp.Count(this=exp.Distinct(expressions=[col]))

@@ -77,6 +77,7 @@ def run_query(backend: DuckDBBackend, spec: QuerySpec, now: datetime | None = No
     relation = backend.relation(spec.dataset, start, end)
     compiler = qc.Compiler(fields, relation, weight)
     where = compiler.where(start, end, spec.where)
+    compiler.where_clause = where
     warnings: list[str] = []
     if weight and any(c.op == "count_distinct" for c in spec.calculations):
         warnings.append(f"count_distinct counts distinct stored values; sample rates ({weight!r}) cannot apply to it")
@@ -89,43 +90,54 @@ def run_query(backend: DuckDBBackend, spec: QuerySpec, now: datetime | None = No
         grid = _heatmap(backend, compiler, spec, _us(granularity), where)
         return QueryOutput(spec, [], [], start, end, granularity, warnings, grid)
     g_us = _us(granularity) if granularity else None
-    keys = qc.group_keys(compiler, spec.breakdowns, g_us)
-    weighted_pcts = [c for c in spec.calculations if c.op == "percentile" and weight]
-    values = [(c.label, compiler.aggregate(c)) for c in spec.calculations if c not in weighted_pcts]
-    labels = [k for k, _ in keys] + [c.label for c in spec.calculations]
-    order = _order(spec, labels, g_us is not None)
-    query = qc.select(keys, values, relation, where)
-    if not weighted_pcts:
-        query = query.order_by(
-            *[
-                exp.Ordered(this=exp.column(exp.to_identifier(lab, quoted=True)), desc=desc, nulls_first=False)
-                for lab, desc in order
-            ]
-        ).limit(spec.limit)
-    main_params = list(compiler.params)
-    result = backend.execute(query, main_params)
-    rows = [list(r) for r in result.rows]
-    if weighted_pcts:
-        rows = _merge_percentiles(
-            backend, compiler, keys, spec, rows, weighted_pcts, where_text=spec.where, start=start, end=end
-        )
-        rows = _sort(rows, labels, order)[: spec.limit]
+    labels, rows = _table(backend, compiler, spec, g_us, (start, end))
     return QueryOutput(spec, labels, rows, start, end, granularity, warnings)
 
 
-def _merge_percentiles(backend, compiler, keys, spec, rows, pcts, where_text, start, end):  # type: ignore[no-untyped-def]
-    nkeys = len(keys)
-    by_key = {tuple(r[:nkeys]): r for r in rows}
-    labels = [c.label for c in spec.calculations if c not in pcts]
-    out = {k: dict(zip(labels, r[nkeys:])) for k, r in by_key.items()}
-    for calc in pcts:
+def _table(
+    backend: DuckDBBackend,
+    compiler: qc.Compiler,
+    spec: QuerySpec,
+    g_us: int | None,
+    span: tuple[datetime | None, datetime | None],
+) -> tuple[list[str], list[list[Any]]]:
+    """Rows of a (possibly time-bucketed) breakdown; weighted percentiles are separate window queries.
+
+    Result columns are aliased by position (k0…, v0…) so a field named like a label
+    (``time``, ``count``) can never capture an ORDER BY.
+    """
+    keys = qc.group_keys(compiler, spec.breakdowns, g_us)
+    key_items = [(f"k{i}", e) for i, (_, e) in enumerate(keys)]
+    labels = [k for k, _ in keys] + [c.label for c in spec.calculations]
+    order = _order(spec, labels, g_us is not None)
+    weighted = [c for c in spec.calculations if c.op == "percentile" and compiler.weight]
+    plain = [c for c in spec.calculations if c not in weighted]
+    values = [(f"v{i}", compiler.aggregate(c)) for i, c in enumerate(plain)] or [("v0", exp.Count(this=exp.Star()))]
+    query = qc.select(key_items, values, compiler.relation, compiler.where_clause)
+    pct_queries = []
+    for calc in weighted:  # compiled before anything runs, so a bad field is a usage error
         sub = qc.Compiler(compiler.fields, compiler.relation, compiler.weight)
-        where = sub.where(start, end, where_text)
-        res = backend.execute(qc.weighted_percentile(sub, keys, calc, where), sub.params)
-        for r in res.rows:
-            if tuple(r[:nkeys]) in out:
-                out[tuple(r[:nkeys])][calc.label] = r[nkeys]
-    return [list(k) + [out[k].get(c.label) for c in spec.calculations] for k in out]
+        where = sub.where(*span, spec.where)
+        pct_queries.append((calc, qc.weighted_percentile(sub, keys, calc, where), sub.params))
+    if not weighted:
+        positions = [
+            exp.Ordered(this=exp.Literal.number(labels.index(lab) + 1), desc=desc, nulls_first=False)
+            for lab, desc in order
+        ]
+        query = query.order_by(*positions).limit(spec.limit)
+    result = backend.execute(query, list(compiler.params))
+    nkeys = len(keys)
+    if not weighted:
+        return labels, [list(r) for r in result.rows]
+    found: dict[tuple[Any, ...], dict[str, Any]] = {
+        tuple(r[:nkeys]): {c.label: v for c, v in zip(plain, r[nkeys:])} for r in result.rows
+    }
+    for calc, pq, params in pct_queries:
+        for r in backend.execute(pq, params).rows:
+            if tuple(r[:nkeys]) in found:
+                found[tuple(r[:nkeys])][calc.label] = r[nkeys]
+    rows = [list(k) + [vals.get(c.label) for c in spec.calculations] for k, vals in found.items()]
+    return labels, _sort(rows, labels, order)[: spec.limit]
 
 
 def _order(spec: QuerySpec, labels: list[str], timed: bool) -> list[tuple[str, bool]]:
@@ -148,6 +160,7 @@ def _order(spec: QuerySpec, labels: list[str], timed: bool) -> list[tuple[str, b
 
 
 def _sort(rows: list[list[Any]], labels: list[str], order: list[tuple[str, bool]]) -> list[list[Any]]:
+    """Stable multi-key sort in Python (for merged weighted-percentile rows); NULLs last."""
     for label, desc in reversed(order):
         i = labels.index(label)
         present = [r for r in rows if r[i] is not None]

@@ -57,7 +57,8 @@ class SegmentWriter:
     def segment_full(self) -> bool:
         """True when the head segment would be full with what is queued."""
         segs = self.state.segments
-        return bool(segs) and segs[-1].rows + self.pending >= self.backend.segment_rows
+        head_rows = segs[-1].rows if segs and segs[-1].rows < self.backend.segment_rows else 0
+        return head_rows + self.pending >= self.backend.segment_rows
 
     def commit(self) -> int:
         """Write every queued table in one transaction; return the rows made durable."""
