@@ -138,6 +138,8 @@ def merge_detected(catalog: Node, detected: Node) -> Node:
     out = Node(children={k: v for k, v in catalog.children.items()})
     for key, child in detected.children.items():
         have = out.children.get(key)
+        if child.type == "NULL":  # only nulls in the sample: no column until a value comes
+            continue
         if have is None:
             out.children[key] = _storage_tree(child)
         elif have.type is None and child.type is None:

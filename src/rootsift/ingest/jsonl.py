@@ -25,9 +25,9 @@ from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged, Stager, write_file
 from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal, path_expr
+from rootsift.store.writer import SegmentWriter, Verified
 
 SAMPLE_ROWS = 2048
-TIME_TEXT = "__time_text__"
 SUSPECT = (b'" :', b"\\u00")
 
 
@@ -52,24 +52,31 @@ class BlockStats:
 class JsonLinesReader(Stager):
     """Stages blocks of JSON lines: a fast path checked byte by byte, an exact path otherwise."""
 
+    writer: SegmentWriter | None = None
+    """Where the fast path writes; set by the pipeline. Without one, blocks take the exact path."""
+
     def stage(self, block: bytes, first_line: int, stats: BlockStats | None = None) -> Staged:
-        """Stage one block of complete lines; lines that cannot be events come back as rejects."""
+        """Stage one block of complete lines; lines that cannot be events come back as rejects.
+
+        On the fast path the block is written and committed here (``Staged.committed``).
+        """
         stats = stats or BlockStats.of(block, self.tmp_dir)
-        if stats.suspect or stats.path is None:
+        if stats.suspect or stats.path is None or self.writer is None:
+            if stats.path is not None:
+                os.unlink(stats.path)
             return self._exact(block, first_line)
-        path = stats.path
         try:
             # Known fields first (no type sampling); a sample only when the block has new keys.
             for sample in (False, True) if self.time is not None else (True,):
-                staged = self._fast(path, stats, sample)
+                staged = self._fast(stats.path, stats, sample, self.writer)
                 if staged is not None:
                     return staged
             return self._exact(block, first_line)
         finally:
-            os.unlink(path)
+            os.unlink(stats.path)
 
     # -- fast path -----------------------------------------------------------------
-    def _fast(self, path: str, stats: BlockStats, sample: bool) -> Staged | None:
+    def _fast(self, path: str, stats: BlockStats, sample: bool, writer: SegmentWriter) -> Staged | None:
         try:
             if sample:
                 detected = convert.parse_type(
@@ -83,70 +90,54 @@ class JsonLinesReader(Stager):
                 detected = convert.Node()
                 assert self.time is not None
                 time = self.time
-            tree = convert.merge_detected(convert.tree_from_fields(self.fields), detected)
-            tree.children.pop(time.field, None)
-            # Numbers are read as text and cast here: DuckDB's reader would turn true into 1.0.
-            spec = convert.columns_spec(convert.read_tree(tree))[:-1]
-            spec += (", " if tree.children else "") + f"{literal(time.field)}: 'VARCHAR'}}"
-            source = f"read_json({literal(path)}, columns={spec}, format='newline_delimited')"
-            table = self._table()
-            leaves = tree.leaves()
-            names = self._names(leaves)
-            items = [
-                f"{time.sql(path_expr('src', [time.field]))} AS {ident(TIME_COLUMN)}",
-                f"{path_expr('src', [time.field])} AS {ident(TIME_TEXT)}",
-            ]
-            for i, ((p, t), n) in enumerate(zip(leaves, names)):
-                col = path_expr("src", p)
-                if t == "DOUBLE":
-                    items += [f"TRY_CAST({col} AS DOUBLE) AS {ident(n)}", f"{col} AS {ident(f'__text_{i}')}"]
-                elif t == "TIMESTAMP":
-                    items.append(f"CAST({col} AS TIMESTAMP) AS {ident(n)}")
-                else:
-                    items.append(f"{col} AS {ident(n)}")
-            self.cur.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {', '.join(items)} FROM {source} src")
         except (duckdb.Error, UsageError):
-            # Unreadable for the fast path (a malformed line, a string in a number column,
-            # no objects in the sample): the exact path finds out which lines and why.
+            # Unreadable for the fast path (a malformed line, no objects in the sample):
+            # the exact path finds out which lines and why.
             return None
-        texts = {n: f"__text_{i}" for i, ((_, t), n) in enumerate(zip(leaves, names)) if t == "DOUBLE"}
-        rows, bad_time, conflicts, typed, lo, hi, *nonnull = self._counts(table, leaves, names, tree, texts)
-        want = stats.key_tokens - stats.null_tokens
-        if not bad_time and not conflicts and want > typed:
-            # Strings may hold '":' (embedded JSON, arrays as text): count those too.
-            typed += self._string_tokens(table, leaves, names)
-        if bad_time or conflicts or want != typed:
-            self.cur.execute(f"DROP TABLE {table}")
+        tree = convert.merge_detected(convert.tree_from_fields(self.fields), detected)
+        tree.children.pop(time.field, None)
+        # Numbers are read as text and cast exactly: DuckDB's reader would turn true into 1.0.
+        # A value that does not cast becomes NULL, so the key count below sees it as missing.
+        spec = convert.columns_spec(convert.read_tree(tree))[:-1]
+        spec += (", " if tree.children else "") + f"{literal(time.field)}: 'VARCHAR'}}"
+        leaves = tree.leaves()
+        names = self._names(leaves)
+        items = [f"{time.sql(path_expr('src', [time.field]))} AS {ident(TIME_COLUMN)}"]
+        for (p, t), n in zip(leaves, names):
+            col = path_expr("src", p)
+            cast = {"DOUBLE": f"TRY_CAST({col} AS DOUBLE)", "TIMESTAMP": f"CAST({col} AS TIMESTAMP)"}.get(t, col)
+            items.append(f"{cast} AS {ident(n)}")
+        select = (f"SELECT {', '.join(items)} FROM read_json({literal(path)}, columns={spec}, "
+                  "format='newline_delimited') src")
+        columns = {TIME_COLUMN: "TIMESTAMP", **{n: t for (_, t), n in zip(leaves, names)}}
+        new = [FieldInfo(n, t, p) for (p, t), n in zip(leaves, names) if n not in self.fields]
+
+        def verify(rel: str) -> Verified | None:
+            row = self._counts(rel, leaves, names, tree)
+            rows, bad_time, typed, lo, hi = row
+            want = stats.key_tokens - stats.null_tokens
+            if not bad_time and want > typed:
+                # Strings may hold '":' (embedded JSON, arrays as text): count those too.
+                typed += self._string_tokens(rel, leaves, names)
+            return Verified(rows, (lo, hi)) if not bad_time and typed == want else None
+
+        verified = writer.write_checked(select, columns, new, verify)
+        if verified is None:
             return None
-        keep = [n for n, c in zip(names, nonnull) if c or n in self.fields]
-        drop = [n for n in names if n not in keep] + [TIME_TEXT, *texts.values()]
-        for col in drop:
-            self.cur.execute(f"ALTER TABLE {table} DROP COLUMN {ident(col)}")
-        new = [FieldInfo(n, t, p) for (p, t), n in zip(leaves, names) if n in keep and n not in self.fields]
-        return self._done(Staged(table, rows, (lo, hi), new))
+        return self._done(Staged("", verified.rows, verified.span, new, committed=True))
 
     def _counts(
-        self,
-        table: str,
-        leaves: list[tuple[list[str], str]],
-        names: list[str],
-        tree: convert.Node,
-        texts: dict[str, str],
+        self, rel: str, leaves: list[tuple[list[str], str]], names: list[str], tree: convert.Node
     ) -> tuple[Any, ...]:
-        """Rows, unreadable times, number conflicts, key tokens the typed rows account for,
-        time span, and each leaf's non-null count."""
-        present = [ident(texts.get(n, n)) for n in names]
-        parts = [f"count({c})" for c in present] + [f"count({ident(TIME_TEXT)})"]
+        """Rows, rows without a readable time, key tokens the typed rows account for, time span."""
+        parts = [f"count({ident(n)})" for n in names] + [f"count({ident(TIME_COLUMN)})"]
         for spath in tree.structs():
-            below = [c for (p, _), c in zip(leaves, present) if p[: len(spath)] == spath]
+            below = [ident(n) for (p, _), n in zip(leaves, names) if p[: len(spath)] == spath]
             if below:
                 parts.append(f"count(*) FILTER (WHERE {' OR '.join(f'{b} IS NOT NULL' for b in below)})")
-        conflicts = " + ".join(f"count({ident(t)}) - count({ident(n)})" for n, t in texts.items()) or "0"
         ts = ident(TIME_COLUMN)
-        nonnull = "".join(f", count({c})" for c in present)
         row = self.cur.execute(
-            f"SELECT count(*), count(*) - count({ts}), {conflicts}, {' + '.join(parts)}, min({ts}), max({ts})"
-            f"{nonnull} FROM {table}"
+            f"SELECT count(*), count(*) - count({ts}), {' + '.join(parts)}, min({ts}), max({ts}) FROM {rel} AS r"
         ).fetchone()
         assert row is not None
         return tuple(row)
@@ -164,7 +155,7 @@ class JsonLinesReader(Stager):
                 )
         if not parts:
             return 0
-        row = self.cur.execute(f"SELECT {' + '.join(parts)} FROM {table}").fetchone()
+        row = self.cur.execute(f"SELECT {' + '.join(parts)} FROM {table} AS r").fetchone()
         return int(row[0]) if row else 0
 
     # -- exact path ----------------------------------------------------------------

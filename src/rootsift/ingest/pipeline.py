@@ -211,6 +211,8 @@ class _Run:
         producer = threading.Thread(target=produce, name="rootsift-ingest-reader", daemon=True)
         producer.start()
         writer = self.backend.writer(self.dataset, self.cur)
+        if isinstance(reader, JsonLinesReader):
+            reader.writer = writer
         try:
             while (item := blocks.get()) is not None:
                 if isinstance(item, BaseException):
@@ -227,6 +229,8 @@ class _Run:
     def _block(
         self, reader: Stager, writer: SegmentWriter, block: bytes, line: int, stats: BlockStats | None, inp: Input
     ) -> None:
+        if writer.pending and isinstance(reader, JsonLinesReader):
+            self._commit(writer)  # the fast path commits on its own; queued rows go first
         staged = reader.stage(block, line, stats)
         self.summary.blocks += 1
         self.summary.exact_blocks += staged.exact
@@ -237,7 +241,12 @@ class _Run:
             self._commit(writer)
             first = staged.rejects[0]
             raise InputFormatError(f"{inp.name}: line {first.line}: {first.reason}")
-        if staged.rows:
+        if staged.committed:
+            self.summary.events += staged.rows
+            self.summary.new_fields += [f.name for f in staged.new_fields]
+            if self.on_commit:
+                self.on_commit(self.summary.events)
+        elif staged.rows:
             writer.append(staged.table, staged.new_fields, staged.rows, staged.span)
             self.summary.new_fields += [f.name for f in staged.new_fields]
         else:

@@ -36,6 +36,7 @@ class Staged:
     new_fields: list[FieldInfo]
     rejects: list[Reject] = field(default_factory=list)
     exact: bool = False
+    committed: bool = False  # already written and durable (the JSON fast path)
 
 
 class Stager:

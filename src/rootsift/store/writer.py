@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -22,6 +23,14 @@ if TYPE_CHECKING:
 class _Pending:
     table: str
     new_fields: list[FieldInfo]
+    rows: int
+    span: tuple[datetime | None, datetime | None]
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What a check accepted: the rows written and their time span."""
+
     rows: int
     span: tuple[datetime | None, datetime | None]
 
@@ -87,6 +96,46 @@ class SegmentWriter:
         self.discard()
         return rows
 
+    def write_checked(
+        self,
+        select_sql: str,
+        columns: dict[str, str],
+        new_fields: list[FieldInfo],
+        verify: Callable[[str], Verified | None],
+    ) -> Verified | None:
+        """Insert the rows of ``select_sql`` straight into the head segment, in a transaction
+        committed only if ``verify`` accepts them; None (and nothing written) otherwise.
+
+        ``verify`` gets a relation holding just the inserted rows: rows are appended and
+        never deleted in place (retention rewrites whole files), so committed rows have
+        rowids below the count taken at the start and the new ones do not.
+        """
+        self.commit()
+        cur = self.cur
+        with self.state.write_lock:
+            seg = self.backend.head(self.state)
+            try:
+                cur.execute("BEGIN TRANSACTION")
+                row = cur.execute(f"SELECT count(*) FROM {seg.alias}.events").fetchone()
+                before = int(row[0]) if row else 0
+                self._add_columns(seg, columns)
+                cur.execute(f"INSERT INTO {seg.alias}.events BY NAME {select_sql}")
+                verified = verify(f"(SELECT * FROM {seg.alias}.events WHERE rowid >= {before})")
+                if verified is None:
+                    cur.execute("ROLLBACK")
+                    return None
+                self._register(seg, columns, new_fields)
+                cur.execute("COMMIT")
+            except duckdb.Error:
+                with contextlib.suppress(duckdb.Error):
+                    cur.execute("ROLLBACK")
+                return None
+            with self.backend._lock:
+                for info in new_fields:
+                    self.state.fields.setdefault(info.name, info)
+                seg.widen(verified.rows, *verified.span)
+        return verified
+
     def discard(self) -> None:
         """Drop the queued tables without writing them."""
         for item in self._queue:
@@ -96,15 +145,22 @@ class SegmentWriter:
 
     def _insert(self, seg: Segment, item: _Pending) -> None:
         stage_cols = {r[0]: r[1] for r in self.cur.execute(f"DESCRIBE {ident(item.table)}").fetchall()}
+        self._add_columns(seg, stage_cols)
+        self._register(seg, stage_cols, item.new_fields)
+        self.cur.execute(f"INSERT INTO {seg.alias}.events BY NAME SELECT * FROM {ident(item.table)}")
+
+    def _add_columns(self, seg: Segment, columns: dict[str, str]) -> None:
         have = {r[0] for r in self.cur.execute(f"DESCRIBE {seg.alias}.events").fetchall()}
-        for col, ctype in stage_cols.items():
+        for col, ctype in columns.items():
             if col not in have:
                 self.cur.execute(f"ALTER TABLE {seg.alias}.events ADD COLUMN {ident(col)} {ctype}")
+
+    def _register(self, seg: Segment, columns: dict[str, str], new_fields: list[FieldInfo]) -> None:
+        """Record each field's path and type in the segment's ``_fields`` (same transaction)."""
         known = {r[0] for r in self.cur.execute(f"SELECT name FROM {seg.alias}._fields").fetchall()}
-        by_name = {f.name: f for f in item.new_fields}
-        for col in stage_cols:
+        by_name = {f.name: f for f in new_fields}
+        for col, ctype in columns.items():
             if col == TIME_COLUMN or col.endswith(RAW_SUFFIX) or col in known:
                 continue
-            info = self.state.fields.get(col) or by_name.get(col) or FieldInfo(col, stage_cols[col], [col])
+            info = self.state.fields.get(col) or by_name.get(col) or FieldInfo(col, ctype, [col])
             self.cur.execute(f"INSERT INTO {seg.alias}._fields VALUES (?, ?, ?)", [info.name, info.path, info.type])
-        self.cur.execute(f"INSERT INTO {seg.alias}.events BY NAME SELECT * FROM {ident(item.table)}")
