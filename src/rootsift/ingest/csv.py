@@ -33,7 +33,8 @@ class CsvReader(Stager):
         if not self.names or len(set(self.names)) != len(self.names) or any(not n for n in self.names):
             raise InputFormatError(f"the header line {text[:200]!r} must name every column once")
 
-    def stage(self, block: bytes, first_line: int, stats: object = None) -> Staged:
+    def stage(self, block: bytes | None, first_line: int, stats: object = None) -> Staged:
+        assert block is not None, "CSV blocks travel in memory"
         sep = self.delimiter.encode()
         numbered = [LINE_KEY.encode() + sep + self.header]
         number = first_line

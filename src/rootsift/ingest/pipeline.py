@@ -27,14 +27,25 @@ from rootsift.errors import InputFormatError, UsageError
 from rootsift.ingest.csv import CsvReader
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import RejectLog
-from rootsift.ingest.sources import FORMATS, Input, Prefetched, line_blocks, open_input, sniff_format
+from rootsift.ingest.sources import (
+    FORMATS,
+    Input,
+    Prefetched,
+    line_blocks,
+    line_buffers,
+    open_input,
+    sniff_format,
+)
 from rootsift.ingest.staging import Stager
 from rootsift.ingest.timefield import normalise_format
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.sqltext import literal
 from rootsift.store.writer import SegmentWriter
 
-BLOCK_BYTES = 32 << 20
+BLOCK_BYTES = 128 << 20
+"""Largest block: DuckDB reads and commits blocks this big about as fast as a whole file."""
+IN_PLACE_BYTES = 4 << 30
+"""Largest plain JSON-lines file read in place, in one checked transaction."""
 COMMIT_ROWS = 250_000
 """Rows per transaction: DuckDB writes transactions this large straight to the file."""
 STRICTNESS = ("ignore", "warn", "raise")
@@ -134,7 +145,8 @@ def ingest_file(
         stack.callback(cur.close)
         run = _Run(backend, cur, dataset, opts, tmp, summary, log, progress, on_commit)
         stream, reader = run.reader_for(inp, head, kind, stack)
-        run.consume(inp, stream, reader)
+        if not (isinstance(reader, JsonLinesReader) and run.whole_file(inp, head, reader)):
+            run.consume(inp, stream, reader)
     summary.rejects = log.count
     summary.first_rejects = [r.as_dict() for r in log.first]
     summary.rejects_file = str(log.path) if log.count else None
@@ -142,7 +154,7 @@ def ingest_file(
     return summary
 
 
-Item = tuple[bytes, int, BlockStats | None] | BaseException | None
+Item = tuple[bytes | None, int, BlockStats | None] | BaseException | None
 
 
 @dataclass
@@ -181,6 +193,57 @@ class _Run:
             self.cur, fields, self.tmp, self.opts.time_field, self.opts.time_format
         )
 
+    def whole_file(self, inp: Input, head: bytes, reader: JsonLinesReader) -> bool:
+        """Try a plain JSON-lines file in one checked transaction, read in place by DuckDB.
+
+        Reading the file where it lies avoids copying it into blocks; if the check fails
+        (a bad line, a key the sample missed) nothing was written and the caller goes
+        block by block. Returns True when the file is in.
+        """
+        if inp.compression != "none" or inp.name == "-" or head.startswith(BOM) or not inp.size:
+            return False
+        # Bounded: a bigger file goes in blocks, so a late failure costs one block and
+        # commits show progress; a caller asking for smaller blocks gets blocks.
+        if inp.size > IN_PLACE_BYTES or self.opts.block_bytes < BLOCK_BYTES:
+            return False
+        counted: list[BlockStats] = []
+        counter = threading.Thread(target=lambda: counted.append(BlockStats.of_file(inp.name)), daemon=True)
+        counter.start()
+
+        def stats() -> BlockStats:
+            counter.join()
+            return counted[0] if counted else BlockStats(0, 0, True)
+
+        done = threading.Event()
+        ticker = threading.Thread(target=self._tick, args=(inp.size, done), daemon=True)
+        ticker.start()
+        reader.writer = self.backend.writer(self.dataset, self.cur)
+        try:
+            staged = reader.stage_whole(inp.name, stats)
+        finally:
+            done.set()
+            ticker.join()
+            counter.join()
+        if staged is None:
+            return False
+        self.summary.blocks = 1
+        self.summary.events = staged.rows
+        self.summary.new_fields = [f.name for f in staged.new_fields]
+        if self.on_commit:
+            self.on_commit(staged.rows)
+        if self.progress:
+            self.progress(inp.size, inp.size, staged.rows)
+        if reader.time is not None:
+            self.summary.time_field, self.summary.time_format = reader.time.field, reader.time.format
+        return True
+
+    def _tick(self, size: int, done: threading.Event) -> None:
+        """Report DuckDB's progress through a long statement as bytes of the input."""
+        while self.progress and not done.wait(0.25):
+            pct = self.cur.query_progress()
+            if pct >= 0:
+                self.progress(int(size * pct / 100), size, 0)
+
     def consume(self, inp: Input, stream: BinaryIO, reader: Stager) -> None:
         """Stage every block; commit every COMMIT_ROWS rows, at a segment's end and at the end."""
         first_line = 2 if isinstance(reader, CsvReader) else 1
@@ -198,12 +261,17 @@ class _Run:
             return False
 
         def produce() -> None:
-            # Runs beside DuckDB (which releases the GIL): byte counts and block files cost little wall time.
+            # Runs beside DuckDB (which releases the GIL): byte counts and block files cost little
+            # wall time. JSON blocks travel as files, so the queue holds no block in memory.
             try:
-                for block, line in line_blocks(stream, self.opts.block_bytes, quoted=not measure):
-                    stats = BlockStats.of(block, self.tmp) if measure else None
-                    if not put((block, line + first_line - 1, stats)):
-                        return
+                if measure:
+                    for buf, end, line in line_buffers(stream, self.opts.block_bytes):
+                        if not put((None, line, BlockStats.of(buf, self.tmp, end))):
+                            return
+                else:
+                    for block, line in line_blocks(stream, self.opts.block_bytes, quoted=True):
+                        if not put((block, line + first_line - 1, None)):
+                            return
                 put(None)
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer
                 put(exc)
@@ -227,7 +295,13 @@ class _Run:
             self.summary.time_field, self.summary.time_format = reader.time.field, reader.time.format
 
     def _block(
-        self, reader: Stager, writer: SegmentWriter, block: bytes, line: int, stats: BlockStats | None, inp: Input
+        self,
+        reader: Stager,
+        writer: SegmentWriter,
+        block: bytes | None,
+        line: int,
+        stats: BlockStats | None,
+        inp: Input,
     ) -> None:
         if writer.pending and isinstance(reader, JsonLinesReader):
             self._commit(writer)  # the fast path commits on its own; queued rows go first

@@ -137,3 +137,46 @@ def line_blocks(stream: BinaryIO, block_bytes: int, quoted: bool = False) -> Ite
         line_no += block.count(b"\n")
     if carry:
         yield carry + b"\n", line_no
+
+
+def read_full(stream: BinaryIO, view: memoryview) -> int:
+    """Fill ``view`` from ``stream`` (which may return short reads); return the bytes read."""
+    got = 0
+    while got < len(view):
+        n = stream.readinto(view[got:])  # type: ignore[attr-defined]
+        if not n:
+            break
+        got += n
+    return got
+
+
+def line_buffers(
+    stream: BinaryIO, block_bytes: int, first_bytes: int = 8 << 20
+) -> Iterator[tuple[bytearray, int, int]]:
+    """Yield (buffer, end, first_line_number): ``buffer[:end]`` is a block of whole lines.
+
+    Like line_blocks, without copying the block: one buffer per block, filled in place.
+    Blocks start at ``first_bytes`` and double up to ``block_bytes``, so work can start
+    before a large block has been read.
+    """
+    line_no = 1
+    carry = b""
+    size = min(first_bytes, block_bytes)
+    while True:
+        buf = bytearray(len(carry) + size)
+        buf[: len(carry)] = carry
+        got = read_full(stream, memoryview(buf)[len(carry) :])
+        end = len(carry) + got
+        if got == 0:
+            if carry:
+                buf[end : end + 1] = b"\n"
+                yield buf, end + 1, line_no
+            return
+        cut = buf.rfind(b"\n", 0, end)
+        if cut < 0:
+            carry = bytes(buf[:end])
+            continue
+        carry = bytes(buf[cut + 1 : end])
+        yield buf, cut + 1, line_no
+        line_no += buf.count(b"\n", 0, cut + 1)
+        size = min(size * 2, block_bytes)

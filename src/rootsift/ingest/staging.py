@@ -115,7 +115,7 @@ class Stager:
 
     # -- helpers -------------------------------------------------------------------
 
-    def stage(self, block: bytes, first_line: int, stats: Any = None) -> Staged:
+    def stage(self, block: bytes | None, first_line: int, stats: Any = None) -> Staged:
         """Stage one block of whole lines; lines that cannot be events come back as rejects."""
         raise NotImplementedError
 
@@ -180,7 +180,7 @@ class Stager:
         )
 
 
-def write_file(data: bytes, tmp_dir: str, suffix: str = ".jsonl") -> str:
+def write_file(data: bytes | memoryview, tmp_dir: str, suffix: str = ".jsonl") -> str:
     """Write ``data`` to a new temp file in ``tmp_dir``; return its path."""
     fd, path = tempfile.mkstemp(suffix=suffix, dir=tmp_dir)
     with os.fdopen(fd, "wb") as fh:

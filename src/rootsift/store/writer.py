@@ -150,10 +150,18 @@ class SegmentWriter:
         self.cur.execute(f"INSERT INTO {seg.alias}.events BY NAME SELECT * FROM {ident(item.table)}")
 
     def _add_columns(self, seg: Segment, columns: dict[str, str]) -> None:
-        have = {r[0] for r in self.cur.execute(f"DESCRIBE {seg.alias}.events").fetchall()}
-        for col, ctype in columns.items():
-            if col not in have:
-                self.cur.execute(f"ALTER TABLE {seg.alias}.events ADD COLUMN {ident(col)} {ctype}")
+        have = {r[0]: r[1] for r in self.cur.execute(f"DESCRIBE {seg.alias}.events").fetchall()}
+        missing = {c: t for c, t in columns.items() if c not in have}
+        if not missing:
+            return
+        row = self.cur.execute(f"SELECT count(*) FROM {seg.alias}.events").fetchone()
+        if row is not None and row[0] == 0:  # an empty segment: one CREATE is cheaper than many ALTERs
+            cols = ", ".join(f"{ident(c)} {t}" for c, t in {**have, **missing}.items())
+            self.cur.execute(f"DROP TABLE {seg.alias}.events")
+            self.cur.execute(f"CREATE TABLE {seg.alias}.events ({cols})")
+            return
+        for col, ctype in missing.items():
+            self.cur.execute(f"ALTER TABLE {seg.alias}.events ADD COLUMN {ident(col)} {ctype}")
 
     def _register(self, seg: Segment, columns: dict[str, str], new_fields: list[FieldInfo]) -> None:
         """Record each field's path and type in the segment's ``_fields`` (same transaction)."""
