@@ -42,6 +42,12 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 1
 DEFAULT_SEGMENT_ROWS = 8_000_000
+WRITER_MEMORY_LIMIT = "512MB"
+"""DuckDB's memory limit for a store opened for writing. DuckDB's own default (80 % of
+RAM) lets an ingest keep written pages cached until the process holds gigabytes; past
+this limit DuckDB evicts or spills to disk. It must be set when the database opens: a
+later SET bounds far less (measured). Read-only stores keep DuckDB's default.
+``$ROOTSIFT_MEMORY_LIMIT`` overrides both."""
 
 
 class DatasetState:
@@ -78,6 +84,9 @@ class DuckDBBackend(Backend):
         self.read_only = read_only
         self.segment_rows = segment_rows
         config: dict[str, Any] = {}
+        memory_limit = memory_limit or os.environ.get("ROOTSIFT_MEMORY_LIMIT") or (
+            None if read_only else WRITER_MEMORY_LIMIT
+        )
         if memory_limit:
             config["memory_limit"] = memory_limit
         if threads:
