@@ -128,11 +128,12 @@ def select(
 ) -> exp.Select:
     """SELECT keys and values FROM source WHERE … GROUP BY the keys (by ordinal)."""
     items = [exp.alias_(e, exp.to_identifier(label, quoted=True)) for label, e in keys + values]
-    query = exp.select(*items).from_(source.copy())
+    # copy=False: each builder call would otherwise deep-copy the whole query built so far.
+    query = exp.select(*items).from_(source.copy(), copy=False)
     if where is not None:
-        query = query.where(where)
+        query = query.where(where, copy=False)
     if keys:
-        query = query.group_by(*[exp.Literal.number(i + 1) for i in range(len(keys))])
+        query = query.group_by(*[exp.Literal.number(i + 1) for i in range(len(keys))], copy=False)
     return query
 
 

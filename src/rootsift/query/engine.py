@@ -124,7 +124,7 @@ def _table(
             exp.Ordered(this=exp.Literal.number(labels.index(lab) + 1), desc=desc, nulls_first=False)
             for lab, desc in order
         ]
-        query = query.order_by(*positions).limit(spec.limit)
+        query = query.order_by(*positions, copy=False).limit(spec.limit, copy=False)
     result = backend.execute(query, list(compiler.params))
     nkeys = len(keys)
     if not weighted:
