@@ -34,7 +34,7 @@ from rootsift.store.sqltext import ident, literal, path_expr
 from rootsift.store.writer import SegmentWriter, Verified
 
 SAMPLE_ROWS = 2048
-WHOLE_FILE_SAMPLE = 20480
+WHOLE_FILE_SAMPLE = 4096
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,11 @@ class JsonLinesReader(Stager):
         assert path is not None
         try:
             if not stats.suspect and self.writer is not None:
-                # Known fields first (no type sampling); a sample only when the block has new keys.
-                for sample in (False, True) if self.time is not None else (True,):
-                    staged = self._fast(path, lambda: stats, sample, self.writer)
+                # Known fields first (no type sampling); a sample when the block has new keys;
+                # types over the whole block when a new key is too rare for the sample. Each
+                # field found joins the catalog, so later blocks pass on the first try.
+                for sample_rows in (0, SAMPLE_ROWS, -1) if self.time is not None else (SAMPLE_ROWS, -1):
+                    staged = self._fast(path, lambda: stats, self.writer, sample_rows)
                     if staged is not None:
                         return staged
             with open(path, "rb") as fh:
@@ -117,19 +119,19 @@ class JsonLinesReader(Stager):
         """
         if self.writer is None:
             return None
-        return self._fast(path, stats, True, self.writer, sample_rows=WHOLE_FILE_SAMPLE)
+        return self._fast(path, stats, self.writer, WHOLE_FILE_SAMPLE)
 
     # -- fast path -----------------------------------------------------------------
     def _fast(
         self,
         path: str,
         stats_of: Callable[[], BlockStats],
-        sample: bool,
         writer: SegmentWriter,
-        sample_rows: int = SAMPLE_ROWS,
+        sample_rows: int,
     ) -> Staged | None:
+        """Write the block through the checked insert; ``sample_rows`` 0 reads only known fields."""
         try:
-            if sample:
+            if sample_rows:
                 detected = convert.parse_type(
                     self._describe(
                         f"read_json({literal(path)}, sample_size={sample_rows}, map_inference_threshold=-1, "
@@ -150,10 +152,13 @@ class JsonLinesReader(Stager):
         # Numbers are read as text and cast exactly: DuckDB's reader would turn true into 1.0.
         # A value that does not cast becomes NULL, so the key count below sees it as missing.
         spec = convert.columns_spec(convert.read_tree(tree))[:-1]
-        spec += (", " if tree.children else "") + f"{literal(time.field)}: 'VARCHAR'}}"
+        # RFC 3339 times are parsed by the reader itself; one it cannot read fails the block
+        # over to the exact path, which also accepts a lower-case 't' or 'z'.
+        time_type = "TIMESTAMPTZ" if time.format == "rfc3339" else "VARCHAR"
+        spec += (", " if tree.children else "") + f"{literal(time.field)}: {literal(time_type)}}}"
         leaves = tree.leaves()
         names = self._names(leaves)
-        items = [f"{time.sql(path_expr('src', [time.field]))} AS {ident(TIME_COLUMN)}"]
+        items = [f"{time.sql(path_expr('src', [time.field]), time_type)} AS {ident(TIME_COLUMN)}"]
         for (p, t), n in zip(leaves, names):
             col = path_expr("src", p)
             cast = {"DOUBLE": f"TRY_CAST({col} AS DOUBLE)", "TIMESTAMP": f"CAST({col} AS TIMESTAMP)"}.get(t, col)
