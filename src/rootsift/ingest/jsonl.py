@@ -18,7 +18,7 @@ an unknown key but not its known ones could slip through.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,47 +37,63 @@ SAMPLE_ROWS = 2048
 WHOLE_FILE_SAMPLE = 4096
 
 
-@dataclass(frozen=True)
+@dataclass
 class BlockStats:
     """Byte-level counts of a block of JSON lines, for the fast path's key check, and
-    the block written to a file for DuckDB (``path``; the reader deletes it)."""
+    the file that holds the block (``path``).
+
+    Null-valued keys are counted only when the check needs them (``null_tokens()``):
+    when the typed rows account for every ``":`` token there can be none.
+    """
 
     key_tokens: int
-    null_tokens: int
     suspect: bool
     path: str | None = None
+    _nulls: int | None = None
 
     @classmethod
     def of(cls, block: bytes | bytearray, tmp_dir: str | None = None, end: int | None = None) -> BlockStats:
         """Count ``block[:end]`` and, given ``tmp_dir``, write it to a file there."""
         end = len(block) if end is None else end
-        nulls = 0
-        if block.find(b"null", 0, end) >= 0:
-            nulls = block.count(b'":null', 0, end) + block.count(b'": null', 0, end)
         # A \u0022 or \u003a escape can make a decoded string hold '":' tokens the raw bytes
         # do not show, which would unbalance the count: such blocks take the exact path.
         suspect = block.find(b"\\", 0, end) >= 0 and block.find(b"\\u00", 0, end) >= 0
         path = None
         if tmp_dir is not None:
             path = write_file(memoryview(block)[:end], tmp_dir)
-        return cls(block.count(b'":', 0, end), nulls, suspect, path)
+        return cls(block.count(b'":', 0, end), suspect, path)
 
     @classmethod
-    def of_file(cls, path: str, chunk: int = 64 << 20) -> BlockStats:
+    def of_file(cls, path: str) -> BlockStats:
         """The same counts over a whole file, read in chunks (no file is written)."""
-        keys = nulls = 0
+        keys = 0
         suspect = False
-        tail = b""
-        with open(path, "rb") as fh:
-            while data := fh.read(chunk):
-                window = tail + data  # tokens across the seam are counted once, in this window
-                keys += window.count(b'":') - tail.count(b'":')
-                if window.find(b"null") >= 0:
-                    for pat in (b'":null', b'": null'):
-                        nulls += window.count(pat) - tail.count(pat)
-                suspect = suspect or (window.find(b"\\") >= 0 and window.find(b"\\u00") >= 0)
-                tail = window[-6:]
-        return cls(keys, nulls, suspect, path)
+        for window, tail in _windows(path):
+            keys += window.count(b'":') - tail.count(b'":')
+            suspect = suspect or (window.find(b"\\") >= 0 and window.find(b"\\u00") >= 0)
+        return cls(keys, suspect, path)
+
+    def null_tokens(self) -> int:
+        """Keys whose value is null (``":null`` and ``": null``), counted on first use."""
+        if self._nulls is None:
+            assert self.path is not None
+            self._nulls = sum(
+                window.count(pat) - tail.count(pat)
+                for window, tail in _windows(self.path)
+                for pat in (b'":null', b'": null')
+            )
+        return self._nulls
+
+
+def _windows(path: str, chunk: int = 64 << 20) -> Iterator[tuple[bytes, bytes]]:
+    """(window, tail) over a file: each window starts with the last bytes of the one before
+    (``tail``), so a token across the seam is counted once: in window, minus in tail."""
+    tail = b""
+    with open(path, "rb") as fh:
+        while data := fh.read(chunk):
+            window = tail + data
+            yield window, tail
+            tail = window[-6:]
 
 
 class JsonLinesReader(Stager):
@@ -175,7 +191,9 @@ class JsonLinesReader(Stager):
             stats = stats_of()
             if stats.suspect:
                 return None
-            want = stats.key_tokens - stats.null_tokens
+            want = stats.key_tokens
+            if not bad_time and want > typed:
+                want -= stats.null_tokens()
             if not bad_time and want > typed:
                 # Strings may hold '":' (embedded JSON, arrays as text): count those too.
                 typed += self._string_tokens(rel, leaves, names)

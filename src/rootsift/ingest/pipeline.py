@@ -212,7 +212,7 @@ class _Run:
 
         def stats() -> BlockStats:
             counter.join()
-            return counted[0] if counted else BlockStats(0, 0, True)
+            return counted[0] if counted else BlockStats(0, True)
 
         done = threading.Event()
         ticker = threading.Thread(target=self._tick, args=(inp.size, done), daemon=True)

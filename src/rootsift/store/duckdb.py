@@ -84,8 +84,8 @@ class DuckDBBackend(Backend):
         self.read_only = read_only
         self.segment_rows = segment_rows
         config: dict[str, Any] = {}
-        memory_limit = memory_limit or os.environ.get("ROOTSIFT_MEMORY_LIMIT") or (
-            None if read_only else WRITER_MEMORY_LIMIT
+        memory_limit = (
+            memory_limit or os.environ.get("ROOTSIFT_MEMORY_LIMIT") or (None if read_only else WRITER_MEMORY_LIMIT)
         )
         if memory_limit:
             config["memory_limit"] = memory_limit
