@@ -52,8 +52,22 @@ def test_datasets_schema_and_query(loaded: Path) -> None:
     assert [(d["name"], d["events"]) for d in ds] == [("api", 4)]
     fields = {f["field"]: f for f in json.loads(rootsift("schema", "api", "--json", data=loaded).stdout)["fields"]}
     assert fields["status"]["type"] == "double" and fields["endpoint"]["distinct_estimate"] == 2
-    res = rootsift("query", "api", "--where", "status >= 500", "-b", "endpoint", "-c", "count",
-                   "-c", "max(duration_ms)", "--order", "endpoint asc", "--json", data=loaded)
+    res = rootsift(
+        "query",
+        "api",
+        "--where",
+        "status >= 500",
+        "-b",
+        "endpoint",
+        "-c",
+        "count",
+        "-c",
+        "max(duration_ms)",
+        "--order",
+        "endpoint asc",
+        "--json",
+        data=loaded,
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["columns"] == ["endpoint", "count", "max(duration_ms)"]

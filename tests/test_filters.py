@@ -51,7 +51,7 @@ A, B = Compare("a", "=", N("1")), Compare("b", "=", N("2"))
         ("endpoint = /spectate", Compare("endpoint", "=", S("/spectate"))),
         ("v = 1.2.3", Compare("v", "=", S("1.2.3"))),
         ("v = -2h", Compare("v", "=", S("-2h"))),
-        (r"""m = 'it\'s \"q\" \\ \n\t'""", Compare("m", "=", S("it's \"q\" \\ \n\t"))),
+        (r"""m = 'it\'s \"q\" \\ \n\t'""", Compare("m", "=", S('it\'s "q" \\ \n\t'))),
         ("ok = TRUE", Compare("ok", "=", Literal("bool", True, "TRUE"))),
         ("ok != false", Compare("ok", "!=", Literal("bool", False, "false"))),
         ("e = null", Compare("e", "=", Literal("null", None, "null"))),
@@ -148,15 +148,57 @@ def test_syntax_errors(text: str, message: str, position: int) -> None:
 
 # Hostile column names and values, executed for real against DuckDB.
 SCHEMA = {
-    "id": "BIGINT", "select": "VARCHAR", "my field": "VARCHAR", "k8s.pod": "VARCHAR", 'a"b': "VARCHAR",
-    "it's": "VARCHAR", "--x": "VARCHAR", "résumé": "VARCHAR", "back\\slash": "VARCHAR", "`tick`": "VARCHAR",
-    "status": "BIGINT", "dur": "DOUBLE", "ok": "BOOLEAN", "ts": "TIMESTAMP", "ver": "VARCHAR",
+    "id": "BIGINT",
+    "select": "VARCHAR",
+    "my field": "VARCHAR",
+    "k8s.pod": "VARCHAR",
+    'a"b': "VARCHAR",
+    "it's": "VARCHAR",
+    "--x": "VARCHAR",
+    "résumé": "VARCHAR",
+    "back\\slash": "VARCHAR",
+    "`tick`": "VARCHAR",
+    "status": "BIGINT",
+    "dur": "DOUBLE",
+    "ok": "BOOLEAN",
+    "ts": "TIMESTAMP",
+    "ver": "VARCHAR",
 }
 ROWS = [
-    (1, "'; drop table events; --", "a%b", "pod-1", '"', "it's", "--", "日本語", "c:\\tmp", "x",
-     200, 1.5, True, "2026-11-21 08:00:00", "1.4"),
-    (2, 'say "hi"', "a_b", "pod-2", "'", "", "/* */", "naïve", "\\", "`",
-     500, 20.0, False, "2026-11-21 09:00:00", "1.40"),
+    (
+        1,
+        "'; drop table events; --",
+        "a%b",
+        "pod-1",
+        '"',
+        "it's",
+        "--",
+        "日本語",
+        "c:\\tmp",
+        "x",
+        200,
+        1.5,
+        True,
+        "2026-11-21 08:00:00",
+        "1.4",
+    ),
+    (
+        2,
+        'say "hi"',
+        "a_b",
+        "pod-2",
+        "'",
+        "",
+        "/* */",
+        "naïve",
+        "\\",
+        "`",
+        500,
+        20.0,
+        False,
+        "2026-11-21 09:00:00",
+        "1.40",
+    ),
     (3, None, "axb", None, None, None, None, None, None, None, None, None, None, None, None),
 ]
 
@@ -195,7 +237,7 @@ def run(con: duckdb.DuckDBPyConnection, text: str, schema: dict[str, str] = SCHE
 @pytest.mark.parametrize(
     ("text", "ids"),
     [
-        ("`select` = \"'; drop table events; --\"", [1]),
+        ('`select` = "\'; drop table events; --"', [1]),
         ("`select` = '\\'; drop table events; --'", [1]),
         ("`select` contains 'drop table'", [1]),
         ('`select` = "say \\"hi\\""', [2]),
@@ -203,12 +245,12 @@ def run(con: duckdb.DuckDBPyConnection, text: str, schema: dict[str, str] = SCHE
         ("k8s.pod = pod-2", [2]),
         ("k8s.pod starts-with pod", [1, 2]),
         ("`a\"b` = '\"'", [1]),
-        ("`a\"b` = \"'\"", [2]),
+        ('`a"b` = "\'"', [2]),
         ("`it's` = \"it's\"", [1]),
         ("`it's` = ''", [2]),
         ("exists `it's`", [1, 2]),
         ("`--x` = '--'", [1]),
-        ("`--x` = \"/* */\"", [2]),
+        ('`--x` = "/* */"', [2]),
         ("résumé = 日本語", [1]),
         ("résumé contains ï", [2]),
         ("`back\\slash` = 'c:\\\\tmp'", [1]),
@@ -309,9 +351,44 @@ def test_values_only_reach_sql_through_bind() -> None:
 
 
 # Random input: only FilterSyntaxError / UsageError, and valid DuckDB SQL when it parses.
-WORDS = ["a", "b", "`c d`", "t", "d", "and", "or", "not", "in", "exists", "contains", "does-not-contain",
-         "starts-with", "=", "!=", ">", ">=", "<", "<=", "==", "(", ")", ",", "1", "-2.5", "1e400", "'x'",
-         '"y\\"', "true", "null", "/p", "-2h", "'2026-01-01'", "`", "'", "\\"]
+WORDS = [
+    "a",
+    "b",
+    "`c d`",
+    "t",
+    "d",
+    "and",
+    "or",
+    "not",
+    "in",
+    "exists",
+    "contains",
+    "does-not-contain",
+    "starts-with",
+    "=",
+    "!=",
+    ">",
+    ">=",
+    "<",
+    "<=",
+    "==",
+    "(",
+    ")",
+    ",",
+    "1",
+    "-2.5",
+    "1e400",
+    "'x'",
+    '"y\\"',
+    "true",
+    "null",
+    "/p",
+    "-2h",
+    "'2026-01-01'",
+    "`",
+    "'",
+    "\\",
+]
 SMALL = {"id": "BIGINT", "a": "BIGINT", "b": "VARCHAR", "c d": "BOOLEAN", "t": "TIMESTAMP", "d": "DOUBLE"}
 
 
@@ -368,8 +445,10 @@ def test_generated_filters_run_and_negate_exactly(small_db: duckdb.DuckDBPyConne
 
 
 @settings(max_examples=150, deadline=1000)
-@given(name=st.text(min_size=1, max_size=12).filter(lambda s: "\x00" not in s and s.lower() != "id"),
-       value=st.text(max_size=12).filter(lambda s: "\x00" not in s))
+@given(
+    name=st.text(min_size=1, max_size=12).filter(lambda s: "\x00" not in s and s.lower() != "id"),
+    value=st.text(max_size=12).filter(lambda s: "\x00" not in s),
+)
 def test_any_name_and_value_round_trip(name: str, value: str) -> None:
     con = duckdb.connect()
     con.execute(f"CREATE TABLE events (id BIGINT, {quote_ident(name)} VARCHAR)")

@@ -68,9 +68,9 @@ class BlockStats:
         """The same counts over a whole file, read in chunks (no file is written)."""
         keys = 0
         suspect = False
-        for window, tail in _windows(path):
-            keys += window.count(b'":') - tail.count(b'":')
-            suspect = suspect or (window.find(b"\\") >= 0 and window.find(b"\\u00") >= 0)
+        for buf, seam, end in _windows(path):
+            keys += _count(buf, b'":', seam, end)
+            suspect = suspect or (buf.find(b"\\", 0, end) >= 0 and buf.find(b"\\u00", 0, end) >= 0)
         return cls(keys, suspect, path)
 
     def null_tokens(self) -> int:
@@ -78,22 +78,34 @@ class BlockStats:
         if self._nulls is None:
             assert self.path is not None
             self._nulls = sum(
-                window.count(pat) - tail.count(pat)
-                for window, tail in _windows(self.path)
-                for pat in (b'":null', b'": null')
+                _count(buf, pat, seam, end) for buf, seam, end in _windows(self.path) for pat in (b'":null', b'": null')
             )
         return self._nulls
 
 
-def _windows(path: str, chunk: int = 64 << 20) -> Iterator[tuple[bytes, bytes]]:
-    """(window, tail) over a file: each window starts with the last bytes of the one before
-    (``tail``), so a token across the seam is counted once: in window, minus in tail."""
-    tail = b""
+SEAM = 7
+"""Bytes carried from one window into the next: longer than any counted token."""
+
+
+def _windows(path: str, chunk: int = 32 << 20) -> Iterator[tuple[bytearray, int, int]]:
+    """(buffer, seam, end) windows over a file, in one reused buffer (no page faults per
+    chunk): ``buffer[:seam]`` repeats the last bytes of the window before, new bytes run
+    to ``end``. Count with ``_count`` so a token is counted in the window where it ends."""
+    buf = bytearray(SEAM + chunk)
+    view = memoryview(buf)
+    carried = 0
     with open(path, "rb") as fh:
-        while data := fh.read(chunk):
-            window = tail + data
-            yield window, tail
-            tail = window[-6:]
+        while n := fh.readinto(view[carried:]):
+            end = carried + n
+            yield buf, carried, end
+            keep = min(SEAM, end)
+            buf[:keep] = buf[end - keep : end]
+            carried = keep
+
+
+def _count(buf: bytearray, token: bytes, seam: int, end: int) -> int:
+    """Occurrences of ``token`` in ``buf[:end]`` that end after ``seam`` (not counted before)."""
+    return buf.count(token, max(0, seam - len(token) + 1), end)
 
 
 class JsonLinesReader(Stager):

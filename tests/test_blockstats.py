@@ -1,0 +1,29 @@
+"""The byte counts behind the JSON fast path's check, across chunk seams."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rootsift.ingest.jsonl import BlockStats, _count, _windows
+
+BLOB = b'{"a":null,"bb": null,"c":1,"d":"x\\":y"}\n' * 300
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 6, 7, 8, 13, 64, 1000, 1 << 20])
+def test_tokens_across_seams_are_counted_once(tmp_path: Path, chunk: int) -> None:
+    path = tmp_path / "b.jsonl"
+    path.write_bytes(BLOB)
+    for token in (b'":', b'":null', b'": null'):
+        got = sum(_count(buf, token, seam, end) for buf, seam, end in _windows(str(path), chunk))
+        assert got == BLOB.count(token), (chunk, token)
+
+
+def test_file_and_block_counts_agree(tmp_path: Path) -> None:
+    path = tmp_path / "b.jsonl"
+    path.write_bytes(BLOB)
+    whole, block = BlockStats.of_file(str(path)), BlockStats.of(BLOB)
+    assert whole.key_tokens == block.key_tokens == BLOB.count(b'":')
+    assert whole.null_tokens() == BLOB.count(b'":null') + BLOB.count(b'": null')
+    assert not whole.suspect and BlockStats.of(b'{"a":"\\u0022"}\n').suspect
