@@ -97,6 +97,7 @@ class DuckDBBackend(Backend):
         except duckdb.Error as exc:
             raise translate(exc, "opening DuckDB") from exc
         self._lock = threading.RLock()
+        self._local = threading.local()
         self._states: dict[str, DatasetState] = {}
         self._aliases = 0
 
@@ -242,15 +243,20 @@ class DuckDBBackend(Backend):
 
     def execute_sql(self, sql: str, params: list[Any]) -> QueryResult:
         """Run SQL text (already rendered for DuckDB) with bound parameters."""
-        cur = self.cursor()
+        cur = self._reader()
         try:
             cur.execute(sql, params)
             columns = [d[0] for d in cur.description or []]
             return QueryResult(columns, cur.fetchall())
         except duckdb.Error as exc:
             raise translate(exc, "query failed") from exc
-        finally:
-            cur.close()
+
+    def _reader(self) -> duckdb.DuckDBPyConnection:
+        """This thread's query connection, kept open: a fresh one costs ~0.5 ms per query."""
+        cur: duckdb.DuckDBPyConnection | None = getattr(self._local, "cur", None)
+        if cur is None:
+            cur = self._local.cur = self.cursor()
+        return cur
 
     # -- writing -----------------------------------------------------------------
     def head(self, state: DatasetState) -> Segment:
