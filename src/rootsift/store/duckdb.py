@@ -98,6 +98,7 @@ class DuckDBBackend(Backend):
             raise translate(exc, "opening DuckDB") from exc
         self._lock = threading.RLock()
         self._local = threading.local()
+        self._readers: list[duckdb.DuckDBPyConnection] = []
         self._states: dict[str, DatasetState] = {}
         self._aliases = 0
 
@@ -108,6 +109,9 @@ class DuckDBBackend(Backend):
 
     def close(self) -> None:
         with self._lock:
+            for cur in self._readers:
+                cur.close()
+            self._readers.clear()
             self._con.close()
             self._states.clear()
 
@@ -256,6 +260,8 @@ class DuckDBBackend(Backend):
         cur: duckdb.DuckDBPyConnection | None = getattr(self._local, "cur", None)
         if cur is None:
             cur = self._local.cur = self.cursor()
+            with self._lock:
+                self._readers.append(cur)
         return cur
 
     # -- writing -----------------------------------------------------------------
