@@ -1,56 +1,28 @@
-"""File ingest: input stream → blocks → staged tables → committed segments.
-
-A reader thread decompresses and cuts blocks into a queue of at most two, so memory
-is bounded by a few blocks whatever the input's size; the calling thread stages each
-block and commits every ~250k rows (at a segment's end, and at the end of the input).
-After each commit the rows are durable and ``on_commit`` is told.
-"""
+"""File ingest: the entry point, its options and its summary (the work is in runner.py)."""
 
 from __future__ import annotations
 
 import contextlib
-import io
-import os
-import queue
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
 
-import duckdb
-
-from rootsift.errors import InputFormatError, UsageError
-from rootsift.ingest.csv import CsvReader
-from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
+from rootsift.errors import UsageError
+from rootsift.ingest.jsonl import JsonLinesReader
 from rootsift.ingest.rejects import RejectLog
+from rootsift.ingest.runner import BLOCK_BYTES, IngestRun
 from rootsift.ingest.sources import (
     FORMATS,
-    Input,
-    Prefetched,
-    line_blocks,
-    line_buffers,
     open_input,
     sniff_format,
 )
-from rootsift.ingest.staging import Stager
 from rootsift.ingest.timefield import normalise_format
 from rootsift.store.duckdb import DuckDBBackend
-from rootsift.store.sqltext import literal
-from rootsift.store.writer import SegmentWriter
 
-BLOCK_BYTES = 128 << 20
-"""Largest block: DuckDB reads and commits blocks this big about as fast as a whole file."""
-IN_PLACE_BYTES = 64 << 30
-"""Largest plain JSON-lines file read in place, in one checked transaction (a failed
-check costs one more read, in blocks; nothing is acknowledged until the commit)."""
-COMMIT_ROWS = 250_000
-"""Rows per transaction: DuckDB writes transactions this large straight to the file."""
 STRICTNESS = ("ignore", "warn", "raise")
-BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
@@ -144,7 +116,7 @@ def ingest_file(
         tmp = stack.enter_context(tempfile.TemporaryDirectory(dir=tmp_root))
         cur = backend.cursor()
         stack.callback(cur.close)
-        run = _Run(backend, cur, dataset, opts, tmp, summary, log, progress, on_commit)
+        run = IngestRun(backend, cur, dataset, opts, tmp, summary, log, progress, on_commit)
         stream, reader = run.reader_for(inp, head, kind, stack)
         if not (isinstance(reader, JsonLinesReader) and run.whole_file(inp, head, reader)):
             run.consume(inp, stream, reader)
@@ -153,213 +125,3 @@ def ingest_file(
     summary.rejects_file = str(log.path) if log.count else None
     summary.seconds = time.perf_counter() - started
     return summary
-
-
-Item = tuple[bytes | None, int, BlockStats | None] | BaseException | None
-
-
-@dataclass
-class _Run:
-    """One ingest in progress: picks the reader, runs the block queue, commits."""
-
-    backend: DuckDBBackend
-    cur: duckdb.DuckDBPyConnection
-    dataset: str
-    opts: IngestOptions
-    tmp: str
-    summary: IngestSummary
-    log: RejectLog
-    progress: Progress | None
-    on_commit: Callable[[int], None] | None
-
-    def reader_for(self, inp: Input, head: bytes, kind: str, stack: contextlib.ExitStack) -> tuple[BinaryIO, Stager]:
-        """The byte stream to cut into blocks (after the header, for CSV) and its reader."""
-        fields = self.backend.fields(self.dataset)
-        if kind == "json":
-            stream: BinaryIO = stack.enter_context(_array_to_lines(self.cur, head, inp, self.tmp))
-            return stream, JsonLinesReader(self.cur, fields, self.tmp, self.opts.time_field, self.opts.time_format)
-        if kind in ("csv", "tsv"):
-            header, _, rest = head.partition(b"\n")
-            reader: Stager = CsvReader(
-                self.cur,
-                fields,
-                self.tmp,
-                self.opts.time_field,
-                self.opts.time_format,
-                delimiter="," if kind == "csv" else "\t",
-                header=header.removeprefix(BOM),
-            )
-            return _rest(rest, inp), reader
-        return _rest(head.removeprefix(BOM), inp), JsonLinesReader(
-            self.cur, fields, self.tmp, self.opts.time_field, self.opts.time_format
-        )
-
-    def whole_file(self, inp: Input, head: bytes, reader: JsonLinesReader) -> bool:
-        """Try a plain JSON-lines file in one checked transaction, read in place by DuckDB.
-
-        Reading the file where it lies avoids copying it into blocks; if the check fails
-        (a bad line, a key the sample missed) nothing was written and the caller goes
-        block by block. Returns True when the file is in.
-        """
-        if inp.compression != "none" or inp.name == "-" or head.startswith(BOM) or not inp.size:
-            return False
-        # A caller asking for smaller blocks (durable progress, tests) gets blocks.
-        if inp.size > IN_PLACE_BYTES or self.opts.block_bytes < BLOCK_BYTES:
-            return False
-        counted: list[BlockStats] = []
-        counter = threading.Thread(target=lambda: counted.append(BlockStats.of_file(inp.name)), daemon=True)
-        counter.start()
-
-        def stats() -> BlockStats:
-            counter.join()
-            return counted[0] if counted else BlockStats(0, True)
-
-        done = threading.Event()
-        ticker = threading.Thread(target=self._tick, args=(inp.size, done), daemon=True)
-        ticker.start()
-        reader.writer = self.backend.writer(self.dataset, self.cur)
-        try:
-            staged = reader.stage_whole(inp.name, stats)
-        finally:
-            done.set()
-            ticker.join()
-            counter.join()
-        if staged is None:
-            return False
-        self.summary.blocks = 1
-        self.summary.events = staged.rows
-        self.summary.new_fields = [f.name for f in staged.new_fields]
-        if self.on_commit:
-            self.on_commit(staged.rows)
-        if self.progress:
-            self.progress(inp.size, inp.size, staged.rows)
-        if reader.time is not None:
-            self.summary.time_field, self.summary.time_format = reader.time.field, reader.time.format
-        return True
-
-    def _tick(self, size: int, done: threading.Event) -> None:
-        """Report DuckDB's progress through a long statement as bytes of the input."""
-        while self.progress and not done.wait(0.25):
-            pct = self.cur.query_progress()
-            if pct >= 0:
-                self.progress(int(size * pct / 100), size, 0)
-
-    def consume(self, inp: Input, stream: BinaryIO, reader: Stager) -> None:
-        """Stage every block; commit every COMMIT_ROWS rows, at a segment's end and at the end."""
-        first_line = 2 if isinstance(reader, CsvReader) else 1
-        blocks: queue.Queue[Item] = queue.Queue(maxsize=2)
-        stop = threading.Event()
-        measure = isinstance(reader, JsonLinesReader)
-
-        def put(item: Item) -> bool:
-            while not stop.is_set():
-                try:
-                    blocks.put(item, timeout=0.2)
-                    return True
-                except queue.Full:
-                    continue
-            return False
-
-        def produce() -> None:
-            # Runs beside DuckDB (which releases the GIL): byte counts and block files cost little
-            # wall time. JSON blocks travel as files, so the queue holds no block in memory.
-            try:
-                if measure:
-                    for buf, end, line in line_buffers(stream, self.opts.block_bytes):
-                        stats = BlockStats.of(buf, self.tmp, end)
-                        del buf  # written to a file: free it before the next block is read
-                        if not put((None, line, stats)):
-                            return
-                else:
-                    for block, line in line_blocks(stream, self.opts.block_bytes, quoted=True):
-                        if not put((block, line + first_line - 1, None)):
-                            return
-                put(None)
-            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-                put(exc)
-
-        producer = threading.Thread(target=produce, name="rootsift-ingest-reader", daemon=True)
-        producer.start()
-        writer = self.backend.writer(self.dataset, self.cur)
-        if isinstance(reader, JsonLinesReader):
-            reader.writer = writer
-        try:
-            while (item := blocks.get()) is not None:
-                if isinstance(item, BaseException):
-                    raise InputFormatError(f"{inp.name}: cannot read input: {item}") from item
-                self._block(reader, writer, *item, inp=inp)
-            self._commit(writer)
-        finally:
-            writer.discard()
-            stop.set()  # an early exit must not leave the reader thread blocked on a full queue
-            producer.join()
-        if reader.time is not None:
-            self.summary.time_field, self.summary.time_format = reader.time.field, reader.time.format
-
-    def _block(
-        self,
-        reader: Stager,
-        writer: SegmentWriter,
-        block: bytes | None,
-        line: int,
-        stats: BlockStats | None,
-        inp: Input,
-    ) -> None:
-        if writer.pending and isinstance(reader, JsonLinesReader):
-            self._commit(writer)  # the fast path commits on its own; queued rows go first
-        staged = reader.stage(block, line, stats)
-        self.summary.blocks += 1
-        self.summary.exact_blocks += staged.exact
-        for rej in staged.rejects:
-            self.log.add(rej)
-        if staged.rejects and self.opts.strictness == "raise":
-            self.cur.execute(f"DROP TABLE IF EXISTS {staged.table}")
-            self._commit(writer)
-            first = staged.rejects[0]
-            raise InputFormatError(f"{inp.name}: line {first.line}: {first.reason}")
-        if staged.committed:
-            self.summary.events += staged.rows
-            self.summary.new_fields += [f.name for f in staged.new_fields]
-            if self.on_commit:
-                self.on_commit(self.summary.events)
-        elif staged.rows:
-            writer.append(staged.table, staged.new_fields, staged.rows, staged.span)
-            self.summary.new_fields += [f.name for f in staged.new_fields]
-        else:
-            self.cur.execute(f"DROP TABLE IF EXISTS {staged.table}")
-        if writer.pending >= COMMIT_ROWS or writer.segment_full():
-            self._commit(writer)
-        if self.progress:
-            self.progress(inp.position(), inp.size, self.summary.events + writer.pending)
-
-    def _commit(self, writer: SegmentWriter) -> None:
-        self.summary.events += writer.commit()
-        if self.on_commit:
-            self.on_commit(self.summary.events)
-
-
-def _rest(head: bytes, inp: Input) -> BinaryIO:
-    return io.BufferedReader(Prefetched(head, inp.stream), buffer_size=1 << 20)  # type: ignore[type-var]
-
-
-@contextlib.contextmanager
-def _array_to_lines(cur: duckdb.DuckDBPyConnection, head: bytes, inp: Input, tmp: str) -> Iterator[BinaryIO]:
-    """Spool a JSON array to disk, then let DuckDB split it into one object per line."""
-    src = os.path.join(tmp, "array.json")
-    with open(src, "wb") as fh:
-        fh.write(head)
-        while chunk := inp.stream.read(8 << 20):
-            fh.write(chunk)
-    out = os.path.join(tmp, "array.jsonl")
-    try:
-        # json() minifies: a pretty-printed element becomes one line.
-        rel = cur.execute(f"SELECT json(json) FROM read_json_objects({literal(src)}, format='array')")
-        with open(out, "wb") as fh:
-            while batch := rel.fetchmany(50_000):
-                fh.write(b"".join(str(row[0]).encode() + b"\n" for row in batch))
-    except duckdb.Error as exc:
-        raise InputFormatError(f"{inp.name}: not a valid JSON array: {str(exc).splitlines()[0]}") from exc
-    finally:
-        os.unlink(src)
-    with open(out, "rb") as stream:
-        yield stream
