@@ -62,7 +62,8 @@ def heatmap(console: Console, grid: Heatmap, max_rows: int = 24) -> None:
     label_width = max(len(fmt(e)) for e in edges)
     console.print(f"[bold]heatmap of {grid.field}[/bold]  (rows: value buckets, log scale; columns: time)")
     for i in range(len(edges) - 1, -1, -1):
-        line = Text(fmt(edges[i]).rjust(label_width) + " ┤", style="dim")
+        line = Text()
+        line.append(fmt(edges[i]).rjust(label_width) + " ┤", style="dim")
         for c in counts[i]:
             if c <= 0:
                 line.append(" ")
