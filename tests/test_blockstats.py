@@ -25,5 +25,21 @@ def test_file_and_block_counts_agree(tmp_path: Path) -> None:
     path.write_bytes(BLOB)
     whole, block = BlockStats.of_file(str(path)), BlockStats.of(BLOB)
     assert whole.key_tokens == block.key_tokens == BLOB.count(b'":')
-    assert whole.null_tokens() == BLOB.count(b'":null') + BLOB.count(b'": null')
+    # per line: keys a, bb, c, d (a and bb null); one '":' inside the string of d
+    assert whole.keys_with_values() == 2 * 300
     assert not whole.suspect and BlockStats.of(b'{"a":"\\u0022"}\n').suspect
+
+
+@pytest.mark.parametrize(
+    ("line", "suspect"),
+    [
+        (b'{"a":1}', False),
+        (b'{"a": 1, "b": "x"}', False),
+        (b'{"a":"say \\"hi\\" now"}', False),
+        (b'{"a" : 1}', True),
+        (b'{"a":"x" ,"b":1}', True),
+        (b'{"a":"\\u003a"}', True),
+    ],
+)
+def test_blocks_the_count_cannot_vouch_for(line: bytes, suspect: bool) -> None:
+    assert BlockStats.of(line + b"\n").suspect is suspect

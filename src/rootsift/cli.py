@@ -19,7 +19,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeE
 from rich.table import Table
 
 from rootsift.api import Rootsift, default_data_dir
-from rootsift.errors import RootsiftError
+from rootsift.errors import QuerySpecError, RootsiftError
 from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.timeutil import parse_duration
 from rootsift.ui import terminal
@@ -255,7 +255,12 @@ def query(
     Example: rootsift query api --from -2h --where 'status >= 500' -b endpoint -c count -c 'p99(duration_ms)' -g 1m
     """
     if spec_file is not None:
-        data = json.load(spec_file)
+        try:
+            data = json.load(spec_file)
+        except json.JSONDecodeError as exc:
+            raise QuerySpecError(f"--spec: not JSON ({exc})") from exc
+        if not isinstance(data, dict):
+            raise QuerySpecError("--spec: the query spec must be a JSON object")
         data.setdefault("dataset", dataset)
         spec = QuerySpec.from_dict(data)
     else:

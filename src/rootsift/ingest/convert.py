@@ -160,6 +160,16 @@ def read_tree(tree: Node) -> Node:
     return Node(children={k: read_tree(v) for k, v in tree.children.items()})
 
 
+def lists_as_json(tree: Node) -> Node:
+    """``tree`` with list (and null-only) leaves read as JSON: their text as written, not
+    DuckDB's re-rendering (``[1,2]`` would come back as ``[1.0,2.0]``)."""
+    if tree.type is not None:
+        return Node(
+            type="JSON" if tree.type.endswith("]") or tree.type.startswith("MAP") or tree.type == "NULL" else tree.type
+        )
+    return Node(children={k: lists_as_json(v) for k, v in tree.children.items()})
+
+
 def columns_spec(tree: Node, override: dict[str, str] | None = None) -> str:
     """The ``columns={...}`` argument of read_json for ``tree`` (top-level overrides by key)."""
     override = override or {}
@@ -175,11 +185,16 @@ def _type_text(node: Node) -> str:
 
 
 def display_name(path: list[str], taken: dict[str, list[str]]) -> str:
-    """The dotted field name for ``path``, made unique against names of other paths."""
+    """The dotted field name for ``path``, made unique against names of other paths.
+
+    Names are compared without case, as DuckDB compares column names: a key ``Level``
+    beside an existing ``level`` becomes ``Level~2``.
+    """
+    lowered = {k.lower(): v for k, v in taken.items()}
     name = ".".join(path)
     n = 2
     candidate = name
-    while candidate in taken and taken[candidate] != path:
+    while candidate.lower() in lowered and lowered[candidate.lower()] != path:
         candidate = f"{name}~{n}"
         n += 1
     return candidate
@@ -205,11 +220,18 @@ def convert(expr: str, source_type: str, target: str, name: str) -> list[str]:
         stored = "JSON"
     if target == "VARCHAR":
         return [f"{as_text(expr, source_type)} AS {out}"]
-    if stored == target and source_type != "JSON":
-        cast = f"CAST({expr} AS TIMESTAMP)" if target == "TIMESTAMP" else f"CAST({expr} AS {target})"
-        return [f"{cast} AS {out}"]
+    if stored == target and source_type != "JSON" and target != "DOUBLE":
+        return [f"CAST({expr} AS TIMESTAMP) AS {out}"]
     text = as_text(expr, source_type)
     value = f"TRY_CAST({text} AS {'TIMESTAMPTZ' if target == 'TIMESTAMP' else target})"
     if target == "TIMESTAMP":
         value = f"CAST({value} AS TIMESTAMP)"
+    if target == "DOUBLE":
+        value = finite(value)
     return [f"{value} AS {out}", f"CASE WHEN {text} IS NOT NULL AND {value} IS NULL THEN {text} END AS {raw}"]
+
+
+def finite(value: str) -> str:
+    """``value`` when it is a finite number, else NULL: NaN and ±Infinity (which some JSON
+    writers emit) are kept as text in ``#raw`` rather than poisoning sums and filters."""
+    return f"(CASE WHEN isfinite({value}) THEN {value} END)"

@@ -17,6 +17,7 @@ an unknown key but not its known ones could slip through.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -39,29 +40,26 @@ WHOLE_FILE_SAMPLE = 4096
 
 @dataclass
 class BlockStats:
-    """Byte-level counts of a block of JSON lines, for the fast path's key check, and
-    the file that holds the block (``path``).
+    """Byte-level counts of a block of JSON lines for the fast path's key check, and the
+    file that holds the block (``path``).
 
-    Null-valued keys are counted only when the check needs them (``null_tokens()``):
-    when the typed rows account for every ``":`` token there can be none.
+    Every key ends in a ``":`` token. The typed rows must account for all of them, less
+    two kinds that are not values to keep: tokens inside strings (a quote in a string is
+    escaped, so they read ``\\":``) and null-valued keys outside strings. Those two are
+    counted only when the typed rows fall short (``keys_with_values()``).
     """
 
     key_tokens: int
     suspect: bool
     path: str | None = None
-    _nulls: int | None = None
+    _with_values: int | None = None
 
     @classmethod
     def of(cls, block: bytes | bytearray, tmp_dir: str | None = None, end: int | None = None) -> BlockStats:
         """Count ``block[:end]`` and, given ``tmp_dir``, write it to a file there."""
         end = len(block) if end is None else end
-        # A \u0022 or \u003a escape can make a decoded string hold '":' tokens the raw bytes
-        # do not show, which would unbalance the count: such blocks take the exact path.
-        suspect = block.find(b"\\", 0, end) >= 0 and block.find(b"\\u00", 0, end) >= 0
-        path = None
-        if tmp_dir is not None:
-            path = write_file(memoryview(block)[:end], tmp_dir)
-        return cls(block.count(b'":', 0, end), suspect, path)
+        path = write_file(memoryview(block)[:end], tmp_dir) if tmp_dir is not None else None
+        return cls(block.count(b'":', 0, end), _suspect(block, 0, end), path)
 
     @classmethod
     def of_file(cls, path: str) -> BlockStats:
@@ -70,17 +68,29 @@ class BlockStats:
         suspect = False
         for buf, seam, end in _windows(path):
             keys += _count(buf, b'":', seam, end)
-            suspect = suspect or (buf.find(b"\\", 0, end) >= 0 and buf.find(b"\\u00", 0, end) >= 0)
+            suspect = suspect or _suspect(buf, 0, end)
         return cls(keys, suspect, path)
 
-    def null_tokens(self) -> int:
-        """Keys whose value is null (``":null`` and ``": null``), counted on first use."""
-        if self._nulls is None:
+    def keys_with_values(self) -> int:
+        """Key tokens outside strings whose value is not null; counted on first use."""
+        if self._with_values is None:
             assert self.path is not None
-            self._nulls = sum(
-                _count(buf, pat, seam, end) for buf, seam, end in _windows(self.path) for pat in (b'":null', b'": null')
-            )
-        return self._nulls
+            sub = 0
+            for buf, seam, end in _windows(self.path):
+                sub += _count(buf, b'\\":', seam, end)  # inside strings
+                for null in (b'":null', b'": null'):
+                    sub += _count(buf, null, seam, end) - _count(buf, b"\\" + null, seam, end)
+            self._with_values = self.key_tokens - sub
+        return self._with_values
+
+
+def _suspect(buf: bytes | bytearray, start: int, end: int) -> bool:
+    """Blocks the count cannot vouch for: a ``\\u00..`` escape (a decoded quote or colon the
+    raw bytes do not show), or a quote followed by a space outside a string (a key written
+    ``"key" : value`` has no ``":`` token)."""
+    if buf.find(b"\\", start, end) >= 0 and buf.find(b"\\u00", start, end) >= 0:
+        return True
+    return buf.find(b'" ', start, end) >= 0 and buf.count(b'" ', start, end) != buf.count(b'\\" ', start, end)
 
 
 SEAM = 7
@@ -189,7 +199,8 @@ class JsonLinesReader(Stager):
         items = [f"{time.sql(path_expr('src', [time.field]), time_type)} AS {ident(TIME_COLUMN)}"]
         for (p, t), n in zip(leaves, names):
             col = path_expr("src", p)
-            cast = {"DOUBLE": f"TRY_CAST({col} AS DOUBLE)", "TIMESTAMP": f"CAST({col} AS TIMESTAMP)"}.get(t, col)
+            number = convert.finite(f"TRY_CAST({col} AS DOUBLE)")
+            cast = {"DOUBLE": number, "TIMESTAMP": f"CAST({col} AS TIMESTAMP)"}.get(t, col)
             items.append(f"{cast} AS {ident(n)}")
         select = (
             f"SELECT {', '.join(items)} FROM read_json({literal(path)}, columns={spec}, format='newline_delimited') src"
@@ -201,15 +212,13 @@ class JsonLinesReader(Stager):
             row = self._counts(rel, leaves, names, tree)
             rows, bad_time, typed, lo, hi = row
             stats = stats_of()
-            if stats.suspect:
+            if stats.suspect or bad_time:
                 return None
-            want = stats.key_tokens
-            if not bad_time and want > typed:
-                want -= stats.null_tokens()
-            if not bad_time and want > typed:
-                # Strings may hold '":' (embedded JSON, arrays as text): count those too.
-                typed += self._string_tokens(rel, leaves, names)
-            return Verified(rows, (lo, hi)) if not bad_time and typed == want else None
+            # Typed rows accounting for every token leaves no room for a dropped key; only
+            # when they fall short are strings and nulls told apart in the raw bytes.
+            if typed == stats.key_tokens or typed == stats.keys_with_values():
+                return Verified(rows, (lo, hi))
+            return None
 
         verified = writer.write_checked(select, columns, new, verify)
         if verified is None:
@@ -232,22 +241,6 @@ class JsonLinesReader(Stager):
         assert row is not None
         return tuple(row)
 
-    def _string_tokens(self, table: str, leaves: list[tuple[list[str], str]], names: list[str]) -> int:
-        """Key tokens inside string values ('":' minus '":null'), which the raw bytes also count."""
-        parts = []
-        for (_, t), n in zip(leaves, names):
-            if t == "VARCHAR":
-                col = ident(n)
-                parts.append(
-                    f"coalesce(sum((strlen({col}) - strlen(replace({col}, '\":', ''))) // 2 "
-                    f"- (strlen({col}) - strlen(replace({col}, '\":null', ''))) // 6) "
-                    f"FILTER (WHERE contains({col}, '\":')), 0)"
-                )
-        if not parts:
-            return 0
-        row = self.cur.execute(f"SELECT {' + '.join(parts)} FROM {table} AS r").fetchone()
-        return int(row[0]) if row else 0
-
     # -- exact path ----------------------------------------------------------------
     def _exact(self, block: bytes, first_line: int) -> Staged:
         rejects: list[Reject] = []
@@ -260,8 +253,10 @@ class JsonLinesReader(Stager):
             try:
                 obj = orjson.loads(text)
             except orjson.JSONDecodeError as exc:
-                rejects.append(Reject(number, f"invalid JSON: {exc}", line.decode("utf-8", "replace")))
-                continue
+                obj = _lenient(text)  # NaN and Infinity: not JSON, but common (Python's json.dumps)
+                if obj is None:
+                    rejects.append(Reject(number, f"invalid JSON: {exc}", line.decode("utf-8", "replace")))
+                    continue
             if not isinstance(obj, dict):
                 rejects.append(
                     Reject(number, f"not a JSON object but {type(obj).__name__}", line.decode("utf-8", "replace"))
@@ -294,8 +289,15 @@ class JsonLinesReader(Stager):
             os.unlink(path)
 
     def _exact_file(self, path: str) -> Staged:
+        """Types detected over the whole block, then read again with them: lists as their
+        JSON text, and the time field as text, so the time format (detected or given
+        with --time-format) is the one that reads it, not DuckDB's own guess."""
         source = f"read_json({literal(path)}, sample_size=-1, map_inference_threshold=-1, format='newline_delimited')"
-        detected = convert.parse_type(self._describe(source))
+        detected = convert.lists_as_json(convert.parse_type(self._describe(source)))
+        time = self._time_spec(detected, path)
+        if time.field in detected.children:
+            detected.children[time.field] = convert.Node(type="VARCHAR")
+        source = f"read_json({literal(path)}, columns={convert.columns_spec(detected)}, format='newline_delimited')"
         return self._stage_relation(source, detected, path)
 
     def _sample(self, path: str, name: str) -> list[str]:
@@ -317,3 +319,11 @@ def _sample_values(path: str, name: str, limit: int = 1000) -> list[str]:
             if value is not None:
                 values.append(value if isinstance(value, str) else orjson.dumps(value).decode())
     return values
+
+
+def _lenient(text: bytes) -> object | None:
+    """The line parsed by the standard library, which accepts NaN and Infinity; None if not."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

@@ -81,6 +81,7 @@ def normalise_format(fmt: str | None) -> str | None:
 
 def pick_field(names: list[str], wanted: str | None) -> str:
     """The time field among top-level ``names``: ``wanted`` if given, else the first candidate."""
+    names = [n for n in names if not n.startswith("__rootsift_")]
     if wanted:
         if wanted not in names:
             raise UsageError(f"--time-field {wanted!r} is not a field of the input (fields: {', '.join(names[:20])})")

@@ -16,6 +16,7 @@ from rootsift.store.duckdb import DuckDBBackend
 from rootsift.timeutil import format_duration, nice_granularity, parse_duration, parse_time
 
 HEATMAP_COLUMNS = 60
+MAX_HEATMAP_COLUMNS = 10_000
 
 
 @dataclass
@@ -87,6 +88,7 @@ def run_query(backend: DuckDBBackend, spec: QuerySpec, now: datetime | None = No
     if spec.heatmap is not None:
         if granularity is None:
             granularity = _auto_granularity(backend, spec.dataset, start, end)
+        _check_columns(backend, spec.dataset, start, end, granularity)
         grid = _heatmap(backend, compiler, spec, _us(granularity), where)
         return QueryOutput(spec, [], [], start, end, granularity, warnings, grid)
     g_us = _us(granularity) if granularity else None
@@ -200,6 +202,20 @@ def _auto_granularity(backend: DuckDBBackend, dataset: str, start: datetime | No
     if lo is None or hi is None or hi <= lo:
         return timedelta(minutes=1)
     return nice_granularity(hi - lo + timedelta(microseconds=1), HEATMAP_COLUMNS)
+
+
+def _check_columns(
+    backend: DuckDBBackend, dataset: str, start: datetime | None, end: datetime | None, granularity: timedelta
+) -> None:
+    """Refuse a heatmap whose time axis would have more than MAX_HEATMAP_COLUMNS columns."""
+    info = {d.name: d for d in backend.datasets_quick()}.get(dataset)
+    lo = max(filter(None, [start, info.first if info else None]), default=None)
+    hi = min(filter(None, [end, info.last if info else None]), default=None)
+    if lo is not None and hi is not None and (hi - lo) / granularity > MAX_HEATMAP_COLUMNS:
+        raise QuerySpecError(
+            f"--granularity {format_duration(granularity)} would draw {int((hi - lo) / granularity):,} columns over "
+            f"{format_duration(hi - lo)}; use a coarser granularity or a shorter range (at most {MAX_HEATMAP_COLUMNS:,})"
+        )
 
 
 def _us(td: timedelta) -> int:

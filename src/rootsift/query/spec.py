@@ -137,17 +137,24 @@ class QuerySpec:
             raise QuerySpecError(f"unknown query key(s): {', '.join(sorted(extra))}")
         if "dataset" not in data:
             raise QuerySpecError("a query needs a dataset")
-        calcs = [
-            Calculation.parse(c) if isinstance(c, str) else Calculation(**c) for c in data.get("calculations") or []
-        ]
+        for key in ("dataset", "start", "end", "where", "granularity"):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise QuerySpecError(f"query spec key {key!r} must be a string, not {data[key]!r}")
+        for key in ("breakdowns", "calculations", "order"):
+            items = data.get(key) or []
+            if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+                raise QuerySpecError(f"query spec key {key!r} must be a list of strings, not {items!r}")
+        limit = data.get("limit", 1000)
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            raise QuerySpecError(f"query spec key 'limit' must be a whole number, not {limit!r}")
         return cls(
             dataset=data["dataset"],
             start=data.get("start"),
             end=data.get("end"),
             where=data.get("where"),
             breakdowns=list(data.get("breakdowns") or []),
-            calculations=calcs,
+            calculations=[Calculation.parse(c) for c in data.get("calculations") or []],
             granularity=data.get("granularity"),
             order=list(data.get("order") or []),
-            limit=int(data.get("limit", 1000)),
+            limit=limit,
         )

@@ -12,6 +12,7 @@ the UNION ALL BY NAME of the segments whose time span overlaps the query's range
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -93,7 +94,8 @@ class DuckDBBackend(Backend):
             config["threads"] = threads
         try:
             self._con = duckdb.connect(":memory:", config=config)
-            self._con.execute("SET TimeZone = 'UTC'")
+            # GLOBAL: every cursor (ingest, queries) must read and write times in UTC.
+            self._con.execute("SET GLOBAL TimeZone = 'UTC'")
         except duckdb.Error as exc:
             raise translate(exc, "opening DuckDB") from exc
         self._lock = threading.RLock()
@@ -161,6 +163,7 @@ class DuckDBBackend(Backend):
                     f"CREATE TABLE IF NOT EXISTS {alias}._fields (name VARCHAR, path VARCHAR[], type VARCHAR)"
                 )
             seg = Segment(seg_id, path, alias)
+            seg.columns = self.columns_of(seg)
             rows, lo, hi = self._con.execute(
                 f"SELECT count(*), min({ident(TIME_COLUMN)}), max({ident(TIME_COLUMN)}) FROM {alias}.events"
             ).fetchone() or (0, None, None)
@@ -170,6 +173,10 @@ class DuckDBBackend(Backend):
         except duckdb.Error as exc:
             raise translate(exc, f"attaching segment {path}") from exc
         return seg
+
+    def columns_of(self, seg: Segment) -> set[str]:
+        """The segment's column names, lower-cased (DuckDB compares names without case)."""
+        return {r[0].lower() for r in self._con.execute(f"DESCRIBE {seg.alias}.events").fetchall()}
 
     def datasets(self) -> list[DatasetInfo]:
         infos = []
@@ -237,10 +244,16 @@ class DuckDBBackend(Backend):
         if not segs:
             # An empty dataset: a relation with only the time column and no rows.
             return sqlglot.parse_one(f"(SELECT CAST(NULL AS TIMESTAMP) AS {ident(TIME_COLUMN)} WHERE false)")
-        tables = [f"SELECT * FROM {s.alias}.events" for s in segs]
-        if len(tables) == 1:
+        # Fields added after a segment was written are absent from it: they read as NULL.
+        present = set().union(*(s.columns for s in segs))
+        missing = [f for f in state.fields.values() if f.name.lower() not in present]
+        if len(segs) == 1 and not missing:
             return exp.Table(this=exp.to_identifier("events"), db=exp.to_identifier(segs[0].alias))
-        return sqlglot.parse_one("(" + " UNION ALL BY NAME ".join(tables) + ")", dialect="duckdb")
+        union = " UNION ALL BY NAME ".join(f"SELECT * FROM {s.alias}.events" for s in segs)
+        if missing:
+            nulls = ", ".join(f"CAST(NULL AS {f.type}) AS {ident(f.name)}" for f in missing)
+            union = f"SELECT *, {nulls} FROM ({union})"
+        return sqlglot.parse_one(f"({union})", dialect="duckdb")
 
     def execute(self, query: exp.Expr, params: list[Any]) -> QueryResult:
         return self.execute_sql(query.sql(dialect=self.dialect), params)
@@ -320,8 +333,14 @@ class DuckDBBackend(Backend):
                 self._con.execute("DETACH rewrite_tmp")
                 self._con.execute(f"DETACH {seg.alias}")
             except duckdb.Error as exc:
+                # Leave the segment as it was: drop the half-written copy.
+                with contextlib.suppress(duckdb.Error):
+                    self._con.execute("DETACH DATABASE IF EXISTS rewrite_tmp")
+                for stale in (tmp, tmp.with_name(tmp.name + ".wal")):
+                    stale.unlink(missing_ok=True)
                 raise translate(exc, f"rewriting segment {seg.path}") from exc
             os.replace(tmp, seg.path)
+            _fsync_dir(seg.path.parent)
             seg.path.with_name(seg.path.name + ".wal").unlink(missing_ok=True)
             state.segments.remove(seg)
             fresh = self._attach(seg.path, seg.id, state)
@@ -345,6 +364,15 @@ def weight_sql(field: str) -> str:
     return f"(CASE WHEN {col} >= 1 THEN {col} ELSE 1 END)"
 
 
+def _fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable."""
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as fh:
@@ -352,8 +380,4 @@ def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    _fsync_dir(path.parent)

@@ -7,7 +7,7 @@ straddles the cutoff, so the data directory shrinks (see docs/storage.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -22,6 +22,7 @@ class Segment:
     rows: int = 0
     min_ts: datetime | None = None
     max_ts: datetime | None = None
+    columns: set[str] = field(default_factory=set)
 
     def overlaps(self, start: datetime | None, end: datetime | None) -> bool:
         """True when the segment may hold events in [start, end)."""

@@ -93,6 +93,7 @@ class SegmentWriter:
                     for info in item.new_fields:
                         self.state.fields.setdefault(info.name, info)
                 seg.widen(rows, lo, hi)
+                seg.columns = self.backend.columns_of(seg)
         self.discard()
         return rows
 
@@ -134,6 +135,7 @@ class SegmentWriter:
                 for info in new_fields:
                     self.state.fields.setdefault(info.name, info)
                 seg.widen(verified.rows, *verified.span)
+                seg.columns = self.backend.columns_of(seg)
         return verified
 
     def discard(self) -> None:
