@@ -40,7 +40,8 @@ T = '"timestamp":"2024-01-01T00:00:0{}Z"'
     ],
 )
 def test_a_new_key_is_never_dropped(tmp_path: Path, last: str, block_bytes: int | None) -> None:
-    lines = ['{%s,"msg":"ok","tags":["q"]}' % T.format(0)] * 3 + [last % T.format(1)]
+    first = "{" + T.format(0) + ',"msg":"ok","tags":["q"]}'
+    lines = [first] * 3 + [last.replace("%s", T.format(1))]
     src = write(tmp_path / "in.jsonl", lines)
     with Rootsift(tmp_path / "d") as rs:
         summary = rs.ingest(src, dataset="x", block_bytes=block_bytes)
