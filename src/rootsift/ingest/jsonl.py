@@ -9,10 +9,8 @@ difference, a parse error, or a row without a readable time sends the block down
 exact path, which validates each line, numbers it and lets DuckDB detect types over
 the whole block. See docs/storage.md, "Ingest".
 
-Keys written ``"key" :`` (space before the colon) are not counted on the raw side. A
-line from such a writer still carries its time key, which the typed side counts, so
-the counts differ and the block takes the exact path; only a hand-made line that spaces
-an unknown key but not its known ones could slip through.
+Blocks the count cannot vouch for (``\u00..`` escapes; a quote followed by a space
+outside a string, as in ``"key" : value``) take the exact path directly.
 """
 
 from __future__ import annotations
