@@ -37,7 +37,9 @@ def test_file_and_block_counts_agree(tmp_path: Path) -> None:
         (b'{"a": 1, "b": "x"}', False),
         (b'{"a":"say \\"hi\\" now"}', False),
         (b'{"a" : 1}', True),
-        (b'{"a":"x" ,"b":1}', True),
+        (b'{"a":"x" ,"b":1}', False),
+        (b'{"a":" padded value","b":1}', False),
+        (b'{"a":"x","b"  :1}', True),
         (b'{"a":"\\u003a"}', True),
     ],
 )

@@ -9,7 +9,7 @@ difference, a parse error, or a row without a readable time sends the block down
 exact path, which validates each line, numbers it and lets DuckDB detect types over
 the whole block. See docs/storage.md, "Ingest".
 
-Blocks the count cannot vouch for (``\u00..`` escapes; a quote followed by a space
+Blocks the count cannot vouch for (``\\u00..`` escapes; a quote followed by a space
 outside a string, as in ``"key" : value``) take the exact path directly.
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,8 @@ from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal, path_expr
 from rootsift.store.writer import SegmentWriter, Verified
 
+SPACED_KEY = re.compile(rb'(?<!\\)"[ \t\r]+:')
+"""A key written ``"key" :``: its colon does not follow the quote, so ``":`` misses it."""
 SAMPLE_ROWS = 2048
 WHOLE_FILE_SAMPLE = 4096
 
@@ -88,7 +91,9 @@ def _suspect(buf: bytes | bytearray, start: int, end: int) -> bool:
     ``"key" : value`` has no ``":`` token)."""
     if buf.find(b"\\", start, end) >= 0 and buf.find(b"\\u00", start, end) >= 0:
         return True
-    return buf.find(b'" ', start, end) >= 0 and buf.count(b'" ', start, end) != buf.count(b'\\" ', start, end)
+    # One cheap scan; only if a quote is followed by a space anywhere (a string value may
+    # start with one) does a regex look for the spaced colon itself.
+    return buf.find(b'" ', start, end) >= 0 and SPACED_KEY.search(buf, start, end) is not None
 
 
 SEAM = 7
