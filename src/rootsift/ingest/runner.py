@@ -37,6 +37,8 @@ BLOCK_BYTES = 128 << 20
 IN_PLACE_BYTES = 64 << 30
 """Largest plain JSON-lines file read in place, in one checked transaction (a failed
 check costs one more read, in blocks; nothing is acknowledged until the commit)."""
+IN_PLACE_MEMORY_LIMIT = "1GB"
+"""DuckDB's memory limit while a file is read in place (the store opens with 512 MB)."""
 COMMIT_ROWS = 250_000
 """Rows per exact-path transaction: DuckDB writes transactions this large straight to the file."""
 BOM = b"\xef\xbb\xbf"
@@ -105,7 +107,10 @@ class IngestRun:
         ticker.start()
         reader.writer = self.backend.writer(self.dataset, self.cur)
         try:
-            staged = reader.stage_whole(inp.name, stats)
+            # One long statement streams the file: more room for DuckDB is faster here
+            # (10M events: 25.2 s at 512 MB, 21.5 s at 1 GB) and stays under 1 GiB.
+            with self.backend.raised_memory_limit(IN_PLACE_MEMORY_LIMIT):
+                staged = reader.stage_whole(inp.name, stats)
         finally:
             done.set()
             ticker.join()

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import threading
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,6 +109,23 @@ class DuckDBBackend(Backend):
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A new connection to the shared instance: one per thread or per ingest."""
         return self._con.cursor()
+
+    @contextlib.contextmanager
+    def raised_memory_limit(self, limit: str) -> Iterator[None]:
+        """Run a block with DuckDB's memory limit raised to ``limit`` (never lowered: a limit
+        lowered after opening bounds far less than one given at open), restoring it after."""
+        with self._lock:
+            row = self._con.execute("SELECT current_setting('memory_limit')").fetchone()
+            old = str(row[0]) if row else ""
+            raise_it = _size_bytes(limit) > _size_bytes(old)
+            if raise_it:
+                self._con.execute(f"SET GLOBAL memory_limit = {literal(limit)}")
+        try:
+            yield
+        finally:
+            if raise_it:
+                with self._lock:
+                    self._con.execute(f"SET GLOBAL memory_limit = {literal(old)}")
 
     def close(self) -> None:
         with self._lock:
@@ -362,6 +380,31 @@ def weight_sql(field: str) -> str:
     """SQL for an event's weight: its sample rate when it is a number >= 1, else 1."""
     col = ident(field)
     return f"(CASE WHEN {col} >= 1 THEN {col} ELSE 1 END)"
+
+
+_UNITS = {
+    "B": 1,
+    "BYTES": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
+
+
+def _size_bytes(text: str) -> float:
+    """Bytes in a DuckDB size such as '512MB' or '488.2 MiB'; infinity when unreadable."""
+    number = text.strip()
+    digits = "".join(ch for ch in number if ch.isdigit() or ch == ".")
+    unit = number[len(digits) :].strip().upper() if number.startswith(digits) else ""
+    try:
+        return float(digits) * _UNITS[unit or "B"]
+    except (ValueError, KeyError):
+        return float("inf")
 
 
 def _fsync_dir(directory: Path) -> None:
