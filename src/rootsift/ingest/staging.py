@@ -28,7 +28,8 @@ LINE_KEY = "__rootsift_line__"
 
 @dataclass
 class Staged:
-    """A block turned into the temp table ``table``, ready for Backend.append_stage."""
+    """A block turned into the temp table ``table`` (for SegmentWriter.append), or already
+    written and committed (``committed``, the JSON fast path; ``table`` is then empty)."""
 
     table: str
     rows: int
@@ -66,21 +67,17 @@ class Stager:
         time_expr = path_expr("src", [time.field]) if src_node is not None else "CAST(NULL AS JSON)"
         line_node = detected.children.pop(LINE_KEY)
         assert line_node.type is not None
-        catalog = {tuple(f.path): f for f in self.fields.values()}
-        taken = {n: f.path for n, f in self.fields.items()}
         items = [
             f"{time.sql(time_expr, src_time.type or 'JSON')} AS {ident(TIME_COLUMN)}",
             f"src.{ident(LINE_KEY)} AS {ident(LINE_KEY)}",
             f"{convert.as_text(time_expr, src_time.type or 'JSON')} AS __time_text__",
         ]
         new: list[FieldInfo] = []
-        for p, t in detected.leaves():
-            known = catalog.get(tuple(p))
+        leaves = detected.leaves()
+        for (p, t), name in zip(leaves, self._names(leaves)):
+            known = self.fields.get(name)
             if known is None:
-                name = convert.display_name(p, taken)
-                taken[name] = p
-                target = "VARCHAR" if t == "JSON" else convert.storage_type(t)
-                known = FieldInfo(name, target, p)
+                known = FieldInfo(name, "VARCHAR" if t == "JSON" else convert.storage_type(t), p)
                 new.append(known)
             items += convert.convert(path_expr("src", p), t, known.type, known.name)
         table = self._table()

@@ -86,9 +86,10 @@ def run_query(backend: DuckDBBackend, spec: QuerySpec, now: datetime | None = No
     if granularity is not None and granularity.total_seconds() <= 0:
         raise QuerySpecError("--granularity must be positive")
     if spec.heatmap is not None:
+        span = _data_span(backend, spec.dataset, start, end)
         if granularity is None:
-            granularity = _auto_granularity(backend, spec.dataset, start, end)
-        _check_columns(backend, spec.dataset, start, end, granularity)
+            granularity = _auto_granularity(span)
+        _check_columns(span, granularity)
         grid = _heatmap(backend, compiler, spec, _us(granularity), where)
         return QueryOutput(spec, [], [], start, end, granularity, warnings, grid)
     g_us = _us(granularity) if granularity else None
@@ -194,27 +195,29 @@ def _heatmap(backend, compiler, spec, g_us, where) -> Heatmap:  # type: ignore[n
     return Heatmap(calc.field or "", times, edges, counts, nonpositive)
 
 
-def _auto_granularity(backend: DuckDBBackend, dataset: str, start: datetime | None, end: datetime | None) -> timedelta:
-    infos = {d.name: d for d in backend.datasets_quick()}
-    info = infos.get(dataset)
-    lo = max(filter(None, [start, info.first if info else None]), default=None)
-    hi = min(filter(None, [end, info.last if info else None]), default=None)
-    if lo is None or hi is None or hi <= lo:
+def _data_span(
+    backend: DuckDBBackend, dataset: str, start: datetime | None, end: datetime | None
+) -> tuple[datetime, datetime] | None:
+    """The query range clipped to where the dataset has events; None if they do not meet."""
+    first, last = backend.span(dataset)
+    lo = max(filter(None, [start, first]), default=None)
+    hi = min(filter(None, [end, last]), default=None)
+    return (lo, hi) if lo is not None and hi is not None and hi > lo else None
+
+
+def _auto_granularity(span: tuple[datetime, datetime] | None) -> timedelta:
+    if span is None:
         return timedelta(minutes=1)
-    return nice_granularity(hi - lo + timedelta(microseconds=1), HEATMAP_COLUMNS)
+    return nice_granularity(span[1] - span[0] + timedelta(microseconds=1), HEATMAP_COLUMNS)
 
 
-def _check_columns(
-    backend: DuckDBBackend, dataset: str, start: datetime | None, end: datetime | None, granularity: timedelta
-) -> None:
+def _check_columns(span: tuple[datetime, datetime] | None, granularity: timedelta) -> None:
     """Refuse a heatmap whose time axis would have more than MAX_HEATMAP_COLUMNS columns."""
-    info = {d.name: d for d in backend.datasets_quick()}.get(dataset)
-    lo = max(filter(None, [start, info.first if info else None]), default=None)
-    hi = min(filter(None, [end, info.last if info else None]), default=None)
-    if lo is not None and hi is not None and (hi - lo) / granularity > MAX_HEATMAP_COLUMNS:
+    if span is not None and (span[1] - span[0]) / granularity > MAX_HEATMAP_COLUMNS:
+        width = span[1] - span[0]
         raise QuerySpecError(
-            f"--granularity {format_duration(granularity)} would draw {int((hi - lo) / granularity):,} columns over "
-            f"{format_duration(hi - lo)}; use a coarser granularity or a shorter range (at most {MAX_HEATMAP_COLUMNS:,})"
+            f"--granularity {format_duration(granularity)} would draw {int(width / granularity):,} columns over "
+            f"{format_duration(width)}; use a coarser granularity or a shorter range (at most {MAX_HEATMAP_COLUMNS:,})"
         )
 
 

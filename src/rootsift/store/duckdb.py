@@ -206,39 +206,29 @@ class DuckDBBackend(Backend):
             if weight and rows:
                 rel = self.relation(name, None, None).sql(dialect=self.dialect)
                 events = int(self.execute_sql(f"SELECT sum({weight_sql(weight)}) FROM {rel}", []).rows[0][0] or 0)
-            spans = [s for s in state.segments if s.rows]
+            first, last = self.span(name)
             infos.append(
                 DatasetInfo(
                     name=name,
                     events=events,
                     stored_rows=rows,
-                    first=min((s.min_ts for s in spans if s.min_ts), default=None),
-                    last=max((s.max_ts for s in spans if s.max_ts), default=None),
+                    first=first,
+                    last=last,
                     bytes_on_disk=sum(p.stat().st_size for p in state.directory.rglob("*") if p.is_file()),
                     segments=len(state.segments),
                 )
             )
         return infos
 
-    def datasets_quick(self) -> list[DatasetInfo]:
-        """Like datasets() but without weighted event counts (no query)."""
-        out = []
-        for name in sorted(self._names()):
-            state = self.state(name)
+    def span(self, dataset: str) -> tuple[datetime | None, datetime | None]:
+        """The first and last event time of ``dataset`` (None, None when it is empty)."""
+        state = self.state(dataset)
+        with self._lock:
             spans = [s for s in state.segments if s.rows]
-            rows = sum(s.rows for s in spans)
-            out.append(
-                DatasetInfo(
-                    name,
-                    rows,
-                    rows,
-                    min((s.min_ts for s in spans if s.min_ts), default=None),
-                    max((s.max_ts for s in spans if s.max_ts), default=None),
-                    0,
-                    len(state.segments),
-                )
+            return (
+                min((s.min_ts for s in spans if s.min_ts), default=None),
+                max((s.max_ts for s in spans if s.max_ts), default=None),
             )
-        return out
 
     def fields(self, dataset: str) -> dict[str, FieldInfo]:
         state = self.state(dataset)

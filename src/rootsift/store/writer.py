@@ -109,9 +109,10 @@ class SegmentWriter:
 
         ``verify`` gets a relation holding just the inserted rows: rows are appended and
         never deleted in place (retention rewrites whole files), so committed rows have
-        rowids below the count taken at the start and the new ones do not.
+        rowids below the count taken at the start and the new ones do not. Queued tables
+        must be committed first (the caller counts what each commit made durable).
         """
-        self.commit()
+        assert not self._queue, "commit() the queued tables before write_checked()"
         cur = self.cur
         with self.state.write_lock:
             seg = self.backend.head(self.state)
