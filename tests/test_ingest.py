@@ -152,7 +152,7 @@ def test_golden_set_covers_every_reader() -> None:
     assert kinds >= {"jsonl", "json", "csv", "tsv"}
     for case in GOLDENS.values():
         assert case.expected["events"], case.name
-    stray = {p.name for p in GOLDEN.iterdir()} - {
+    stray = {p.name for p in GOLDEN.iterdir() if p.is_file()} - {
         n for case in GOLDENS.values() for n in (case.input.name, f"{case.name}.expected.json")
     }
     assert not stray

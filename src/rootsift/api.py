@@ -12,7 +12,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from rootsift.ingest.formats.base import FormatOptions
 from rootsift.ingest.pipeline import IngestSummary, Progress, ingest_file
+from rootsift.ingest.runner import BLOCK_BYTES
 from rootsift.query.engine import QueryOutput, run_query
 from rootsift.query.spec import QuerySpec
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, DatasetInfo
@@ -55,9 +57,18 @@ class Rootsift:
         progress: Progress | None = None,
         on_commit: Any = None,
         block_bytes: int | None = None,
+        log_format: str | None = None,
+        log_line_prefix: str | None = None,
+        host: str | None = None,
+        tz: str | None = None,
     ) -> IngestSummary:
-        """Ingest a file (``-`` for stdin) into ``dataset``, creating it if needed."""
-        extra = {"block_bytes": block_bytes} if block_bytes else {}
+        """Ingest a file, a directory of files in a text log format, or ``-`` (stdin) into
+        ``dataset``, creating it if needed.
+
+        ``format`` is ``auto`` (sniffed), jsonl, json, csv, tsv or a log format of
+        ``rootsift.ingest.formats``; ``log_format``, ``log_line_prefix``, ``host`` and
+        ``tz`` are told to the log formats that read them (docs/formats/).
+        """
         return ingest_file(
             self.backend,
             dataset,
@@ -68,7 +79,8 @@ class Rootsift:
             strictness=strictness,
             progress=progress,
             on_commit=on_commit,
-            **extra,
+            parse=FormatOptions(log_format=log_format, log_line_prefix=log_line_prefix, host=host, tz=tz),
+            block_bytes=block_bytes or BLOCK_BYTES,
         )
 
     def datasets(self) -> list[DatasetInfo]:

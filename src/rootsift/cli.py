@@ -20,6 +20,8 @@ from rich.table import Table
 
 from rootsift.api import Rootsift, default_data_dir
 from rootsift.errors import QuerySpecError, RootsiftError
+from rootsift.ingest import formats
+from rootsift.ingest.sources import FORMATS
 from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.timeutil import parse_duration
 from rootsift.ui import terminal
@@ -65,6 +67,15 @@ def _exists(data_dir: Path | None) -> bool:
     return (data_dir or default_data_dir()).exists()
 
 
+BUILTIN_FORMATS = {
+    "auto": "sniffed from the content: a log format sure of the first lines, else JSON, CSV or TSV",
+    "jsonl": "JSON lines: one object per line",
+    "json": "a JSON array of objects",
+    "csv": "CSV with a header row",
+    "tsv": "tab-separated values with a header row",
+}
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rootsift")
 def main() -> None:
@@ -79,8 +90,14 @@ def main() -> None:
     "fmt",
     default="auto",
     show_default=True,
-    type=click.Choice(["auto", "jsonl", "json", "csv", "tsv"]),
-    help="Input format.",
+    type=click.Choice([*FORMATS, *formats.all_formats()]),
+    help="Input format: sniffed from the content by default (see `rootsift formats`).",
+)
+@click.option("--log-format", default=None, help="Access logs: the nginx log_format (or Apache LogFormat) string.")
+@click.option("--log-line-prefix", default=None, help="PostgreSQL stderr logs: the server's log_line_prefix.")
+@click.option("--host", default=None, help="Host name for every event (procfs, prometheus; default: from the path).")
+@click.option(
+    "--tz", default=None, help="Time zone of times written without an offset (default UTC), e.g. Europe/Berlin."
 )
 @click.option("--time-field", default=None, help="Field holding the event time (default: detected).")
 @click.option(
@@ -104,10 +121,15 @@ def ingest(
     time_field: str | None,
     time_format: str | None,
     strictness: str,
+    log_format: str | None,
+    log_line_prefix: str | None,
+    host: str | None,
+    tz: str | None,
 ) -> None:
-    """Ingest SOURCE (a file, or - for stdin; plain, gzip or zstd) into a dataset.
+    """Ingest SOURCE into a dataset: a file or - for stdin (plain, gzip or zstd), or a
+    directory of files in a log format (e.g. /proc snapshots).
 
-    Example: rootsift ingest requests.jsonl.gz --dataset api
+    Example: rootsift ingest /var/log/nginx/access.log --dataset web --format nginx
     """
     show = err.is_terminal and not as_json
     with Progress(
@@ -133,6 +155,10 @@ def ingest(
             time_format=time_format,
             strictness=strictness,
             progress=progress,
+            log_format=log_format,
+            log_line_prefix=log_line_prefix,
+            host=host,
+            tz=tz,
         )
     if as_json:
         emit_json(summary.as_dict())
@@ -149,6 +175,29 @@ def ingest(
         if strictness == "warn":
             for r in summary.first_rejects:
                 out.print(f"  line {r['line']}: {r['reason']}")
+
+
+@main.command("formats")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def formats_(as_json: bool) -> None:
+    """List the input formats `rootsift ingest --format` reads, and the options each takes.
+
+    Example: rootsift formats
+    """
+    rows = [{"name": n, "summary": s, "options": []} for n, s in BUILTIN_FORMATS.items()]
+    rows += [
+        {"name": n, "summary": cls.summary, "options": ["--" + o.replace("_", "-") for o in cls.reads]}
+        for n, cls in formats.all_formats().items()
+    ]
+    if as_json:
+        emit_json({"formats": rows})
+        return
+    t = Table(show_edge=False, header_style="bold")
+    for col in ("format", "reads", "options"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(str(r["name"]), str(r["summary"]), " ".join(r["options"]))  # type: ignore[arg-type]
+    out.print(t)
 
 
 @main.command()

@@ -105,3 +105,11 @@ def run_python(
             f"stderr:\n{proc.stderr.decode(errors='replace')}"
         )
     return proc
+
+
+def query_rows(rs: Any, dataset: str, *calcs: str, **kw: Any) -> list[list[Any]]:
+    """Rows of a query: ``query_rows(rs, "app", "count", "p99(ms)", breakdowns=["path"], start=..., end=...)``."""
+    from rootsift.query.spec import Calculation, QuerySpec
+
+    spec = QuerySpec(dataset, calculations=[Calculation.parse(c) for c in calcs or ("count",)], **kw)
+    return [list(r) for r in rs.query(spec).rows]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import tempfile
 import time
 from collections.abc import Callable
@@ -11,6 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rootsift.errors import UsageError
+from rootsift.ingest import formats
+from rootsift.ingest.formats.base import TIME_KEY, FormatOptions
 from rootsift.ingest.jsonl import JsonLinesReader
 from rootsift.ingest.rejects import RejectLog
 from rootsift.ingest.runner import BLOCK_BYTES, IngestRun
@@ -19,6 +22,7 @@ from rootsift.ingest.sources import (
     open_input,
     sniff_format,
 )
+from rootsift.ingest.textrun import TEXT_BLOCK_BYTES, input_files, open_files, text_blocks
 from rootsift.ingest.timefield import normalise_format
 from rootsift.store.duckdb import DuckDBBackend
 
@@ -67,13 +71,25 @@ class IngestOptions:
     time_format: str | None = None
     strictness: str = "warn"
     block_bytes: int = BLOCK_BYTES
+    parse: FormatOptions = field(default_factory=FormatOptions)
+    """What a text log format is told (--log-format, --log-line-prefix, --host, --tz)."""
 
     def check(self) -> None:
-        if self.format not in FORMATS:
-            raise UsageError(f"--format {self.format!r} is not one of {', '.join(FORMATS)}")
+        names = (*FORMATS, *formats.all_formats())
+        if self.format not in names:
+            raise UsageError(f"--format {self.format!r} is not one of {', '.join(names)}")
         if self.strictness not in STRICTNESS:
             raise UsageError(f"--on-error {self.strictness!r} is not one of {', '.join(STRICTNESS)}")
         self.time_format = normalise_format(self.time_format)
+        self.parse.zone()  # a bad --tz fails before anything is read
+
+    def check_options_for(self, kind: str) -> None:
+        """Options only some formats read are an error for the others, naming the flag."""
+        reads = formats.get(kind).reads if kind in formats.all_formats() else ()
+        for name in ("log_format", "log_line_prefix", "host", "tz"):
+            if getattr(self.parse, name) is not None and name not in reads:
+                flag = "--" + name.replace("_", "-")
+                raise UsageError(f"{flag} does not apply to --format {kind}")
 
 
 def ingest_file(
@@ -88,27 +104,38 @@ def ingest_file(
     block_bytes: int = BLOCK_BYTES,
     progress: Progress | None = None,
     on_commit: Callable[[int], None] | None = None,
+    parse: FormatOptions | None = None,
 ) -> IngestSummary:
-    """Ingest one file (or ``-`` for stdin) into ``dataset``; return the summary.
+    """Ingest one file, a directory of files in a text log format, or ``-`` (stdin) into
+    ``dataset``; return the summary.
 
     Bad lines are counted rejects saved under the dataset's ``rejects/`` folder; with
     ``strictness='raise'`` the first one stops the ingest (what was committed stays).
     """
-    opts = IngestOptions(format, time_field, time_format, strictness, block_bytes)
+    opts = IngestOptions(format, time_field, time_format, strictness, block_bytes, parse or FormatOptions())
     opts.check()
     started = time.perf_counter()
+    names = input_files(str(source))
+    is_dir = str(source) != "-" and Path(source).is_dir()
     with contextlib.ExitStack() as stack:
-        inp = open_input(source)
+        inp = open_input(names[0])
         stack.callback(inp.close)
         head = inp.stream.read(64 << 10)
-        kind = sniff_format(head, inp.name) if opts.format == "auto" else opts.format
+        kind = _sniff(head, inp.name) if opts.format == "auto" else opts.format
+        opts.check_options_for(kind)
+        text_format = formats.all_formats().get(kind)
+        if is_dir and text_format is None:
+            raise UsageError(
+                f"{source} is a directory: only text log formats read directories "
+                f"({', '.join(formats.all_formats())}); {names[0]} reads as {kind}"
+            )
         backend.state(dataset, create=True)
-        summary = IngestSummary(dataset, inp.name, kind, inp.compression)
+        summary = IngestSummary(dataset, str(source) if is_dir else inp.name, kind, inp.compression)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         log = RejectLog(
             backend.dataset_dir(dataset)
             / "rejects"
-            / f"{stamp}-{'stdin' if inp.name == '-' else Path(inp.name).name}.jsonl"
+            / f"{stamp}-{'stdin' if inp.name == '-' else Path(summary.source).name}.jsonl"
         )
         stack.callback(log.close)
         tmp_root = backend.data_dir / ".tmp"
@@ -117,11 +144,48 @@ def ingest_file(
         cur = backend.cursor()
         stack.callback(cur.close)
         run = IngestRun(backend, cur, dataset, opts, tmp, summary, log, progress, on_commit)
+        if text_format is not None:
+            fields = backend.fields(dataset)
+            # Parsers put an aware datetime under TIME_KEY; --time-field picks another field instead.
+            when = (opts.time_field, opts.time_format) if opts.time_field else (TIME_KEY, "rfc3339")
+            events = JsonLinesReader(cur, fields, tmp, *when)
+            rest = (open_files(names[1:]) if is_dir else iter(()),)
+            blocks = text_blocks(
+                itertools.chain([(inp, head)], *rest),
+                text_format,
+                opts.parse,
+                tmp,
+                min(opts.block_bytes, TEXT_BLOCK_BYTES),
+                name_files=is_dir,
+            )
+            size = sum(_size(n) for n in names) if inp.name != "-" else None
+            run.consume_text(blocks, events, str(source), size)
+            return _finish(summary, log, started)
         stream, reader = run.reader_for(inp, head, kind, stack)
         if not (isinstance(reader, JsonLinesReader) and run.whole_file(inp, head, reader)):
             run.consume(inp, stream, reader)
+    return _finish(summary, log, started)
+
+
+def _finish(summary: IngestSummary, log: RejectLog, started: float) -> IngestSummary:
     summary.rejects = log.count
     summary.first_rejects = [r.as_dict() for r in log.first]
     summary.rejects_file = str(log.path) if log.count else None
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _sniff(head: bytes, name: str) -> str:
+    """A text log format sure of the input's first lines, else JSON, JSON lines, CSV or TSV."""
+    lines = head.decode("utf-8", "replace").split("\n")
+    if len(head) >= 64 << 10:
+        lines = lines[:-1]  # the last line may be cut
+    found = formats.sniff([ln.removesuffix("\r") for ln in lines[:200]], name)
+    return found or sniff_format(head, name)
+
+
+def _size(name: str) -> int:
+    try:
+        return Path(name).stat().st_size
+    except OSError:
+        return 0

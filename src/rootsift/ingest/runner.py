@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import duckdb
 
-from rootsift.errors import InputFormatError
+from rootsift.errors import InputFormatError, RootsiftError
 from rootsift.ingest.csv import CsvReader
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
-from rootsift.ingest.rejects import RejectLog
+from rootsift.ingest.rejects import Reject, RejectLog
 from rootsift.ingest.sources import Input, Prefetched, line_blocks, line_buffers
 from rootsift.ingest.staging import Stager
+from rootsift.ingest.textrun import TextBlock
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.sqltext import literal
 from rootsift.store.writer import SegmentWriter
@@ -43,7 +44,7 @@ COMMIT_ROWS = 250_000
 """Rows per exact-path transaction: DuckDB writes transactions this large straight to the file."""
 BOM = b"\xef\xbb\xbf"
 
-Item = tuple[bytes | None, int, BlockStats | None] | BaseException | None
+Item = tuple[bytes | None, int, BlockStats | None] | TextBlock | BaseException | None
 
 
 @dataclass
@@ -138,9 +139,56 @@ class IngestRun:
     def consume(self, inp: Input, stream: BinaryIO, reader: Stager) -> None:
         """Stage every block; commit every COMMIT_ROWS rows, at a segment's end and at the end."""
         first_line = 2 if isinstance(reader, CsvReader) else 1
+        measure = isinstance(reader, JsonLinesReader)
+
+        def produce(put: Callable[[Item], bool]) -> None:
+            # Runs beside DuckDB (which releases the GIL): byte counts and block files cost little
+            # wall time. JSON blocks travel as files, so the queue holds no block in memory.
+            if measure:
+                for buf, end, line in line_buffers(stream, self.opts.block_bytes):
+                    stats = BlockStats.of(buf, self.tmp, end)
+                    del buf  # written to a file: free it before the next block is read
+                    if not put((None, line, stats)):
+                        return
+            else:
+                for block, line in line_blocks(stream, self.opts.block_bytes, quoted=True):
+                    if not put((block, line + first_line - 1, None)):
+                        return
+
+        def handle(writer: SegmentWriter, item: Item) -> None:
+            assert isinstance(item, tuple)
+            self._block(reader, writer, *item, where=(inp.name, inp.position(), inp.size))
+
+        self._drive(inp.name, reader, produce, handle)
+
+    def consume_text(self, blocks: Iterator[TextBlock], reader: JsonLinesReader, name: str, size: int | None) -> None:
+        """Store the blocks of a text log format (parsed in the reader thread) through the JSON reader."""
+
+        def produce(put: Callable[[Item], bool]) -> None:
+            for block in blocks:
+                if not put(block):
+                    return
+
+        def handle(writer: SegmentWriter, block: Item) -> None:
+            assert isinstance(block, TextBlock)
+            where = (name, block.bytes_read, size)
+            if block.stats is None:
+                self._rejected(block.rejects, writer, name)
+                return
+            self._block(reader, writer, None, 1, block.stats, where=where, origin=block)
+
+        self._drive(name, reader, produce, handle)
+
+    def _drive(
+        self,
+        name: str,
+        reader: Stager,
+        produce: Callable[[Callable[[Item], bool]], None],
+        handle: Callable[[SegmentWriter, Item], None],
+    ) -> None:
+        """Run ``produce`` in a reader thread feeding a queue of at most two blocks; ``handle`` each."""
         blocks: queue.Queue[Item] = queue.Queue(maxsize=2)
         stop = threading.Event()
-        measure = isinstance(reader, JsonLinesReader)
 
         def put(item: Item) -> bool:
             while not stop.is_set():
@@ -151,34 +199,25 @@ class IngestRun:
                     continue
             return False
 
-        def produce() -> None:
-            # Runs beside DuckDB (which releases the GIL): byte counts and block files cost little
-            # wall time. JSON blocks travel as files, so the queue holds no block in memory.
+        def run() -> None:
             try:
-                if measure:
-                    for buf, end, line in line_buffers(stream, self.opts.block_bytes):
-                        stats = BlockStats.of(buf, self.tmp, end)
-                        del buf  # written to a file: free it before the next block is read
-                        if not put((None, line, stats)):
-                            return
-                else:
-                    for block, line in line_blocks(stream, self.opts.block_bytes, quoted=True):
-                        if not put((block, line + first_line - 1, None)):
-                            return
+                produce(put)
                 put(None)
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer
                 put(exc)
 
-        producer = threading.Thread(target=produce, name="rootsift-ingest-reader", daemon=True)
+        producer = threading.Thread(target=run, name="rootsift-ingest-reader", daemon=True)
         producer.start()
         writer = self.backend.writer(self.dataset, self.cur)
         if isinstance(reader, JsonLinesReader):
             reader.writer = writer
         try:
             while (item := blocks.get()) is not None:
+                if isinstance(item, RootsiftError):
+                    raise item
                 if isinstance(item, BaseException):
-                    raise InputFormatError(f"{inp.name}: cannot read input: {item}") from item
-                self._block(reader, writer, *item, inp=inp)
+                    raise InputFormatError(f"{name}: cannot read input: {item}") from item
+                handle(writer, item)
             self._commit(writer)
         finally:
             writer.discard()
@@ -194,20 +233,21 @@ class IngestRun:
         block: bytes | None,
         line: int,
         stats: BlockStats | None,
-        inp: Input,
+        where: tuple[str, int, int | None],
+        origin: TextBlock | None = None,
     ) -> None:
+        """Stage one block and queue or count its rows; ``where`` is (input name, bytes read, size)."""
         if writer.pending and isinstance(reader, JsonLinesReader):
             self._commit(writer)  # the fast path commits on its own; queued rows go first
         staged = reader.stage(block, line, stats)
         self.summary.blocks += 1
         self.summary.exact_blocks += staged.exact
-        for rej in staged.rejects:
-            self.log.add(rej)
-        if staged.rejects and self.opts.strictness == "raise":
-            self.cur.execute(f"DROP TABLE IF EXISTS {staged.table}")
-            self._commit(writer)
-            first = staged.rejects[0]
-            raise InputFormatError(f"{inp.name}: line {first.line}: {first.reason}")
+        rejects = staged.rejects
+        if origin is not None:
+            rejects = sorted(origin.rejects + [_traced(r, origin) for r in rejects], key=lambda r: r.line)
+        if rejects:
+            staged.rejects = []
+            self._rejected(rejects, writer, where[0], staged.table)
         if staged.committed:
             self.summary.events += staged.rows
             self.summary.new_fields += [f.name for f in staged.new_fields]
@@ -221,12 +261,29 @@ class IngestRun:
         if writer.pending >= COMMIT_ROWS or writer.segment_full():
             self._commit(writer)
         if self.progress:
-            self.progress(inp.position(), inp.size, self.summary.events + writer.pending)
+            self.progress(where[1], where[2], self.summary.events + writer.pending)
+
+    def _rejected(self, rejects: list[Reject], writer: SegmentWriter, name: str, table: str | None = None) -> None:
+        """Log rejects; under ``--on-error raise`` keep what came before and stop at the first."""
+        for rej in rejects:
+            self.log.add(rej)
+        if rejects and self.opts.strictness == "raise":
+            if table:  # a committed fast-path block has no table left
+                self.cur.execute(f"DROP TABLE IF EXISTS {table}")
+            self._commit(writer)
+            first = rejects[0]
+            raise InputFormatError(f"{name}: line {first.line}: {first.reason}")
 
     def _commit(self, writer: SegmentWriter) -> None:
         self.summary.events += writer.commit()
         if self.on_commit:
             self.on_commit(self.summary.events)
+
+
+def _traced(rej: Reject, block: TextBlock) -> Reject:
+    """A reject of the JSON reader (numbered within the block) renumbered to the log's line."""
+    line, name = block.origin(rej.line - 1)
+    return Reject(line, f"{name}: {rej.reason}" if name and len(block.files) > 1 else rej.reason, rej.text)
 
 
 def _rest(head: bytes, inp: Input) -> BinaryIO:

@@ -1,0 +1,86 @@
+"""Text log formats through the whole ingest: blocks, directories, line numbers of rejects."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from helpers.store import query_rows
+from rootsift import Rootsift
+from rootsift.errors import InputFormatError, UsageError
+
+
+def _lines(n: int, start: int = 0) -> str:
+    return "".join(
+        f"time=2024-05-01T10:{(i // 60) % 60:02d}:{i % 60:02d}Z level={'warn' if i % 3 else 'info'} i={i} "
+        f'msg="request {i} done"\n'
+        for i in range(start, start + n)
+    )
+
+
+def test_many_blocks_keep_every_event(rs: Rootsift, tmp_path: Path) -> None:
+    src = tmp_path / "app.log"
+    src.write_text(_lines(3000))
+    summary = rs.ingest(src, "app", block_bytes=16 << 10)
+    assert summary.format == "logfmt"
+    assert summary.events == 3000 and summary.blocks > 5 and summary.rejects == 0
+    rows = query_rows(rs, "app", "count", "sum(i)", start="2024-05-01", end="2024-05-02")
+    assert rows == [[3000, sum(range(3000))]]
+
+
+def test_store_rejects_are_renumbered(rs: Rootsift, tmp_path: Path) -> None:
+    text = _lines(400).splitlines(keepends=True)
+    for i in (5, 150, 399):
+        text[i] = text[i].replace("i=", "when=2024-05-01T11:00:00Z i=")
+    src = tmp_path / "app.log"
+    src.write_text("".join(text))
+    summary = rs.ingest(src, "app", format="logfmt", time_field="when", block_bytes=4 << 10)
+    assert summary.events == 3
+    assert summary.rejects == 397
+    lines = sorted(int(str(r["line"])) for r in summary.first_rejects)
+    assert lines == [1, 2, 3, 4, 5]  # lines 1-5 lack 'when'; line 6 (index 5) has it
+    assert all("when" in str(r["reason"]) for r in summary.first_rejects)
+
+
+def test_directory_of_files(rs: Rootsift, tmp_path: Path) -> None:
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "a.log").write_text(_lines(10))
+    (d / "b.log.gz").write_bytes(gzip.compress((_lines(5, 10) + "oops\n").encode()))
+    (d / ".hidden").write_text("ignored entirely\n")
+    summary = rs.ingest(d, "app")
+    assert summary.format == "logfmt" and summary.events == 15 and summary.rejects == 1
+    assert summary.first_rejects[0]["line"] == 6
+    assert str(summary.first_rejects[0]["reason"]).startswith("b.log.gz: ")
+    assert summary.source == str(d)
+
+
+def test_raise_stops_at_the_first_bad_line(rs: Rootsift, tmp_path: Path) -> None:
+    src = tmp_path / "app.log"
+    src.write_text(_lines(20) + "not a pair\n" + _lines(5, 20))
+    with pytest.raises(InputFormatError, match="line 21"):
+        rs.ingest(src, "app", format="logfmt", strictness="raise")
+
+
+def test_options_a_format_does_not_read_are_errors(rs: Rootsift, tmp_path: Path) -> None:
+    src = tmp_path / "app.log"
+    src.write_text(_lines(3))
+    with pytest.raises(UsageError, match="--log-format does not apply to --format logfmt"):
+        rs.ingest(src, "app", log_format="$remote_addr")
+    with pytest.raises(UsageError, match="--tz"):
+        rs.ingest(src, "app", tz="Mars/Olympus")
+    d = tmp_path / "json"
+    d.mkdir()
+    (d / "x.jsonl").write_text('{"time": "2024-01-01T00:00:00Z"}\n')
+    with pytest.raises(UsageError, match="only text log formats read directories"):
+        rs.ingest(d, "j")
+
+
+def test_naive_times_read_in_the_zone(rs: Rootsift, tmp_path: Path) -> None:
+    src = tmp_path / "app.log"
+    src.write_text("time=2024-05-01T12:00:00 level=info\n")
+    rs.ingest(src, "app", tz="Europe/Berlin")
+    rows = query_rows(rs, "app", start="2024-05-01T10:00:00Z", end="2024-05-01T10:00:01Z")
+    assert rows == [[1]]
