@@ -24,6 +24,7 @@ from rootsift.ingest.sources import Input, open_input
 
 TEXT_BLOCK_BYTES = 32 << 20
 """JSON bytes per block: big enough for DuckDB, small enough that parsing and storing overlap."""
+FIRST_BLOCK_BYTES = 2 << 20
 _DUMP = orjson.OPT_APPEND_NEWLINE
 
 
@@ -73,6 +74,7 @@ def text_blocks(
     """
     buf = bytearray()
     block = TextBlock(None, [], [])
+    limit = min(FIRST_BLOCK_BYTES, block_bytes)  # small first blocks: storing starts early
     done_bytes = 0
     for inp, head in files:
         parser = fmt(options.for_file(inp.name, file_time(inp.name) if inp.name != "-" else None))
@@ -89,8 +91,9 @@ def text_blocks(
                 block.rejects.append(Reject(line, f"{fmt.name} produced an event that cannot be stored: {exc}", ""))
                 continue
             block.lines.append(line)
-            if len(buf) >= block_bytes:
+            if len(buf) >= limit:
                 yield _sealed(block, buf, tmp_dir, done_bytes + inp.position())
+                limit = min(limit * 2, block_bytes)
                 buf = bytearray()
                 block = TextBlock(None, [], [(0, label)])
         done_bytes += inp.position()

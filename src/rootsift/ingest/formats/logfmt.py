@@ -17,7 +17,11 @@ from rootsift.ingest.formats import register
 from rootsift.ingest.formats.base import TIME_KEY, Item, Lines, TextFormat
 from rootsift.ingest.rejects import Reject
 
-PAIR = re.compile(r'\s*([^\s="]+)(?:=("(?:[^"\\]|\\.)*"|[^\s"]*))?')
+# Possessive quantifiers: a line that fails must fail in linear time, not by trying every split.
+_PAIR = r'([^\s="]++)(?:(=)("(?:[^"\\]|\\.)*+"|[^\s"]*+))?'
+PAIR = re.compile(_PAIR)
+LINE = re.compile(rf"\s*{_PAIR}(?:\s+{_PAIR})*\s*")
+NUMBER_START = frozenset("0123456789-+.")
 TIME_KEYS = ("time", "ts", "timestamp", "t")
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 _ESCAPE = re.compile(r"\\(.)")
@@ -60,24 +64,21 @@ class Logfmt(TextFormat):
 
 
 def _pairs(line: str) -> list[tuple[str, str | None]] | None:
-    pairs = []
-    pos, end = 0, len(line.rstrip())
-    while pos < end:
-        m = PAIR.match(line, pos)
-        if m is None or m.end() == pos:
-            return None
-        pairs.append((m.group(1), m.group(2)))
-        pos = m.end()
-        if pos < end and not line[pos].isspace():
-            return None
-    return pairs
+    """The line's (key, raw value) pairs, or None when text falls outside every pair."""
+    if LINE.fullmatch(line) is None:
+        return None
+    return [(k, v if eq else None) for k, eq, v in PAIR.findall(line)]
 
 
 def _value(raw: str | None) -> object:
     if raw is None:
         return True
-    if raw.startswith('"'):
-        return _ESCAPE.sub(lambda m: ESCAPES.get(m.group(1), m.group(0)), raw[1:-1])
+    if raw[:1] == '"':
+        return _ESCAPE.sub(lambda m: ESCAPES.get(m.group(1), m.group(0)), raw[1:-1]) if "\\" in raw else raw[1:-1]
+    if raw[:1] not in NUMBER_START:  # most values are words: skip the cost of a failed float()
+        return raw
+    if raw.isdigit() and len(raw) < 16:
+        return int(raw)
     try:
         number = float(raw)
     except ValueError:
