@@ -1,0 +1,131 @@
+"""Linux /proc snapshots: meminfo, slabinfo, cgroups, net/sockstat, net/tcp and PID/status.
+
+One input file is one snapshot (``cat /proc/meminfo > meminfo_$(date +%Y-%m-%d.%H:%M)``).
+Which /proc file it is comes from its first line when that is distinctive, else from a
+word in its name; its time from the name (``procfs_paths``), else the file's mtime. The
+readers of each kind live in ``procfs_keyed`` and ``procfs_tables``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterator
+from pathlib import PurePath
+
+from rootsift.ingest.formats import register
+from rootsift.ingest.formats.base import TIME_KEY, Event, Item, Lines, TextFormat
+from rootsift.ingest.formats.procfs_keyed import cgroups, meminfo, sockstat, status
+from rootsift.ingest.formats.procfs_paths import host_from_path, time_from_path
+from rootsift.ingest.formats.procfs_tables import slabinfo, tcp
+from rootsift.ingest.rejects import Reject
+
+Reader = Callable[[Lines, Event], Iterator[Item]]
+READERS: dict[str, Reader] = {
+    "meminfo": meminfo,
+    "slabinfo": slabinfo,
+    "cgroups": cgroups,
+    "sockstat": sockstat,
+    "tcp": tcp,
+    "status": status,
+}
+_NAME_WORDS = {
+    "meminfo": "meminfo",
+    "slabinfo": "slabinfo",
+    "cgroups": "cgroups",
+    "sockstat": "sockstat",
+    "sockstat6": "sockstat",
+    "tcp": "tcp",
+    "tcp6": "tcp",
+    "status": "status",
+}
+_UNREAD = frozenset({"udp", "udp6", "udplite", "udplite6", "raw", "raw6", "unix"})
+"""/proc/net socket tables that look like net/tcp but are not read (their states differ)."""
+_WORDS = re.compile(r"[a-z0-9]+")
+_SOCKSTAT = re.compile(r"(?:sockets: used|(?:TCP|UDP|UDPLITE|RAW|FRAG)6?: inuse) ")
+_TCP_HEAD = re.compile(r"\s*sl\s+local_address\s+rem(?:ote)?_address\s+st\s")
+
+
+def kind_from_name(source: str) -> str | None:
+    """The kind named by a word of the file's name (``meminfo_2020-01-02.10:15`` → meminfo,
+    ``net_tcp6`` → tcp), ``"unread"`` for socket tables not read, or None."""
+    words = _WORDS.findall(PurePath(source).name.lower())
+    for word in words:
+        if word in _NAME_WORDS:
+            return _NAME_WORDS[word]
+    return "unread" if any(w in _UNREAD for w in words) else None
+
+
+def kind_from_content(first: str) -> str | None:
+    """The kind whose first line ``first`` (the first non-blank line) is, or None."""
+    if first.startswith(("MemTotal:", "MemFree:")) or (first.startswith("Node ") and " MemTotal:" in first):
+        return "meminfo"
+    if first.startswith("slabinfo - version:"):
+        return "slabinfo"
+    if first.startswith("#subsys_name"):
+        return "cgroups"
+    if _SOCKSTAT.match(first):
+        return "sockstat"
+    if _TCP_HEAD.match(first):
+        return "tcp"
+    if first.startswith("Name:"):
+        return "status"
+    return None
+
+
+@register
+class ProcfsFormat(TextFormat):
+    """Linux /proc snapshot files, one event per snapshot (per cache, per controller)."""
+
+    name = "procfs"
+    summary = "Linux /proc snapshots: meminfo, slabinfo, cgroups, net/sockstat, net/tcp(6), PID/status"
+    reads = ("host", "tz")
+
+    @classmethod
+    def sniff(cls, lines: list[str], name: str) -> float:
+        first = next((ln for ln in lines if ln.strip()), "")
+        kind = kind_from_content(first)
+        if kind == "status":
+            return 0.9 if any(ln.startswith(("State:", "Pid:", "VmRSS:")) for ln in lines[:20]) else 0.4
+        if kind is not None:
+            return 0.95
+        return 0.3 if kind_from_name(name) not in (None, "unread") else 0.0
+
+    def parse(self, lines: Lines) -> Iterator[Item]:
+        it = iter(lines)
+        head: list[tuple[int, str]] = []
+        for n, line in it:
+            head.append((n, line))
+            if line.strip():
+                break
+        if not head or not head[-1][1].strip():
+            return
+        first_n, first = head[-1]
+        source = self.options.source
+        named = kind_from_name(source)
+        kind = kind_from_content(first.strip()) or named
+        if kind == "tcp" and named == "unread":
+            kind = "unread"
+        if kind not in READERS:
+            yield from self._unknown(first_n, first, source, kind, it)
+            return
+        base: Event = {TIME_KEY: time_from_path(source, self.options.zone()) or self.options.file_time(), "kind": kind}
+        host = self.options.host or host_from_path(source)
+        if host:
+            base["host"] = host
+        yield from READERS[kind](itertools.chain(head, it), base)
+
+    @staticmethod
+    def _unknown(first_n: int, first: str, source: str, kind: str | None, rest: Lines) -> Iterator[Reject]:
+        name = PurePath(source).name
+        if kind == "unread":
+            reason = f"{name} is a /proc/net socket table other than tcp/tcp6, which procfs does not read"
+        else:
+            reason = (
+                f"cannot tell which /proc file {name!r} is: its name names none of "
+                f"{', '.join(READERS)} and its first line is none of theirs"
+            )
+        yield Reject(first_n, reason, first)
+        for n, line in rest:
+            if line.strip():
+                yield Reject(n, f"{reason} (see line {first_n})", line)
