@@ -14,7 +14,7 @@ from helpers.formats import CORPORA, GOLDEN, check_golden, check_items, golden_c
 from rootsift.ingest.formats import sniff
 from rootsift.ingest.formats.procfs import kind_from_name
 from rootsift.ingest.formats.procfs_keyed import snake
-from rootsift.ingest.formats.procfs_paths import host_from_path, time_in_name
+from rootsift.ingest.formats.snapshot_paths import host_from_path, time_in_name
 from rootsift.ingest.formats.procfs_tables import TCP_STATES
 
 FIXTURES = CORPORA / "procfs_fixtures" / "extracted" / "proc"

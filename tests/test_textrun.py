@@ -84,3 +84,14 @@ def test_naive_times_read_in_the_zone(rs: Rootsift, tmp_path: Path) -> None:
     rs.ingest(src, "app", tz="Europe/Berlin")
     rows = query_rows(rs, "app", start="2024-05-01T10:00:00Z", end="2024-05-01T10:00:01Z")
     assert rows == [[1]]
+
+
+def test_directory_sniffed_past_an_odd_first_file(rs: Rootsift, tmp_path: Path) -> None:
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "0-readme.txt").write_text("a,b\n1,2\n")
+    (d / "a.log").write_text(_lines(4))
+    summary = rs.ingest(d, "app")
+    assert summary.format == "logfmt" and summary.events == 4
+    assert summary.rejects == 2  # the odd file's lines, named with it
+    assert str(summary.first_rejects[0]["reason"]).startswith("0-readme.txt: ")

@@ -27,6 +27,8 @@ from rootsift.ingest.timefield import normalise_format
 from rootsift.store.duckdb import DuckDBBackend
 
 STRICTNESS = ("ignore", "warn", "raise")
+SNIFF_FILES = 20
+"""Files of a directory looked at to sniff its log format."""
 
 
 @dataclass
@@ -122,6 +124,8 @@ def ingest_file(
         stack.callback(inp.close)
         head = inp.stream.read(64 << 10)
         kind = _sniff(head, inp.name) if opts.format == "auto" else opts.format
+        if is_dir and opts.format == "auto" and kind not in formats.all_formats():
+            kind = _sniff_directory(names[1:SNIFF_FILES]) or kind
         opts.check_options_for(kind)
         text_format = formats.all_formats().get(kind)
         if is_dir and text_format is None:
@@ -182,6 +186,19 @@ def _sniff(head: bytes, name: str) -> str:
         lines = lines[:-1]  # the last line may be cut
     found = formats.sniff([ln.removesuffix("\r") for ln in lines[:200]], name)
     return found or sniff_format(head, name)
+
+
+def _sniff_directory(names: list[str]) -> str | None:
+    """The log format of the first of ``names`` that one is sure of (the first file may be an odd one)."""
+    for name in names:
+        inp = open_input(name)
+        try:
+            kind = _sniff(inp.stream.read(64 << 10), name)
+        finally:
+            inp.close()
+        if kind in formats.all_formats():
+            return kind
+    return None
 
 
 def _size(name: str) -> int:

@@ -2,7 +2,7 @@
 
 One input file is one snapshot (``cat /proc/meminfo > meminfo_$(date +%Y-%m-%d.%H:%M)``).
 Which /proc file it is comes from its first line when that is distinctive, else from a
-word in its name; its time from the name (``procfs_paths``), else the file's mtime. The
+word in its name; its time from the name (``snapshot_paths``), else the file's mtime. The
 readers of each kind live in ``procfs_keyed`` and ``procfs_tables``.
 """
 
@@ -16,7 +16,7 @@ from pathlib import PurePath
 from rootsift.ingest.formats import register
 from rootsift.ingest.formats.base import TIME_KEY, Event, Item, Lines, TextFormat
 from rootsift.ingest.formats.procfs_keyed import cgroups, meminfo, sockstat, status
-from rootsift.ingest.formats.procfs_paths import host_from_path, time_from_path
+from rootsift.ingest.formats.snapshot_paths import host_from_path, time_from_path
 from rootsift.ingest.formats.procfs_tables import slabinfo, tcp
 from rootsift.ingest.rejects import Reject
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from rootsift.ingest.formats import register
 from rootsift.ingest.formats.base import TIME_KEY, Event, Item, Lines, TextFormat
-from rootsift.ingest.formats.procfs_paths import host_from_path, time_from_path
+from rootsift.ingest.formats.snapshot_paths import host_from_path, time_from_path
 from rootsift.ingest.rejects import Reject
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
