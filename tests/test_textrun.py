@@ -95,3 +95,22 @@ def test_directory_sniffed_past_an_odd_first_file(rs: Rootsift, tmp_path: Path) 
     assert summary.format == "logfmt" and summary.events == 4
     assert summary.rejects == 2  # the odd file's lines, named with it
     assert str(summary.first_rejects[0]["reason"]).startswith("0-readme.txt: ")
+
+
+@pytest.mark.parametrize("compress", ["bz2", "lzma"])
+def test_bzip2_and_xz_inputs(rs: Rootsift, tmp_path: Path, compress: str) -> None:
+    import bz2
+    import lzma
+
+    src = tmp_path / "app.log.z"
+    src.write_bytes((bz2 if compress == "bz2" else lzma).compress(_lines(50).encode()))
+    summary = rs.ingest(src, "app")
+    assert summary.compression == ("bzip2" if compress == "bz2" else "xz")
+    assert summary.format == "logfmt" and summary.events == 50
+
+
+def test_undetectable_input_says_to_name_the_format(rs: Rootsift, tmp_path: Path) -> None:
+    src = tmp_path / "blob.bin"
+    src.write_bytes(b"\x00\x01 odd\r bytes \"x\n" * 3)
+    with pytest.raises(InputFormatError, match="--format"):
+        rs.ingest(src, "blob")

@@ -20,6 +20,8 @@ from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged, Stager
 from rootsift.store.sqltext import ident, literal
 
+NOT_CSV = "if the input is not CSV, name its format with --format (see `rootsift formats`)"
+
 
 class CsvReader(Stager):
     """Stages CSV/TSV blocks; ``header`` is the input's first line."""
@@ -29,9 +31,12 @@ class CsvReader(Stager):
         self.delimiter = delimiter
         self.header = header.rstrip(b"\r\n")
         text = self.header.decode("utf-8", "replace")
-        self.names = next(pycsv.reader([text], delimiter=delimiter)) if text else []
+        try:
+            self.names = next(pycsv.reader([text], delimiter=delimiter)) if text else []
+        except pycsv.Error as exc:
+            raise InputFormatError(f"cannot read the header line {text[:200]!r} as CSV ({exc}); {NOT_CSV}") from exc
         if not self.names or len(set(self.names)) != len(self.names) or any(not n for n in self.names):
-            raise InputFormatError(f"the header line {text[:200]!r} must name every column once")
+            raise InputFormatError(f"the header line {text[:200]!r} must name every column once; {NOT_CSV}")
 
     def stage(self, block: bytes | None, first_line: int, stats: object = None) -> Staged:
         assert block is not None, "CSV blocks travel in memory"

@@ -6,8 +6,10 @@ size of the input.
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
+import lzma
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +22,8 @@ from rootsift.errors import InputFormatError
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+BZIP2_MAGIC = b"BZh"
+XZ_MAGIC = b"\xfd7zXZ\x00"
 FORMATS = ("auto", "jsonl", "json", "csv", "tsv")
 
 
@@ -47,7 +51,7 @@ class Input:
 
 
 def open_input(source: str | Path) -> Input:
-    """Open a path, or ``-`` for stdin, decompressing gzip and zstd by their magic bytes."""
+    """Open a path, or ``-`` for stdin, decompressing gzip, zstd, bzip2 and xz by their magic bytes."""
     name = str(source)
     if name == "-":
         raw: BinaryIO = sys.stdin.buffer
@@ -61,13 +65,17 @@ def open_input(source: str | Path) -> Input:
         raw = open(path, "rb")  # noqa: SIM115 - closed by Input.close
         size = path.stat().st_size
     buffered: Any = io.BufferedReader(raw, buffer_size=1 << 20) if name == "-" else raw  # type: ignore[type-var]
-    head = buffered.peek(4)[:4] if isinstance(buffered, io.BufferedReader) else b""
+    head = buffered.peek(6)[:6] if isinstance(buffered, io.BufferedReader) else b""
     stream: BinaryIO
     if head.startswith(GZIP_MAGIC):
         stream, compression = gzip.GzipFile(fileobj=buffered), "gzip"  # type: ignore[assignment]
     elif head.startswith(ZSTD_MAGIC):
         stream = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)  # type: ignore[assignment]
         compression = "zstd"
+    elif head.startswith(BZIP2_MAGIC) and head[3:4].isdigit():
+        stream, compression = bz2.BZ2File(buffered), "bzip2"  # type: ignore[assignment]
+    elif head.startswith(XZ_MAGIC):
+        stream, compression = lzma.LZMAFile(buffered), "xz"  # type: ignore[assignment]  # noqa: SIM115 - closed by Input.close
     else:
         stream, compression = buffered, "none"
     return Input(name, stream, compression, size, buffered)
