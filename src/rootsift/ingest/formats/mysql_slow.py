@@ -1,0 +1,156 @@
+"""MySQL, MariaDB and Percona Server slow query logs (``--format mysql-slow``).
+
+An entry is a block of ``#`` header lines (``# Time:``, ``# User@Host:``,
+``# Query_time:`` and the extended lines of Percona Server, MariaDB and MySQL 8's
+``log_slow_extra``) followed by the statement, possibly preceded by ``use db;`` and
+``SET timestamp=N;``. Server-restart banners may appear anywhere. docs/formats/mysql-slow.md
+describes every field and rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from rootsift.ingest import fingerprint
+from rootsift.ingest.formats import register
+from rootsift.ingest.formats.base import FormatOptions, Item, Lines, TextFormat
+from rootsift.ingest.formats.mysql_slow_entry import Entry, EntryBuilder
+from rootsift.ingest.formats.mysql_slow_fields import FieldReader, TimeReader
+from rootsift.ingest.rejects import Reject
+
+# "/usr/sbin/mysqld, Version: 8.0.36 (MySQL Community Server - GPL). started with:"
+_BANNER = re.compile(r".*, Version: .*started with:\s*")
+_BANNER_REST = re.compile(r"(?:Tcp port|TCP Port): .*|Time\s+Id\s+Command\s+Argument\s*")
+_STARTS = ("# Time:", "# User@Host:", "# User:", "# Query_time:")
+_KEY_LINE = re.compile(r"#\s*[A-Za-z_]\w*:(?:\s|$)")
+_SKIP = ("# No InnoDB statistics", "# explain:", "# Explain:")
+_IDLE, _HEAD, _BODY = 0, 1, 2
+_OUTSIDE = "text outside any slow-log entry (no '# Time:'/'# User@Host:'/'# Query_time:' header before it)"
+
+
+@register
+class MySQLSlowLog(TextFormat):
+    """The slow query log of MySQL 5.0-8.x, MariaDB and Percona Server."""
+
+    name = "mysql-slow"
+    summary = "MySQL / MariaDB / Percona Server slow query log (# Time / # User@Host / # Query_time entries)"
+    reads = ("tz",)
+
+    @classmethod
+    def sniff(cls, lines: list[str], name: str) -> float:
+        """Sure when the header lines of an entry or the mysqld start banner appear."""
+        score = 0.0
+        for line in lines[:50]:
+            if line.startswith(("# Query_time:", "# User@Host:")):
+                score = max(score, 0.95)
+            elif line.startswith("# Time:") or (", Version: " in line and _BANNER.fullmatch(line)):
+                score = max(score, 0.6)
+        if score and "slow" in name.lower():
+            score = min(1.0, score + 0.05)
+        return score
+
+    def parse(self, lines: Lines) -> Iterator[Item]:
+        """Yield one event per entry (numbered by its first header line) and rejects."""
+        return _Reader(self.options).run(lines)
+
+
+class _Reader:
+    """One pass over one input: the line-by-line state machine."""
+
+    def __init__(self, options: FormatOptions) -> None:
+        self.times = TimeReader(options.zone())
+        self.fields = FieldReader()
+        self.builder = EntryBuilder(self.times, fingerprint.MySQLCache())
+
+    def run(self, lines: Lines) -> Iterator[Item]:
+        finish, start, header = self.builder.finish, self._start, self._header
+        query_time, user_host = self.fields.query_time, self.fields.user_host
+        state = _IDLE
+        entry = Entry(0)
+        for number, line in lines:
+            if state == _BODY:
+                if line.startswith("#"):
+                    if line.startswith(_STARTS) or (entry.body[-1].rstrip().endswith(";") and _KEY_LINE.match(line)):
+                        yield finish(entry)
+                        entry = start(number, line)
+                        state = _BODY if entry.body else _HEAD
+                        continue
+                    if line.startswith("# administrator command:"):
+                        line = line[2:]
+                elif ", Version: " in line and _BANNER.fullmatch(line):
+                    yield finish(entry)
+                    self.builder.restart()
+                    state = _IDLE
+                    continue
+                entry.body.append(line)
+            elif state == _HEAD:
+                # The two most common header lines first, without the general dispatch.
+                if line.startswith("# Query_time:") and not entry.has_query_time:
+                    entry.has_query_time = True
+                    query_time(line, entry.fields)
+                elif line.startswith("# User@Host:") and not entry.has_query_time:
+                    user_host(line[12:], entry.fields)
+                elif line.startswith("#"):
+                    if entry.has_query_time and line.startswith(_STARTS):
+                        yield finish(entry)
+                        entry = start(number, line)
+                    else:
+                        header(entry, number, line)
+                    if entry.body:
+                        state = _BODY
+                elif not line.strip():
+                    continue
+                elif ", Version: " in line and _BANNER.fullmatch(line):
+                    yield finish(entry)
+                    self.builder.restart()
+                    state = _IDLE
+                else:
+                    entry.body.append(line)
+                    state = _BODY
+            elif (
+                line.startswith("#")
+                and (line.startswith(_STARTS) or _KEY_LINE.match(line))
+                and not line.startswith("# admin")
+            ):
+                entry = start(number, line)
+                state = _BODY if entry.body else _HEAD
+            elif not line.strip() or _BANNER_REST.fullmatch(line):
+                continue
+            elif ", Version: " in line and _BANNER.fullmatch(line):
+                self.builder.restart()
+            else:
+                yield Reject(number, _OUTSIDE, line)
+        if state != _IDLE:
+            yield finish(entry)
+
+    def _start(self, number: int, line: str) -> Entry:
+        entry = Entry(number)
+        self._header(entry, number, line)
+        return entry
+
+    def _header(self, entry: Entry, number: int, line: str) -> None:
+        """Read one ``#`` line of an entry's header into ``entry``."""
+        fields = entry.fields
+        if line.startswith("# Time:"):
+            text = line[7:]
+            cut = text.find("# User@Host:")
+            if cut >= 0:
+                self.fields.user_host(text[cut + 12 :], fields)
+                text = text[:cut]
+            # Read only if the entry has no better time (SET timestamp, Start:).
+            entry.time_text = text.strip()
+            entry.time_line = number
+        elif line.startswith("# User@Host:"):
+            self.fields.user_host(line[12:], fields)
+        elif line.startswith("# Query_time:"):
+            entry.has_query_time = True
+            self.fields.query_time(line, fields)
+        elif line.startswith("# User:"):
+            self.fields.user_host(line[7:], fields)
+        elif line.startswith("# administrator command:"):
+            entry.body.append(line[2:])
+        elif line.startswith(_SKIP):
+            return
+        else:
+            self.fields.pairs(line, fields)

@@ -1,0 +1,138 @@
+"""One slow-log entry, from its header fields and body lines to an event (or a reject).
+
+The body is the statement, possibly preceded by the lines the server adds itself:
+``use db;`` (written when the current database differs from the previous entry's) and
+``SET timestamp=N;`` (also ``SET last_insert_id=N,insert_id=N,timestamp=N;``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import datetime
+
+from rootsift.ingest.formats.base import TIME_KEY, Event
+from rootsift.ingest.formats.mysql_slow_fields import TimeReader
+from rootsift.ingest.rejects import Reject
+
+__all__ = ["Entry", "EntryBuilder"]
+
+_SET = re.compile(r"SET\s+((?:[A-Za-z_]+=[0-9]+(?:\.[0-9]+)?,)*[A-Za-z_]+=[0-9]+(?:\.[0-9]+)?)\s*;\s*", re.I)
+_SET_KEYS = frozenset({"timestamp", "insert_id", "last_insert_id"})
+
+
+class Entry:
+    """An entry being read: its first line, header fields, ``# Time:`` and body lines."""
+
+    __slots__ = ("body", "fields", "has_query_time", "line", "time_line", "time_text")
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+        # Becomes the event: the time keys come first in it, set when the entry is done.
+        self.fields: dict[str, object] = {TIME_KEY: None, "timestamp_source": None}
+        self.body: list[str] = []
+        self.time_text: str | None = None
+        self.time_line = 0
+        self.has_query_time = False
+
+
+class EntryBuilder:
+    """Finishes entries in file order; remembers what later entries inherit (the time and
+    the ``use`` database, which the server writes only when it changes)."""
+
+    def __init__(self, times: TimeReader, fingerprint: Callable[[str], str]) -> None:
+        self.times = times
+        self.fingerprint = fingerprint
+        self.last_time: datetime | None = None
+        self.db: str | None = None
+
+    def restart(self) -> None:
+        """A server-restart banner: the server's remembered database is reset."""
+        self.db = None
+
+    def finish(self, entry: Entry) -> tuple[int, Event] | Reject:
+        """The event of a complete entry, or a reject naming what is missing."""
+        body = entry.body
+        while body and not body[-1].strip():
+            body.pop()
+        if not body:
+            return Reject(entry.line, "slow-log entry has a header but no statement (truncated?)", _snippet(entry))
+        fields = entry.fields
+        use_db: str | None = None
+        set_time: datetime | None = None
+        skip = 0
+        for text in body[:2]:
+            if set_time is None and text.startswith("SET timestamp=") and text.endswith(";") and text[14:-1].isdigit():
+                set_time = self.times.epoch(text[14:-1])
+            elif use_db is None and text.startswith("use ") and text.rstrip().endswith(";"):
+                use_db = text.rstrip()[4:-1].strip().strip("`")
+            elif set_time is None and text.startswith(("SET ", "set ")) and (m := _SET.fullmatch(text)):
+                pairs = [pair.split("=", 1) for pair in m.group(1).split(",")]
+                if any(key.lower() not in _SET_KEYS for key, _ in pairs):
+                    break
+                for key, value in pairs:
+                    if key.lower() == "timestamp":
+                        set_time = self.times.epoch(value)
+                    else:
+                        fields[key.lower()] = int(float(value))
+            else:
+                break
+            skip += 1
+        # An entry whose whole body is "use db;" logged the USE itself.
+        if skip == len(body) - 1:
+            statement = body[skip].strip()
+        else:
+            statement = "\n".join(body[skip:] if skip < len(body) else body[-1:]).strip()
+        if statement.endswith(";"):
+            statement = statement[:-1].rstrip()
+
+        if use_db:
+            self.db = use_db
+        if set_time is not None and "start_time" not in fields:
+            when: datetime | None = set_time
+            source = "set_timestamp"
+        else:
+            when, source = self._time(entry, set_time)
+        if when is None:
+            if entry.time_text is not None:
+                return Reject(entry.time_line, source, "# Time: " + entry.time_text)
+            return Reject(entry.line, source, _snippet(entry))
+        self.last_time = when
+        event = fields
+        event[TIME_KEY] = when
+        event["timestamp_source"] = source
+        if use_db:
+            event["db"] = use_db
+        elif "db" in event:
+            if not event["db"]:
+                del event["db"]
+        elif self.db:
+            event["db"] = self.db
+        event["statement"] = statement
+        event["fingerprint"] = self.fingerprint(statement)
+        return entry.line, event
+
+    def _time(self, entry: Entry, set_time: datetime | None) -> tuple[datetime | None, str]:
+        """The most precise start time known and where it came from (or None and why not)."""
+        start = entry.fields.get("start_time")
+        if isinstance(start, str) and (when := self.times.iso(start)) is not None:
+            return when, "start"
+        if set_time is not None:
+            return set_time, "set_timestamp"
+        if entry.time_text is not None:
+            when = self.times.header(entry.time_text)
+            if when is not None:
+                return when, "time"
+            self.last_time = None
+            return None, f"unreadable '# Time:' value {entry.time_text!r} and no 'SET timestamp=' in the entry"
+        if self.last_time is not None:
+            return self.last_time, "previous"
+        return None, "slow-log entry has no time: no '# Time:' line before it and no 'SET timestamp=' in it"
+
+
+def _snippet(entry: Entry) -> str:
+    """What a rejected entry held: a few header fields and its first statement line."""
+    parts = [f"{k}: {v}" for k, v in list(entry.fields.items())[2:6]]
+    if entry.body:
+        parts.append(entry.body[0][:200])
+    return "; ".join(parts)
