@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Sets up the venv and runs every check: ruff, mypy, then the whole test suite.
+# The real-source tests (tests/test_real_sources.py) need PostgreSQL, MariaDB and nginx:
+# install.sh installs whichever is missing, and ROOTSIFT_REQUIRE_SOURCES=1 turns a
+# missing one into a failure instead of a skip (docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
+./scripts/sources/install.sh
+export ROOTSIFT_REQUIRE_SOURCES=1
 .venv/bin/python -m pytest -q "$@"
