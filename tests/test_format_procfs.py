@@ -14,8 +14,8 @@ from helpers.formats import CORPORA, GOLDEN, check_golden, check_items, golden_c
 from rootsift.ingest.formats import sniff
 from rootsift.ingest.formats.procfs import kind_from_name
 from rootsift.ingest.formats.procfs_keyed import snake
-from rootsift.ingest.formats.snapshot_paths import host_from_path, time_in_name
 from rootsift.ingest.formats.procfs_tables import TCP_STATES
+from rootsift.ingest.formats.snapshot_paths import host_from_path, time_in_name
 
 FIXTURES = CORPORA / "procfs_fixtures" / "extracted" / "proc"
 READ_KINDS = {"meminfo", "slabinfo", "sockstat", "sockstat6", "tcp", "tcp6", "status"}

@@ -16,8 +16,8 @@ from pathlib import PurePath
 from rootsift.ingest.formats import register
 from rootsift.ingest.formats.base import TIME_KEY, Event, Item, Lines, TextFormat
 from rootsift.ingest.formats.procfs_keyed import cgroups, meminfo, sockstat, status
-from rootsift.ingest.formats.snapshot_paths import host_from_path, time_from_path
 from rootsift.ingest.formats.procfs_tables import slabinfo, tcp
+from rootsift.ingest.formats.snapshot_paths import host_from_path, time_from_path
 from rootsift.ingest.rejects import Reject
 
 Reader = Callable[[Lines, Event], Iterator[Item]]
