@@ -76,8 +76,10 @@ def bench_ingest(source: Path, work: Path, runs: int, log: Any = print) -> dict[
         order = KINDS if i % 2 == 0 else KINDS[::-1]
         for kind in order:
             run = run_one(kind, source, work)
-            log(f"  ingest round {i + 1}/{runs} {kind:8s} {run.seconds:7.2f} s  {run.rows:>10,} rows  "
-                f"peak RSS {run.peak_rss_mib:7.0f} MiB")
+            log(
+                f"  ingest round {i + 1}/{runs} {kind:8s} {run.seconds:7.2f} s  {run.rows:>10,} rows  "
+                f"peak RSS {run.peak_rss_mib:7.0f} MiB"
+            )
             results[kind].append(run)
     rows = {k: {r.rows for r in v} for k, v in results.items()}
     if rows["baseline"] != rows["rootsift"]:

@@ -64,8 +64,10 @@ def ingest(source: Path, data: Path, block: int | None, prof: cProfile.Profile |
         prof.disable()
     seconds = time.perf_counter() - started
     rs.close()
-    print(f"ingested {summary.events:,} events in {seconds:.2f} s ({summary.blocks} blocks, "
-          f"{summary.exact_blocks} on the exact path)")
+    print(
+        f"ingested {summary.events:,} events in {seconds:.2f} s ({summary.blocks} blocks, "
+        f"{summary.exact_blocks} on the exact path)"
+    )
     return seconds
 
 

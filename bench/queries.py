@@ -75,8 +75,12 @@ CASES = [
     ),
     Case(
         "breakdown",
-        lambda: QuerySpec(DATASET, where="status >= 500", breakdowns=["endpoint"],
-                          calculations=[Calculation.parse("count"), Calculation.parse("p99(duration_ms)")]),
+        lambda: QuerySpec(
+            DATASET,
+            where="status >= 500",
+            breakdowns=["endpoint"],
+            calculations=[Calculation.parse("count"), Calculation.parse("p99(duration_ms)")],
+        ),
         "SELECT endpoint, count(*) AS count, quantile_disc(duration_ms, 0.99) AS p99 "
         "FROM {rel} WHERE status >= 500 GROUP BY endpoint ORDER BY count DESC",
         lambda out: [tuple(r) for r in out.rows],
@@ -87,8 +91,10 @@ CASES = [
 
 def _norm(rows: Rows) -> list[tuple[Any, ...]]:
     """Rows comparable across stores: floats for numbers, sorted."""
+
     def value(v: Any) -> Any:
         return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+
     return sorted((tuple(value(v) for v in r) for r in rows), key=repr)
 
 
@@ -123,8 +129,9 @@ def python_side_seconds(rs: Rootsift, case: Case, repeats: int) -> float:
         del backend.execute_sql  # back to the class's method
 
 
-def _runners(case: Case, rs: Rootsift, seg: duckdb.DuckDBPyConnection,
-             plain: duckdb.DuckDBPyConnection) -> dict[str, Callable[[], Any]]:
+def _runners(
+    case: Case, rs: Rootsift, seg: duckdb.DuckDBPyConnection, plain: duckdb.DuckDBPyConnection
+) -> dict[str, Callable[[], Any]]:
     """The three ways to answer ``case``, as no-argument callables."""
     seg_sql, plain_sql = case.sql.format(rel="events"), case.plain_sql()
     return {
@@ -146,20 +153,26 @@ def bench_queries(data_dir: Path, baseline_db: Path, repeats: int, log: Any = pr
             times: dict[str, list[float]] = {name: [] for name in runners}
             names = list(runners)
             for i in range(repeats):
-                for name in names[i % len(names):] + names[: i % len(names)]:  # rotate who goes first
+                for name in names[i % len(names) :] + names[: i % len(names)]:  # rotate who goes first
                     times[name].append(timed(runners[name])[0])
             mine = _norm(case.canon(answers["rootsift"]))
             res: dict[str, Any] = {name: median(ts) for name, ts in times.items()}
-            res |= {"runs": times, "ratio": res["rootsift"] / res["handwritten"],
-                    "plain_ratio": res["rootsift"] / res["plain_table"], "result_rows": len(mine),
-                    "same_as_handwritten": mine == _norm(answers["handwritten"]),
-                    "same_as_plain_table": mine == _norm(answers["plain_table"]),
-                    "rootsift_python_side": python_side_seconds(rs, case, repeats)}
+            res |= {
+                "runs": times,
+                "ratio": res["rootsift"] / res["handwritten"],
+                "plain_ratio": res["rootsift"] / res["plain_table"],
+                "result_rows": len(mine),
+                "same_as_handwritten": mine == _norm(answers["handwritten"]),
+                "same_as_plain_table": mine == _norm(answers["plain_table"]),
+                "rootsift_python_side": python_side_seconds(rs, case, repeats),
+            }
             out[case.name] = res
-            log(f"  query {case.name:15s} rootsift {res['rootsift'] * 1e3:7.1f} ms (python side "
+            log(
+                f"  query {case.name:15s} rootsift {res['rootsift'] * 1e3:7.1f} ms (python side "
                 f"{res['rootsift_python_side'] * 1e3:.1f})  hand-written {res['handwritten'] * 1e3:7.1f} ms  "
                 f"plain table {res['plain_table'] * 1e3:7.1f} ms  "
-                f"same result: {res['same_as_handwritten']}/{res['same_as_plain_table']}")
+                f"same result: {res['same_as_handwritten']}/{res['same_as_plain_table']}"
+            )
     finally:
         rs.close()
         seg.close()

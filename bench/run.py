@@ -34,6 +34,7 @@ def default_runs(n: int) -> int:
 
 def machine() -> dict[str, Any]:
     """What the numbers were measured on."""
+
     def git(*args: str) -> str:
         try:
             return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
@@ -56,14 +57,24 @@ def bench_size(n: int, out: Path, seed: int, runs: int, repeats: int) -> dict[st
     """Generate (or reuse) the input for ``n`` events, then run the ingest and query benchmarks."""
     started = time.perf_counter()
     source = cached_jsonl(out, n, seed)
-    print(f"N={n:,}: input {source} ({source.stat().st_size / 2**20:,.0f} MiB, "
-          f"ready in {time.perf_counter() - started:.1f} s)", flush=True)
+    print(
+        f"N={n:,}: input {source} ({source.stat().st_size / 2**20:,.0f} MiB, "
+        f"ready in {time.perf_counter() - started:.1f} s)",
+        flush=True,
+    )
     work = out / f"work-{n}"
     ingest = bench_ingest(source, work, runs, log=lambda m: print(m, flush=True))
-    queries = bench_queries(Path(ingest["rootsift_data"]), Path(ingest["baseline_db"]), repeats,
-                            log=lambda m: print(m, flush=True))
-    return {"n": n, "input": str(source), "input_bytes": source.stat().st_size, "ingest": ingest,
-            "queries": queries, "seconds": time.perf_counter() - started}
+    queries = bench_queries(
+        Path(ingest["rootsift_data"]), Path(ingest["baseline_db"]), repeats, log=lambda m: print(m, flush=True)
+    )
+    return {
+        "n": n,
+        "input": str(source),
+        "input_bytes": source.stat().st_size,
+        "ingest": ingest,
+        "queries": queries,
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def main() -> None:

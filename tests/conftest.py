@@ -12,7 +12,9 @@ from rootsift import Rootsift
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: takes more than ~20 s (deselect with -m 'not slow')")
-    config.addinivalue_line("markers", "sources: starts real servers (scripts/sources/); deselect with -m 'not sources'")
+    config.addinivalue_line(
+        "markers", "sources: starts real servers (scripts/sources/); deselect with -m 'not sources'"
+    )
 
 
 @pytest.fixture

@@ -111,6 +111,6 @@ def test_bzip2_and_xz_inputs(rs: Rootsift, tmp_path: Path, compress: str) -> Non
 
 def test_undetectable_input_says_to_name_the_format(rs: Rootsift, tmp_path: Path) -> None:
     src = tmp_path / "blob.bin"
-    src.write_bytes(b"\x00\x01 odd\r bytes \"x\n" * 3)
+    src.write_bytes(b'\x00\x01 odd\r bytes "x\n' * 3)
     with pytest.raises(InputFormatError, match="--format"):
         rs.ingest(src, "blob")
