@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import zstandard
 
@@ -120,7 +120,13 @@ class Prefetched(io.RawIOBase):
         return len(data)
 
 
-def line_blocks(stream: BinaryIO, block_bytes: int, quoted: bool = False) -> Iterator[tuple[bytes, int]]:
+class Readable(Protocol):
+    """Anything with ``read(n) -> bytes`` (files, decompressors, stdin)."""
+
+    def read(self, n: int, /) -> bytes: ...
+
+
+def line_blocks(stream: Readable, block_bytes: int, quoted: bool = False) -> Iterator[tuple[bytes, int]]:
     """Yield (block, first_line_number) with every block ending at a line boundary.
 
     A line longer than ``block_bytes`` is kept whole: the block grows to hold it. With

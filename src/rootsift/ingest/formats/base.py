@@ -19,11 +19,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from rootsift.errors import UsageError
 from rootsift.ingest.rejects import Reject
+from rootsift.ingest.sources import Readable, line_blocks
 
 TIME_KEY = "timestamp"
 """The key under which every parser puts the event's time (an aware datetime)."""
@@ -70,10 +71,6 @@ class FormatOptions:
         return datetime.fromtimestamp(self.mtime, UTC) if self.mtime is not None else datetime.now(UTC)
 
 
-class Readable(Protocol):
-    def read(self, n: int, /) -> bytes: ...
-
-
 class TextFormat(ABC):
     """A line-oriented log format. Subclasses set ``name`` and ``summary`` and register
     themselves with ``rootsift.ingest.formats.register``."""
@@ -98,29 +95,15 @@ class TextFormat(ABC):
 
 
 def numbered_lines(stream: Readable, chunk: int = 4 << 20) -> Iterator[tuple[int, str]]:
-    """Decode a byte stream into numbered lines (invalid UTF-8 replaced, ``\\r\\n`` and ``\\n`` ends).
+    """Decode a byte stream into numbered lines (invalid UTF-8 replaced, ``\r\n`` and ``\n`` ends).
 
-    Works in chunks of whole lines, so a caller holds one chunk at a time whatever the
-    input's size; a line longer than ``chunk`` is kept whole.
+    Works in blocks of whole lines (``line_blocks``), so a caller holds one block at a
+    time whatever the input's size; a line longer than ``chunk`` is kept whole.
     """
-    number = 1
-    carry = b""
-    while True:
-        data = stream.read(chunk)
-        if not data:
-            break
-        data = carry + data
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry = data
-            continue
-        carry = data[cut + 1 :]
-        for line in data[:cut].decode("utf-8", "replace").split("\n"):
+    for block, number in line_blocks(stream, chunk):
+        for line in block[:-1].decode("utf-8", "replace").split("\n"):
             yield number, line[:-1] if line.endswith("\r") else line
             number += 1
-    if carry:
-        text = carry.decode("utf-8", "replace")
-        yield number, text[:-1] if text.endswith("\r") else text
 
 
 def parse_bytes(fmt: TextFormat, data: bytes) -> tuple[list[tuple[int, Event]], list[Reject]]:
