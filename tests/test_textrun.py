@@ -114,3 +114,12 @@ def test_undetectable_input_says_to_name_the_format(rs: Rootsift, tmp_path: Path
     src.write_bytes(b'\x00\x01 odd\r bytes "x\n' * 3)
     with pytest.raises(InputFormatError, match="--format"):
         rs.ingest(src, "blob")
+
+
+def test_directory_starting_with_an_empty_file(rs: Rootsift, tmp_path: Path) -> None:
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "0-empty").write_text("")
+    (d / "a.log").write_text(_lines(3))
+    summary = rs.ingest(d, "app")
+    assert summary.format == "logfmt" and summary.events == 3 and summary.rejects == 0

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rootsift.errors import UsageError
+from rootsift.errors import InputFormatError, UsageError
 from rootsift.ingest import formats
 from rootsift.ingest.formats.base import TIME_KEY, FormatOptions
 from rootsift.ingest.jsonl import JsonLinesReader
@@ -123,9 +123,12 @@ def ingest_file(
         inp = open_input(names[0])
         stack.callback(inp.close)
         head = inp.stream.read(64 << 10)
-        kind = _sniff(head, inp.name) if opts.format == "auto" else opts.format
-        if is_dir and opts.format == "auto" and kind not in formats.all_formats():
-            kind = _sniff_directory(names[1:SNIFF_FILES]) or kind
+        if opts.format != "auto":
+            kind = opts.format
+        elif is_dir:
+            kind = _sniff_directory(names[:SNIFF_FILES])
+        else:
+            kind = _sniff(head, inp.name)
         opts.check_options_for(kind)
         text_format = formats.all_formats().get(kind)
         if is_dir and text_format is None:
@@ -188,17 +191,24 @@ def _sniff(head: bytes, name: str) -> str:
     return found or sniff_format(head, name)
 
 
-def _sniff_directory(names: list[str]) -> str | None:
-    """The log format of the first of ``names`` that one is sure of (the first file may be an odd one)."""
+def _sniff_directory(names: list[str]) -> str:
+    """The log format of the first of ``names`` one is sure of (a directory may start with
+    an empty or odd file), else what its first readable file looks like."""
+    fallback: str | None = None
     for name in names:
         inp = open_input(name)
         try:
             kind = _sniff(inp.stream.read(64 << 10), name)
+        except InputFormatError:
+            continue  # an empty file says nothing
         finally:
             inp.close()
         if kind in formats.all_formats():
             return kind
-    return None
+        fallback = fallback or kind
+    if fallback is None:
+        raise InputFormatError(f"cannot tell the format of {Path(names[0]).parent}: its first files are empty")
+    return fallback
 
 
 def _size(name: str) -> int:
