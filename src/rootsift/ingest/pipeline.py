@@ -27,6 +27,7 @@ from rootsift.ingest.timefield import normalise_format
 from rootsift.store.duckdb import DuckDBBackend
 
 STRICTNESS = ("ignore", "warn", "raise")
+NAME_THE_FORMAT = "if it is a log, name its format with --format; `rootsift formats` lists them"
 SNIFF_FILES = 20
 """Files of a directory looked at to sniff its log format."""
 
@@ -168,9 +169,15 @@ def ingest_file(
             size = sum(_size(n) for n in names) if inp.name != "-" else None
             run.consume_text(blocks, events, str(source), size)
             return _finish(summary, log, started)
-        stream, reader = run.reader_for(inp, head, kind, stack)
-        if not (isinstance(reader, JsonLinesReader) and run.whole_file(inp, head, reader)):
-            run.consume(inp, stream, reader)
+        try:
+            stream, reader = run.reader_for(inp, head, kind, stack)
+            if not (isinstance(reader, JsonLinesReader) and run.whole_file(inp, head, reader)):
+                run.consume(inp, stream, reader)
+        except (UsageError, InputFormatError) as exc:
+            if opts.format != "auto" or summary.events:
+                raise
+            # Sniffing fell back to a structured format: the input may be a log no format was sure of.
+            raise type(exc)(f"{exc} (the input was read as {kind}; {NAME_THE_FORMAT})") from exc
     return _finish(summary, log, started)
 
 
