@@ -130,3 +130,12 @@ def test_a_log_read_as_csv_says_to_name_its_format(rs: Rootsift, tmp_path: Path)
     src.write_text("2018-09-12 16:08:54.775 3392 LOG max fds: 150, clients: 100\n2018-09-12 16:08:55 3394 LOG ok, x\n")
     with pytest.raises(UsageError, match="read as csv; if it is a log, name its format with --format"):
         rs.ingest(src, "pgb")
+
+
+def test_an_application_json_log_with_message_and_pid_stays_json(rs: Rootsift, tmp_path: Path) -> None:
+    src = tmp_path / "app.log"
+    line = '{"timestamp":"2024-01-01T00:00:00Z","level":"info","message":"hello","pid":42,"latency_ms":12.5}\n'
+    src.write_text(line * 5)
+    summary = rs.ingest(src, "app")
+    assert summary.format == "jsonl" and summary.events == 5
+    assert {"level", "latency_ms", "pid", "message"} <= {f["name"] for f in rs.schema("app")}

@@ -118,7 +118,7 @@ class PostgresJson(TextFormat):
             asm.close()
             asm.complete(number, event)
             return None
-        if "error_severity" in obj or ("message" in obj and "pid" in obj):
+        if "error_severity" in obj or ("message" in obj and any(k.strip('"') in obj for k in _JSONLOG_ONLY)):
             return self._jsonlog(asm, number, obj, {})
         payload = obj.get("jsonPayload")
         if isinstance(payload, dict) and ("error_severity" in payload or "message" in payload):
@@ -199,8 +199,13 @@ class PostgresJson(TextFormat):
         return None
 
 
+_JSONLOG_ONLY = ('"session_id"', '"backend_type"', '"dbname"', '"vxid"', '"state_code"')
+
+
 def _variant(line: str) -> str | None:
-    if '"error_severity"' in line or ('"message"' in line and '"pid"' in line):
+    # An application's JSON log may well have "message" and "pid": ask for keys only
+    # PostgreSQL's jsonlog writes, so such logs stay ordinary JSON lines.
+    if '"error_severity"' in line or ('"message"' in line and any(k in line for k in _JSONLOG_ONLY)):
         return "jsonlog"
     if '"textPayload"' in line and "cloudsql" in line:
         return "cloudsql"
