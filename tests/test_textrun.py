@@ -138,4 +138,4 @@ def test_an_application_json_log_with_message_and_pid_stays_json(rs: Rootsift, t
     src.write_text(line * 5)
     summary = rs.ingest(src, "app")
     assert summary.format == "jsonl" and summary.events == 5
-    assert {"level", "latency_ms", "pid", "message"} <= {f["name"] for f in rs.schema("app")}
+    assert {"level", "latency_ms", "pid", "message"} <= {f["field"] for f in rs.schema("app")}
