@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from helpers.formats import CORPORA, GOLDEN, check_items, parse
 from rootsift.ingest import formats
-from rootsift.ingest.pipeline import _sniff
+from rootsift.ingest.sniff import sniff_head
 from rootsift.ingest.sources import open_input
 
 CASES = sorted(GOLDEN.glob("*/*.expected.json"))
@@ -49,7 +49,7 @@ def test_sniff_picks_the_format(case: Path) -> None:
     if spec.get("sniff", True) is False or spec.get("options", {}).get("log_format"):  # type: ignore[union-attr]
         pytest.skip("this input needs an option to be read")
     src = _input(case)
-    assert _sniff(src.read_bytes()[: 64 << 10], src.name) == spec["format"]
+    assert sniff_head(src.read_bytes()[: 64 << 10], src.name) == spec["format"]
 
 
 def _mutate(data: bytes, rng: random.Random) -> bytes:

@@ -68,7 +68,9 @@ def test_options_a_format_does_not_read_are_errors(rs: Rootsift, tmp_path: Path)
     src = tmp_path / "app.log"
     src.write_text(_lines(3))
     with pytest.raises(UsageError, match="--log-format does not apply to --format logfmt"):
-        rs.ingest(src, "app", log_format="$remote_addr")
+        rs.ingest(src, "app", format="logfmt", log_format="$remote_addr")
+    with pytest.raises(UsageError, match="--host is read by procfs, prometheus, and .* looks like none"):
+        rs.ingest(src, "app", host="h1")
     with pytest.raises(UsageError, match="--tz"):
         rs.ingest(src, "app", tz="Mars/Olympus")
     d = tmp_path / "json"
@@ -139,3 +141,49 @@ def test_an_application_json_log_with_message_and_pid_stays_json(rs: Rootsift, t
     summary = rs.ingest(src, "app")
     assert summary.format == "jsonl" and summary.events == 5
     assert {"level", "latency_ms", "pid", "message"} <= {f["field"] for f in rs.schema("app")}
+
+
+def test_a_log_format_names_the_access_log_format(rs: Rootsift, tmp_path: Path) -> None:
+    src = tmp_path / "custom.log"
+    src.write_text("".join(f"1714557600.{i:03d} 10.0.0.{i} GET /x/{i} 200 0.0{i % 10}\n" for i in range(20)))
+    summary = rs.ingest(src, "web", log_format="$msec $remote_addr $request_method $uri $status $request_time")
+    assert summary.format == "nginx" and summary.events == 20 and summary.rejects == 0
+    assert query_rows(rs, "web", "count", "max(request_time_ms)", start="2024-05-01", end="2024-05-02") == [[20, 90.0]]
+
+
+def test_raise_stores_nothing_after_the_bad_line(rs: Rootsift, tmp_path: Path) -> None:
+    src = tmp_path / "app.log"
+    src.write_text(_lines(20) + "not a pair\n" + _lines(5, 20))
+    with pytest.raises(InputFormatError, match="line 21"):
+        rs.ingest(src, "app", strictness="raise")
+    assert query_rows(rs, "app", "count", "max(i)", start="2024-05-01", end="2024-05-02") == [[20, 19]]
+
+
+def test_every_reject_names_its_log_line_across_blocks(rs: Rootsift, tmp_path: Path) -> None:
+    import json
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    wanted = []
+    for name in ("a.log", "b.log"):
+        text = _lines(400).splitlines(keepends=True)
+        for i in range(0, 400, 7):
+            text[i] = text[i].replace("i=", "when=2024-05-01T11:00:00Z i=")
+        (d / name).write_text("".join(text))
+        wanted += [(name, n) for n in range(1, 401) if (n - 1) % 7]
+    summary = rs.ingest(d, "app", time_field="when", block_bytes=4 << 10)
+    assert summary.blocks > 10
+    assert summary.events == 2 * len(range(0, 400, 7))
+    saved = [json.loads(x) for x in Path(str(summary.rejects_file)).read_text().splitlines()]
+    got = [(r["reason"].split(":")[0], r["line"]) for r in saved]
+    assert got == wanted  # file order, then line order; every line the log's own
+
+
+def test_byte_order_mark_and_huge_lines(rs: Rootsift, tmp_path: Path) -> None:
+    src = tmp_path / "app.log"
+    big = "x" * (9 << 20)
+    src.write_text("\ufeff" + _lines(2) + f'time=2024-05-01T10:00:05Z msg="{big}"\n' + _lines(1, 2))
+    summary = rs.ingest(src, "app")
+    assert summary.events == 4 and summary.rejects == 0
+    got = query_rows(rs, "app", "count", "max(msg_truncated_from_chars)", start="2024-05-01", end="2024-05-02")
+    assert got == [[4, float(len(big))]]

@@ -13,15 +13,12 @@ from pathlib import Path
 
 from rootsift.errors import InputFormatError, UsageError
 from rootsift.ingest import formats
-from rootsift.ingest.formats.base import TIME_KEY, FormatOptions
+from rootsift.ingest.formats.base import TIME_KEY, FormatOptions, TextFormat
 from rootsift.ingest.jsonl import JsonLinesReader
 from rootsift.ingest.rejects import RejectLog
 from rootsift.ingest.runner import BLOCK_BYTES, IngestRun
-from rootsift.ingest.sources import (
-    FORMATS,
-    open_input,
-    sniff_format,
-)
+from rootsift.ingest.sniff import sniff_directory, sniff_file, sniff_head
+from rootsift.ingest.sources import FORMATS, Input, open_input
 from rootsift.ingest.textrun import TEXT_BLOCK_BYTES, input_files, open_files, text_blocks
 from rootsift.ingest.timefield import normalise_format
 from rootsift.store.duckdb import DuckDBBackend
@@ -92,6 +89,10 @@ class IngestOptions:
         for name in ("log_format", "log_line_prefix", "host", "tz"):
             if getattr(self.parse, name) is not None and name not in reads:
                 flag = "--" + name.replace("_", "-")
+                if self.format == "auto":
+                    raise UsageError(
+                        f"{flag} does not apply to the input, sniffed as {kind}; name its format with --format"
+                    )
                 raise UsageError(f"{flag} does not apply to --format {kind}")
 
 
@@ -127,9 +128,9 @@ def ingest_file(
         if opts.format != "auto":
             kind = opts.format
         elif is_dir:
-            kind = _sniff_directory(names[:SNIFF_FILES])
+            kind = sniff_directory(names[:SNIFF_FILES], opts.parse)
         else:
-            kind = _sniff(head, inp.name)
+            kind = sniff_head(head, inp.name, opts.parse)
         opts.check_options_for(kind)
         text_format = formats.all_formats().get(kind)
         if is_dir and text_format is None:
@@ -158,13 +159,23 @@ def ingest_file(
             when = (opts.time_field, opts.time_format) if opts.time_field else (TIME_KEY, "rfc3339")
             events = JsonLinesReader(cur, fields, tmp, *when)
             rest = (open_files(names[1:]) if is_dir else iter(()),)
+            fmt = text_format
+
+            def choose(one: Input, front: bytes) -> type[TextFormat]:
+                # In a directory read with --format auto, each file may be its own format
+                # (PostgreSQL's stderr and csvlog side by side).
+                if not is_dir or opts.format != "auto":
+                    return fmt
+                return formats.get(sniff_file(front, one.name, opts.parse, kind))
+
             blocks = text_blocks(
                 itertools.chain([(inp, head)], *rest),
-                text_format,
+                choose,
                 opts.parse,
                 tmp,
                 min(opts.block_bytes, TEXT_BLOCK_BYTES),
                 name_files=is_dir,
+                stop_at_reject=opts.strictness == "raise",
             )
             size = sum(_size(n) for n in names) if inp.name != "-" else None
             run.consume_text(blocks, events, str(source), size)
@@ -187,35 +198,6 @@ def _finish(summary: IngestSummary, log: RejectLog, started: float) -> IngestSum
     summary.rejects_file = str(log.path) if log.count else None
     summary.seconds = time.perf_counter() - started
     return summary
-
-
-def _sniff(head: bytes, name: str) -> str:
-    """A text log format sure of the input's first lines, else JSON, JSON lines, CSV or TSV."""
-    lines = head.decode("utf-8", "replace").split("\n")
-    if len(head) >= 64 << 10:
-        lines = lines[:-1]  # the last line may be cut
-    found = formats.sniff([ln.removesuffix("\r") for ln in lines[:200]], name)
-    return found or sniff_format(head, name)
-
-
-def _sniff_directory(names: list[str]) -> str:
-    """The log format of the first of ``names`` one is sure of (a directory may start with
-    an empty or odd file), else what its first readable file looks like."""
-    fallback: str | None = None
-    for name in names:
-        inp = open_input(name)
-        try:
-            kind = _sniff(inp.stream.read(64 << 10), name)
-        except InputFormatError:
-            continue  # an empty file says nothing
-        finally:
-            inp.close()
-        if kind in formats.all_formats():
-            return kind
-        fallback = fallback or kind
-    if fallback is None:
-        raise InputFormatError(f"cannot tell the format of {Path(names[0]).parent}: its first files are empty")
-    return fallback
 
 
 def _size(name: str) -> int:

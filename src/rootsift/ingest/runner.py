@@ -173,7 +173,7 @@ class IngestRun:
             assert isinstance(block, TextBlock)
             where = (name, block.bytes_read, size)
             if block.stats is None:
-                self._rejected(block.rejects, writer, name)
+                self._rejected(block.traced([]), writer, name)
                 return
             self._block(reader, writer, None, 1, block.stats, where=where, origin=block)
 
@@ -242,9 +242,7 @@ class IngestRun:
         staged = reader.stage(block, line, stats)
         self.summary.blocks += 1
         self.summary.exact_blocks += staged.exact
-        rejects = staged.rejects
-        if origin is not None:
-            rejects = sorted(origin.rejects + [_traced(r, origin) for r in rejects], key=lambda r: r.line)
+        rejects = origin.traced(staged.rejects) if origin is not None else staged.rejects
         if rejects:
             staged.rejects = []
             self._rejected(rejects, writer, where[0], staged.table)
@@ -278,12 +276,6 @@ class IngestRun:
         self.summary.events += writer.commit()
         if self.on_commit:
             self.on_commit(self.summary.events)
-
-
-def _traced(rej: Reject, block: TextBlock) -> Reject:
-    """A reject of the JSON reader (numbered within the block) renumbered to the log's line."""
-    line, name = block.origin(rej.line - 1)
-    return Reject(line, f"{name}: {rej.reason}" if name and len(block.files) > 1 else rej.reason, rej.text)
 
 
 def _rest(head: bytes, inp: Input) -> BinaryIO:

@@ -134,23 +134,25 @@ def line_blocks(stream: Readable, block_bytes: int, quoted: bool = False) -> Ite
     quoted field with line breaks is never cut.
     """
     line_no = 1
-    carry = b""
-    while True:
-        data = stream.read(block_bytes)
-        if not data:
-            break
-        data = carry + data
+    parts: list[bytes] = []  # the input since the last cut, kept in pieces while no line ends
+    while data := stream.read(block_bytes):
+        if data.rfind(b"\n") < 0:
+            parts.append(data)  # a long line: keep reading without copying what came before
+            continue
+        if parts:
+            data = b"".join([*parts, data])
         cut = data.rfind(b"\n")
         while quoted and cut >= 0 and data.count(b'"', 0, cut) % 2:
             cut = data.rfind(b"\n", 0, cut)
         if cut < 0:
-            carry = data
+            parts = [data]
             continue
-        block, carry = data[: cut + 1], data[cut + 1 :]
-        yield block, line_no
-        line_no += block.count(b"\n")
-    if carry:
-        yield carry + b"\n", line_no
+        parts = [data[cut + 1 :]] if cut + 1 < len(data) else []
+        yield data[: cut + 1], line_no
+        line_no += data.count(b"\n", 0, cut + 1)
+    rest = b"".join(parts)
+    if rest:
+        yield rest + b"\n", line_no
 
 
 def read_full(stream: BinaryIO, view: memoryview) -> int:

@@ -3,21 +3,22 @@
 A parser (``rootsift.ingest.formats``) yields events as dicts; here they are serialised
 with orjson into blocks of JSON lines, which the JSON-lines reader stores like any JSON
 input (the checked fast path, types, new fields). Parsing runs in the reader thread,
-beside DuckDB's insert of the previous block. Each block remembers the input line of
-every event, so a reject found while storing names the line of the log, not of the block.
+beside DuckDB's insert of the previous block. Each block remembers the input line and
+file of every event, so a reject found while storing names the line of the log, not of
+the block.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
 from rootsift.errors import InputFormatError
-from rootsift.ingest.formats.base import FormatOptions, TextFormat, file_time, numbered_lines
+from rootsift.ingest.formats.base import Event, FormatOptions, TextFormat, file_time, numbered_lines
 from rootsift.ingest.jsonl import BlockStats
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.sources import Input, open_input
@@ -25,7 +26,15 @@ from rootsift.ingest.sources import Input, open_input
 TEXT_BLOCK_BYTES = 32 << 20
 """JSON bytes per block: big enough for DuckDB, small enough that parsing and storing overlap."""
 FIRST_BLOCK_BYTES = 2 << 20
+MAX_EVENT_BYTES = 8 << 20
+"""Largest event stored whole (DuckDB's JSON reader takes objects up to 16 MiB); longer
+text values are cut to ``MAX_TEXT_CHARS`` and the cut is recorded on the event."""
+MAX_TEXT_CHARS = 2 << 20
+BOM = "\ufeff"
 _DUMP = orjson.OPT_APPEND_NEWLINE
+
+Chooser = Callable[[Input, bytes], type[TextFormat]]
+"""Picks the format of one file of the input from its name and first bytes."""
 
 
 @dataclass
@@ -36,17 +45,28 @@ class TextBlock:
     """The JSON lines' byte counts and file; None when no event was parsed."""
     lines: list[int]
     """The input line of each event, in block order."""
-    files: list[tuple[int, str]] = field(default_factory=list)
-    """(index of the first event, file name) for each input file with events in the block."""
-    rejects: list[Reject] = field(default_factory=list)
-    """What the parser rejected while this block was filled."""
+    files: list[tuple[int, int, str]] = field(default_factory=list)
+    """(index of the first event, file number, file name) for each input file in the block."""
+    rejects: list[tuple[int, Reject]] = field(default_factory=list)
+    """(file number, reject) for what the parser rejected while this block was filled."""
+    name_files: bool = False
+    """Put each file's name in front of its rejects' reasons (directory input)."""
     bytes_read: int = 0
 
-    def origin(self, index: int) -> tuple[int, str | None]:
-        """The input line and file of the block's ``index``-th event (0-based)."""
+    def origin(self, index: int) -> tuple[int, int, str | None]:
+        """The input line, file number and file name of the block's ``index``-th event (0-based)."""
         line = self.lines[index] if 0 <= index < len(self.lines) else 0
-        at = bisect.bisect_right(self.files, (index, "\uffff")) - 1
-        return line, self.files[at][1] if at >= 0 else None
+        at = bisect.bisect_right(self.files, (index, 1 << 62, "")) - 1
+        return (line, *self.files[at][1:]) if at >= 0 else (line, 0, None)
+
+    def traced(self, store_rejects: list[Reject]) -> list[Reject]:
+        """The parser's rejects and the store's (renumbered to the log's lines), in file and line order."""
+        out = list(self.rejects)
+        for rej in store_rejects:
+            line, number, name = self.origin(rej.line - 1)
+            out.append((number, Reject(line, _named(rej.reason, name) if self.name_files else rej.reason, rej.text)))
+        out.sort(key=lambda item: (item[0], item[1].line))
+        return [rej for _, rej in out]
 
 
 def input_files(source: str) -> list[str]:
@@ -62,42 +82,68 @@ def input_files(source: str) -> list[str]:
 
 def text_blocks(
     files: Iterable[tuple[Input, bytes]],
-    fmt: type[TextFormat],
+    choose: Chooser,
     options: FormatOptions,
     tmp_dir: str,
     block_bytes: int,
     name_files: bool,
+    stop_at_reject: bool = False,
 ) -> Iterator[TextBlock]:
     """Parse each opened input (with the bytes already read from its front) into blocks of JSON lines.
 
-    ``name_files`` puts each file's name in front of its rejects' reasons (directory input).
+    ``choose`` gives each file's format; ``name_files`` names each file in its rejects;
+    ``stop_at_reject`` ends the input at the first reject (``--on-error raise``), so no
+    event after it is stored.
     """
     buf = bytearray()
-    block = TextBlock(None, [], [])
+    block = TextBlock(None, [], name_files=name_files)
     limit = min(FIRST_BLOCK_BYTES, block_bytes)  # small first blocks: storing starts early
     done_bytes = 0
-    for inp, head in files:
+    for number, (inp, head) in enumerate(files):
+        fmt = choose(inp, head)
         parser = fmt(options.for_file(inp.name, file_time(inp.name) if inp.name != "-" else None))
         label = Path(inp.name).name
-        block.files.append((len(block.lines), label))
-        for item in parser.parse(numbered_lines(_Joined(head, inp))):
+        tag = label if name_files else None
+        block.files.append((len(block.lines), number, label))
+        for item in parser.parse(_without_bom(numbered_lines(_Joined(head, inp)))):
             if isinstance(item, Reject):
-                block.rejects.append(_named(item, label) if name_files else item)
+                block.rejects.append((number, Reject(item.line, _named(item.reason, tag), item.text)))
+                if stop_at_reject:
+                    yield _sealed(block, buf, tmp_dir, done_bytes + inp.position())
+                    return
                 continue
             line, event = item
-            try:
-                buf += orjson.dumps(event, option=_DUMP)
-            except TypeError as exc:
-                block.rejects.append(Reject(line, f"{fmt.name} produced an event that cannot be stored: {exc}", ""))
+            data = _dumped(event, fmt.name)
+            if isinstance(data, str):
+                block.rejects.append((number, Reject(line, _named(data, tag), "")))
                 continue
+            buf += data
             block.lines.append(line)
             if len(buf) >= limit:
                 yield _sealed(block, buf, tmp_dir, done_bytes + inp.position())
                 limit = min(limit * 2, block_bytes)
                 buf = bytearray()
-                block = TextBlock(None, [], [(0, label)])
+                block = TextBlock(None, [], [(0, number, label)], name_files=name_files)
         done_bytes += inp.position()
     yield _sealed(block, buf, tmp_dir, done_bytes)
+
+
+def _dumped(event: Event, fmt: str) -> bytes | str:
+    """The event as one JSON line, its longest texts cut when it is too big; a reason when it cannot be."""
+    try:
+        data = orjson.dumps(event, option=_DUMP)
+        if len(data) <= MAX_EVENT_BYTES:
+            return data
+        for key, value in list(event.items()):
+            if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
+                event[key] = value[:MAX_TEXT_CHARS]
+                event[f"{key}_truncated_from_chars"] = len(value)
+        data = orjson.dumps(event, option=_DUMP)
+    except TypeError as exc:
+        return f"{fmt} produced an event that cannot be stored: {exc}"
+    if len(data) > MAX_EVENT_BYTES:
+        return f"event of {len(data) >> 20} MiB is too large to store (the limit is {MAX_EVENT_BYTES >> 20} MiB)"
+    return data
 
 
 def _sealed(block: TextBlock, buf: bytearray, tmp_dir: str, bytes_read: int) -> TextBlock:
@@ -108,8 +154,16 @@ def _sealed(block: TextBlock, buf: bytearray, tmp_dir: str, bytes_read: int) -> 
     return block
 
 
-def _named(rej: Reject, label: str) -> Reject:
-    return Reject(rej.line, f"{label}: {rej.reason}", rej.text)
+def _named(reason: str, label: str | None) -> str:
+    return f"{label}: {reason}" if label else reason
+
+
+def _without_bom(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """The lines, with a byte-order mark at the very start of the file removed."""
+    for number, line in lines:
+        yield number, line.removeprefix(BOM)
+        break
+    yield from lines
 
 
 class _Joined:

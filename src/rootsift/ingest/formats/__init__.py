@@ -54,10 +54,13 @@ def get(name: str) -> type[TextFormat]:
     return formats[name]
 
 
-def sniff(lines: list[str], name: str) -> str | None:
-    """The registered format surest that ``lines`` (the input's first lines) are its own, if any is sure enough."""
+def sniff(lines: list[str], name: str, among: list[str] | None = None) -> str | None:
+    """The registered format (of ``among``, default all) surest that ``lines`` (the input's
+    first lines) are its own, if any is sure enough."""
     best, score = None, SNIFF_THRESHOLD
     for fmt_name, cls in all_formats().items():
+        if among is not None and fmt_name not in among:
+            continue
         try:
             s = cls.sniff(lines, name)
         except Exception:  # noqa: BLE001 - a sniffer that trips on odd input is simply not sure
