@@ -187,3 +187,20 @@ def test_byte_order_mark_and_huge_lines(rs: Rootsift, tmp_path: Path) -> None:
     assert summary.events == 4 and summary.rejects == 0
     got = query_rows(rs, "app", "count", "max(msg_truncated_from_chars)", start="2024-05-01", end="2024-05-02")
     assert got == [[4, float(len(big))]]
+
+
+def test_a_postgres_log_directory_with_stderr_and_csvlog(rs: Rootsift, tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    golden = Path(__file__).parent / "golden" / "formats" / "postgres"
+    d = tmp_path / "pglog"
+    d.mkdir()
+    want_events = want_rejects = 0
+    for stem, ext in (("stderr_default", "log"), ("csv_pg14", "csv")):
+        shutil.copy(golden / f"{stem}.{ext}", d / f"postgresql-2024-03-01.{ext}")
+        spec = json.loads((golden / f"{stem}.expected.json").read_text())
+        want_events += len(spec["events"])
+        want_rejects += len(spec["rejects"])
+    summary = rs.ingest(d, "pg")
+    assert (summary.events, summary.rejects) == (want_events, want_rejects)
