@@ -25,6 +25,7 @@ ESCAPES: dict[str, tuple[str, str, str]] = {
     "d": (r"\S{0,64}?", "database", "str"),
     "r": (r"\S{0,300}?", "remote", "remote"),
     "h": (r"\S{0,300}?", "remote_host", "str"),
+    "L": (r"\S{0,300}?", "local_address", "str"),  # PostgreSQL 17+
     "b": (r".{0,64}?", "backend_type", "str"),
     "p": (r"\d+", "pid", "int"),
     "P": (r"\d*", "leader_pid", "int"),

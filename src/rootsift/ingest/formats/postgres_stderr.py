@@ -60,7 +60,11 @@ class PostgresStderr(TextFormat):
         no_time = None if prefix.has_time else self.options.file_time()
         asm = Assembler()
         out = asm.out
-        why = f"line does not start with the log_line_prefix {prefix.prefix!r} followed by a severity (LOG:, ERROR:, …)"
+        why = (
+            "line has no time stamp and severity (LOG:, ERROR:, …) where a log line starts"
+            if prefix.prefix == "(any)"
+            else f"line does not start with the log_line_prefix {prefix.prefix!r} followed by a severity (LOG:, ERROR:, …)"
+        )
         for number, line in itertools.chain(head, it):
             if not line:
                 continue
