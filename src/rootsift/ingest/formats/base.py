@@ -101,7 +101,11 @@ def numbered_lines(stream: Readable, chunk: int = 4 << 20) -> Iterator[tuple[int
     time whatever the input's size; a line longer than ``chunk`` is kept whole.
     """
     for block, number in line_blocks(stream, chunk):
-        for line in block[:-1].decode("utf-8", "replace").split("\n"):
+        text = block[:-1].decode("utf-8", "replace")
+        if "\r" not in text:
+            yield from enumerate(text.split("\n"), number)  # the common case, without a Python loop
+            continue
+        for line in text.split("\n"):
             yield number, line[:-1] if line.endswith("\r") else line
             number += 1
 

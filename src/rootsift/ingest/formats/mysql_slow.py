@@ -14,9 +14,10 @@ from collections.abc import Iterator
 
 from rootsift.ingest import fingerprint
 from rootsift.ingest.formats import register
-from rootsift.ingest.formats.base import FormatOptions, Item, Lines, TextFormat
+from rootsift.ingest.formats.base import TIME_KEY, FormatOptions, Item, Lines, TextFormat
 from rootsift.ingest.formats.mysql_slow_entry import Entry, EntryBuilder
-from rootsift.ingest.formats.mysql_slow_fields import FieldReader, TimeReader
+from rootsift.ingest.formats.mysql_slow_fields import FieldReader
+from rootsift.ingest.formats.mysql_slow_time import TimeReader
 from rootsift.ingest.rejects import Reject
 
 # "/usr/sbin/mysqld, Version: 8.0.36 (MySQL Community Server - GPL). started with:"
@@ -64,49 +65,68 @@ class _Reader:
         self.builder = EntryBuilder(self.times, fingerprint.MySQLCache())
 
     def run(self, lines: Lines) -> Iterator[Item]:
-        finish, start, header = self.builder.finish, self._start, self._header
+        builder = self.builder
+        finish, start, header = builder.finish, self._start, self._header
         query_time, user_host = self.fields.query_time, self.fields.user_host
+        entry_fields = self.fields.entry_fields
         state = _IDLE
         entry = Entry(0)
+        body = entry.body
         for number, line in lines:
             if state == _BODY:
-                if line.startswith("#"):
-                    if line.startswith(_STARTS) or (entry.body[-1].rstrip().endswith(";") and _KEY_LINE.match(line)):
+                if line[:1] != "#":
+                    if ", Version: " in line and _BANNER.fullmatch(line):
                         yield finish(entry)
-                        entry = start(number, line)
-                        state = _BODY if entry.body else _HEAD
-                        continue
-                    if line.startswith("# administrator command:"):
-                        line = line[2:]
-                elif ", Version: " in line and _BANNER.fullmatch(line):
+                        builder.restart()
+                        state = _IDLE
+                    else:
+                        body.append(line)
+                elif line[:7] == "# Time:" and "# User@Host:" not in line:
+                    # The usual first line of the next entry, without the general dispatch.
                     yield finish(entry)
-                    self.builder.restart()
-                    state = _IDLE
-                    continue
-                entry.body.append(line)
+                    # The finished entry is not kept: its object is reused.
+                    entry.line = entry.time_line = number
+                    entry.fields = {TIME_KEY: None, "timestamp_source": None}
+                    body = entry.body = []
+                    entry.time_text = line[7:].strip()
+                    entry.has_query_time = False
+                    state = _HEAD
+                elif line.startswith(_STARTS) or (body[-1].rstrip().endswith(";") and _KEY_LINE.match(line)):
+                    yield finish(entry)
+                    entry = start(number, line)
+                    body = entry.body
+                    state = _BODY if body else _HEAD
+                elif line.startswith("# administrator command:"):
+                    body.append(line[2:])
+                else:
+                    body.append(line)
             elif state == _HEAD:
                 # The two most common header lines first, without the general dispatch.
-                if line.startswith("# Query_time:") and not entry.has_query_time:
+                if line[:12] == "# User@Host:" and not entry.has_query_time:
+                    if len(entry.fields) == 2:  # only the time keys yet
+                        entry.fields = entry_fields(line)
+                    else:
+                        user_host(line[12:], entry.fields)
+                elif line[:13] == "# Query_time:" and not entry.has_query_time:
                     entry.has_query_time = True
                     query_time(line, entry.fields)
-                elif line.startswith("# User@Host:") and not entry.has_query_time:
-                    user_host(line[12:], entry.fields)
-                elif line.startswith("#"):
+                elif line[:1] == "#":
                     if entry.has_query_time and line.startswith(_STARTS):
                         yield finish(entry)
                         entry = start(number, line)
+                        body = entry.body
                     else:
                         header(entry, number, line)
-                    if entry.body:
+                    if body:
                         state = _BODY
                 elif not line.strip():
                     continue
                 elif ", Version: " in line and _BANNER.fullmatch(line):
                     yield finish(entry)
-                    self.builder.restart()
+                    builder.restart()
                     state = _IDLE
                 else:
-                    entry.body.append(line)
+                    body.append(line)
                     state = _BODY
             elif (
                 line.startswith("#")
@@ -114,11 +134,12 @@ class _Reader:
                 and not line.startswith("# admin")
             ):
                 entry = start(number, line)
-                state = _BODY if entry.body else _HEAD
+                body = entry.body
+                state = _BODY if body else _HEAD
             elif not line.strip() or _BANNER_REST.fullmatch(line):
                 continue
             elif ", Version: " in line and _BANNER.fullmatch(line):
-                self.builder.restart()
+                builder.restart()
             else:
                 yield Reject(number, _OUTSIDE, line)
         if state != _IDLE:

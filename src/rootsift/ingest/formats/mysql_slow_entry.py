@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from rootsift.ingest.formats.base import TIME_KEY, Event
-from rootsift.ingest.formats.mysql_slow_fields import TimeReader
+from rootsift.ingest.formats.mysql_slow_time import TimeReader
 from rootsift.ingest.rejects import Reject
 
 __all__ = ["Entry", "EntryBuilder"]
@@ -53,6 +53,21 @@ class EntryBuilder:
     def finish(self, entry: Entry) -> tuple[int, Event] | Reject:
         """The event of a complete entry, or a reject naming what is missing."""
         body = entry.body
+        if len(body) > 1:
+            # The usual body, "SET timestamp=N;" then the statement, read without the
+            # general loop below (which gives the same for it).
+            first, text = body[0], body[1]
+            if first[:14] == "SET timestamp=" and first[-1] == ";" and text[:4] != "use ":
+                digits = first[14:-1]
+                if digits.isdigit() and (stamp := self.times.epoch(digits)) is not None:
+                    sql = (text if len(body) == 2 else "\n".join(body[1:])).strip()
+                    if sql:
+                        if sql[-1] == ";":
+                            sql = sql[:-1].rstrip()
+                        if "start_time" in entry.fields:
+                            start, source = self._time(entry, stamp)
+                            return self._event(entry, sql, start or stamp, source, None)
+                        return self._event(entry, sql, stamp, "set_timestamp", None)
         while body and not body[-1].strip():
             body.pop()
         if not body:
@@ -97,8 +112,13 @@ class EntryBuilder:
             if entry.time_text is not None:
                 return Reject(entry.time_line, source, "# Time: " + entry.time_text)
             return Reject(entry.line, source, _snippet(entry))
+        return self._event(entry, statement, when, source, use_db)
+
+    def _event(
+        self, entry: Entry, statement: str, when: datetime, source: str, use_db: str | None
+    ) -> tuple[int, Event]:
         self.last_time = when
-        event = fields
+        event = entry.fields
         event[TIME_KEY] = when
         event["timestamp_source"] = source
         if use_db:

@@ -1,4 +1,4 @@
-"""The header lines of a MySQL slow-log entry: ``# Time:``, ``# User@Host:`` and the
+"""The header lines of a MySQL slow-log entry: ``# User@Host:`` and the
 ``# Key: value  Key: value`` lines of MySQL, MySQL 8 ``log_slow_extra``, Percona Server
 and MariaDB, turned into event fields.
 
@@ -10,14 +10,19 @@ booleans; numbers become numbers. docs/formats/mysql-slow.md lists them all.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta, tzinfo
 
-__all__ = ["FieldReader", "TimeReader"]
+from rootsift.ingest.formats.base import TIME_KEY
 
-_OLD_TIME = re.compile(r"(\d\d)(\d\d)(\d\d)\s+(\d{1,2}):(\d\d):(\d\d)(?:\.(\d+))?")
+__all__ = ["FieldReader"]
+
 # "root[root] @ localhost [127.0.0.1]  Id: 3"; "[SQL_SLAVE] @  []"; "foo[foo] @ [host]"
 _USER_HOST = re.compile(
     r"\s*(?P<priv>[^\[\s]*)\s*\[(?P<user>[^\]]*)\]\s*@\s*(?P<host>[^\[\s]*)\s*(?:\[(?P<ip>[^\]]*)\])?"
+)
+# MySQL's "# Query_time: %.6f  Lock_time: %.6f Rows_sent: %lu  Rows_examined: %lu" (any spacing).
+_QUERY_TIME = re.compile(
+    r"# Query_time:\s+(\d{1,6})\.(\d{6})\s+Lock_time:\s+(\d+)\.(\d{6})\s+Rows_sent:\s+(\d+)\s+Rows_examined:\s+(\d+)\s*",
+    re.ASCII,
 )
 # "Key: value" pairs; a key followed directly by another key (Percona's "Schema:  Last_errno: 0") is empty.
 _PAIR = re.compile(r"([A-Za-z_]\w*):(?:[ \t]+(?![A-Za-z_]\w*:(?:\s|$))(\S+))?")
@@ -43,71 +48,24 @@ _POWERS = [10**k for k in range(16)]
 _IMPLAUSIBLE_SECONDS = 1e9
 
 
-class TimeReader:
-    """Reads ``# Time:`` values (``071015 21:43:52``, ``2019-03-05T10:12:01.123456Z``) and
-    epoch seconds, caching repeated texts; naive times are read in ``zone``."""
-
-    def __init__(self, zone: tzinfo) -> None:
-        self.zone = zone
-        self._cache: dict[str, datetime | None] = {}
-        self._epochs: dict[str, datetime | None] = {}
-
-    def header(self, text: str) -> datetime | None:
-        """The time of a ``# Time:`` value, or None if it is not a time."""
-        cached = self._cache.get(text, False)
-        if cached is not False:
-            return cached  # type: ignore[return-value]
-        if len(self._cache) > _CACHE_LIMIT:
-            self._cache.clear()
-        value = self._read(text)
-        self._cache[text] = value
-        return value
-
-    def _read(self, text: str) -> datetime | None:
-        if "-" in text:
-            return self.iso(text)
-        m = _OLD_TIME.fullmatch(text)
-        if m is None:
-            return None
-        yy, mo, dd, hh, mi, ss, frac = m.groups()
-        micro = int((frac or "0")[:6].ljust(6, "0"))
-        try:
-            return datetime(2000 + int(yy), int(mo), int(dd), int(hh), int(mi), int(ss), micro, self.zone)
-        except ValueError:
-            return None
-
-    def iso(self, text: str) -> datetime | None:
-        """An ISO 8601 time (MySQL 5.7+ ``# Time:``, ``Start:``/``End:``), naive ones in the zone."""
-        try:
-            value = datetime.fromisoformat(text)
-        except ValueError:
-            return None
-        return value if value.tzinfo is not None else value.replace(tzinfo=self.zone)
-
-    def epoch(self, text: str) -> datetime | None:
-        """A ``SET timestamp=`` value (epoch seconds, UTC)."""
-        cached = self._epochs.get(text, False)
-        if cached is not False:
-            return cached  # type: ignore[return-value]
-        if len(self._epochs) > _CACHE_LIMIT:
-            self._epochs.clear()
-        try:
-            value: datetime | None = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=float(text))
-        except (ValueError, OverflowError):
-            value = None
-        self._epochs[text] = value
-        return value
-
-
 class FieldReader:
     """Turns header lines into fields, caching the conversion of each ``(key, value)``."""
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, str], tuple[str, object] | None] = {}
         self._hosts: dict[str, dict[str, object]] = {}
+        self._templates: dict[str, dict[str, object]] = {}
 
     def query_time(self, line: str, into: dict[str, object]) -> None:
         """Fields of a ``# Query_time:`` line (the classic four fast, anything else as pairs)."""
+        m = _QUERY_TIME.fullmatch(line)
+        if m is not None:  # what the split below reads, in one call
+            qt, qt_frac, lt, lt_frac, sent, examined = m.groups()
+            into["query_time_ms"] = int(qt + qt_frac) / 1000
+            into["lock_time_ms"] = int(lt + lt_frac) / 1000
+            into["rows_sent"] = int(sent)
+            into["rows_examined"] = int(examined)
+            return
         p = line.split()
         if len(p) == 9 and p[3] == "Lock_time:" and p[5] == "Rows_sent:" and p[7] == "Rows_examined:":
             qt, lt = p[2], p[4]
@@ -155,6 +113,28 @@ class FieldReader:
                 into["thread_id"] = int(thread)
             else:
                 self.pairs("Id: " + thread, into)
+
+    def entry_fields(self, line: str) -> dict[str, object]:
+        """A new entry's fields (the time keys, unset) and those of its ``# User@Host:``
+        line: what ``user_host`` adds to them, by a copy of a cached dict."""
+        head, cut, thread = line.partition("  Id:")
+        if cut and len(head) > 12:  # as user_host: an id after some user@host text
+            thread = thread.strip()
+        else:
+            head, thread = line, ""
+        template = self._templates.get(head)
+        if template is None:
+            if len(self._templates) > _CACHE_LIMIT:
+                self._templates.clear()
+            template = self._templates[head] = {TIME_KEY: None, "timestamp_source": None}
+            self._user_host(head[12:], template)
+        into = template.copy()
+        if thread:
+            if thread.isdigit():
+                into["thread_id"] = int(thread)
+            else:
+                self.pairs("Id: " + thread, into)
+        return into
 
     def _user_host(self, text: str, into: dict[str, object]) -> None:
         m = _USER_HOST.match(text)
