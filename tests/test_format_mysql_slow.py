@@ -44,14 +44,26 @@ def test_event_time_prefers_start_then_set_timestamp_then_time() -> None:
     assert only_time["timestamp"] == datetime(2023, 4, 12, 8, 39, 53, 662734, UTC)
 
 
-def test_entries_without_time_inherit_the_previous_one_and_reject_when_there_is_none() -> None:
+def test_entries_without_time_inherit_the_previous_one_or_take_the_next() -> None:
     no_time = "# User@Host: a[a] @ h []\n# Query_time: 1  Lock_time: 0  Rows_sent: 0  Rows_examined: 0\nselect 1;\n"
     events, rejects = parse("mysql-slow", no_time + "# Time: 071015  9:43:52\n" + no_time + no_time)
-    assert [r.line for r in rejects] == [1]
-    assert "no time" in rejects[0].reason
-    assert [line for line, _ in events] == [4, 8]
-    assert events[1][1]["timestamp"] == datetime(2007, 10, 15, 9, 43, 52, tzinfo=UTC)
-    assert events[1][1]["timestamp_source"] == "previous"
+    assert not rejects
+    assert [line for line, _ in events] == [1, 4, 8]
+    first_time = datetime(2007, 10, 15, 9, 43, 52, tzinfo=UTC)
+    assert [(ev["timestamp"], ev["timestamp_source"]) for _, ev in events] == [
+        (first_time, "next"),  # before the file's first time: ran at or before it
+        (first_time, "time"),
+        (first_time, "previous"),
+    ]
+
+
+def test_a_log_without_any_time_takes_the_file_time() -> None:
+    no_time = "# User@Host: a[a] @ h []\n# Query_time: 1  Lock_time: 0  Rows_sent: 0  Rows_examined: 0\nselect 1;\n"
+    events, rejects = parse("mysql-slow", no_time * 3, mtime=1_700_000_000.0)
+    assert not rejects and len(events) == 3
+    assert {(ev["timestamp"], ev["timestamp_source"]) for _, ev in events} == {
+        (datetime.fromtimestamp(1_700_000_000, UTC), "file_mtime")
+    }
 
 
 def test_old_time_format_with_padding_and_zone() -> None:
@@ -200,8 +212,8 @@ def test_corpus_parses_every_file(corpus: Path) -> None:
     [
         ("slow002.txt", 8, 0),  # Percona 5.0 extended, SET insert_id=..,timestamp=..
         ("slow006.txt", 6, 0),
-        ("slow009.txt", 0, 2001),  # no time anywhere: every entry is a reject
-        ("slow013.txt", 4, 1),  # the first entry comes before any time
+        ("slow009.txt", 2001, 0),  # no time anywhere: every entry takes the file's time
+        ("slow013.txt", 5, 0),  # the first entry comes before any time and takes the next
         ("slow014.txt", 2, 0),  # four restart banners
         ("slow022.txt", 0, 6),  # "# Time: margdl 11:48:27"
         ("slow034.txt", 9, 0),

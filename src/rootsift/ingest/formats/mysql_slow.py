@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from rootsift.ingest import fingerprint
 from rootsift.ingest.formats import register
 from rootsift.ingest.formats.base import TIME_KEY, FormatOptions, Item, Lines, TextFormat
-from rootsift.ingest.formats.mysql_slow_entry import Entry, EntryBuilder
+from rootsift.ingest.formats.mysql_slow_entry import Entry, EntryBuilder, backfill
 from rootsift.ingest.formats.mysql_slow_fields import FieldReader
 from rootsift.ingest.formats.mysql_slow_time import TimeReader
 from rootsift.ingest.rejects import Reject
@@ -53,7 +53,7 @@ class MySQLSlowLog(TextFormat):
 
     def parse(self, lines: Lines) -> Iterator[Item]:
         """Yield one event per entry (numbered by its first header line) and rejects."""
-        return _Reader(self.options).run(lines)
+        return backfill(_Reader(self.options).run(lines), self.options.file_time)
 
 
 class _Reader:

@@ -8,10 +8,10 @@ The body is the statement, possibly preceded by the lines the server adds itself
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 
-from rootsift.ingest.formats.base import TIME_KEY, Event
+from rootsift.ingest.formats.base import TIME_KEY, Event, Item
 from rootsift.ingest.formats.mysql_slow_time import TimeReader
 from rootsift.ingest.rejects import Reject
 
@@ -108,18 +108,18 @@ class EntryBuilder:
             source = "set_timestamp"
         else:
             when, source = self._time(entry, set_time)
-        if when is None:
-            if entry.time_text is not None:
-                return Reject(entry.time_line, source, "# Time: " + entry.time_text)
-            return Reject(entry.line, source, _snippet(entry))
+        if when is None and entry.time_text is not None:
+            return Reject(entry.time_line, source, "# Time: " + entry.time_text)
+        # No time at all: the event goes out without one and ``backfill`` dates it.
         return self._event(entry, statement, when, source, use_db)
 
     def _event(
-        self, entry: Entry, statement: str, when: datetime, source: str, use_db: str | None
+        self, entry: Entry, statement: str, when: datetime | None, source: str, use_db: str | None
     ) -> tuple[int, Event]:
-        self.last_time = when
         event = entry.fields
-        event[TIME_KEY] = when
+        if when is not None:
+            self.last_time = when
+        event[TIME_KEY] = when  # None: ``backfill`` dates it
         event["timestamp_source"] = source
         if use_db:
             event["db"] = use_db
@@ -147,7 +147,7 @@ class EntryBuilder:
             return None, f"unreadable '# Time:' value {entry.time_text!r} and no 'SET timestamp=' in the entry"
         if self.last_time is not None:
             return self.last_time, "previous"
-        return None, "slow-log entry has no time: no '# Time:' line before it and no 'SET timestamp=' in it"
+        return None, "no time"
 
 
 def _snippet(entry: Entry) -> str:
@@ -156,3 +156,31 @@ def _snippet(entry: Entry) -> str:
     if entry.body:
         parts.append(entry.body[0][:200])
     return "; ".join(parts)
+
+
+def backfill(items: Iterator[Item], file_time: Callable[[], datetime], limit: int = 10_000) -> Iterator[Item]:
+    """Date the events that came without any time (no ``# Time:`` before them in the file, no
+    ``SET timestamp``): MySQL leaves ``# Time:`` out within the second of the entry before,
+    so an entry before a file's first time ran at or before it and takes it
+    (``timestamp_source: next``). When no time follows (or ``limit`` wait), they take the
+    file's modification time (``file_mtime``), the latest they can have run."""
+    waiting: list[tuple[int, Event]] = []
+    for item in items:
+        if isinstance(item, tuple) and item[1].get(TIME_KEY) is None:
+            waiting.append(item)
+            if len(waiting) >= limit:
+                yield from _dated(waiting, file_time(), "file_mtime")
+                waiting = []
+            continue
+        if waiting and isinstance(item, tuple):
+            yield from _dated(waiting, item[1][TIME_KEY], "next")  # type: ignore[arg-type]
+            waiting = []
+        yield item
+    yield from _dated(waiting, file_time(), "file_mtime")
+
+
+def _dated(events: list[tuple[int, Event]], when: datetime, source: str) -> Iterator[Item]:
+    for line, event in events:
+        event[TIME_KEY] = when
+        event["timestamp_source"] = source
+        yield line, event
