@@ -9,15 +9,12 @@ be queried together. Apache escapes ``"`` and ``\\`` in logged values (``\\"``,
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import UTC, tzinfo
 from functools import lru_cache
-from itertools import chain, islice
 
 from rootsift.errors import UsageError
 from rootsift.ingest.formats import register
-from rootsift.ingest.formats.access_common import CLF_TIME, INT, NUM, Compiled, Template, Var, sample
-from rootsift.ingest.formats.base import Item, Lines, TextFormat
+from rootsift.ingest.formats.access_common import CLF_TIME, INT, NUM, AccessLog, Compiled, Template, Var, sample
 
 # directive letter → (field, kind, value regex)
 DIRECTIVES: dict[str, tuple[str, str, str | None]] = {
@@ -183,12 +180,13 @@ _OTHER_NAME = re.compile(r"nginx|jetty|request\.log", re.I)
 
 
 @register
-class ApacheAccess(TextFormat):
+class ApacheAccess(AccessLog):
     """Apache httpd access log (see the module docstring and docs/formats/access.md)."""
 
     name = "apache"
     summary = "Apache httpd access log: common, combined (+ %D / %T), vhost_combined, or any LogFormat (--log-format)"
-    reads = ("log_format", "tz")
+    compile_user = staticmethod(compile_user)
+    detect = staticmethod(detect)
 
     @classmethod
     def sniff(cls, lines: list[str], name: str) -> float:
@@ -199,14 +197,3 @@ class ApacheAccess(TextFormat):
         if _APACHE_NAME.search(name):
             return 0.95 * share
         return (0.3 if _OTHER_NAME.search(name) else 0.75) * share
-
-    def parse(self, lines: Lines) -> Iterator[Item]:
-        zone = self.options.zone()
-        if self.options.log_format:
-            compiled = compile_user(self.options.log_format, zone)
-            yield from compiled.parse(lines, self.options.file_time)
-            return
-        it = iter(lines)
-        head = list(islice(it, 50))
-        compiled, _ = detect(sample([ln for _, ln in head]), zone)
-        yield from compiled.parse(chain(head, it), self.options.file_time)

@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from datetime import datetime, tzinfo
+from itertools import chain, islice
 
 from rootsift.ingest.formats import access_fields as af
 from rootsift.ingest.formats.access_handlers import Var, make_handler
-from rootsift.ingest.formats.base import TIME_KEY, Event, Item, Lines
+from rootsift.ingest.formats.base import TIME_KEY, Event, Item, Lines, TextFormat
 from rootsift.ingest.rejects import Reject
 
 Template = tuple[str | Var, ...]
@@ -187,3 +188,31 @@ def sample(lines: list[str], limit: int = 50) -> list[str]:
 def match_share(regex: re.Pattern[str], lines: list[str]) -> float:
     """The share of ``lines`` that ``regex`` matches (0 for none)."""
     return sum(1 for ln in lines if regex.match(ln)) / len(lines) if lines else 0.0
+
+
+class AccessLog(TextFormat):
+    """What the nginx and Apache formats share: the user's format compiled once, else the
+    built-in layout the first 50 lines match best. Subclasses set ``compile_user`` and ``detect``."""
+
+    reads = ("log_format", "tz")
+
+    @staticmethod
+    def compile_user(text: str, zone: tzinfo) -> Compiled:
+        """The user's ``--log-format`` compiled."""
+        raise NotImplementedError
+
+    @staticmethod
+    def detect(lines: list[str], zone: tzinfo) -> tuple[Compiled, float]:
+        """The built-in layout most of ``lines`` match, and the share they match."""
+        raise NotImplementedError
+
+    def parse(self, lines: Lines) -> Iterator[Item]:
+        zone = self.options.zone()
+        if self.options.log_format:
+            compiled = type(self).compile_user(self.options.log_format, zone)
+            yield from compiled.parse(lines, self.options.file_time)
+            return
+        it = iter(lines)
+        head = list(islice(it, 50))
+        compiled, _ = type(self).detect(sample([ln for _, ln in head]), zone)
+        yield from compiled.parse(chain(head, it), self.options.file_time)

@@ -11,17 +11,15 @@ variable names) are converted like the variables they name.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import UTC, tzinfo
 from functools import lru_cache
-from itertools import chain, islice
 
 from rootsift.errors import UsageError
 from rootsift.ingest.formats import register
-from rootsift.ingest.formats.access_common import Compiled, Template, Var, make_handler, sample
+from rootsift.ingest.formats.access_common import AccessLog, Compiled, Template, Var, make_handler, sample
 from rootsift.ingest.formats.access_fields import Handler, unescape_nginx
 from rootsift.ingest.formats.access_logformat import read_log_format, tokenize, variable
-from rootsift.ingest.formats.base import Event, Item, Lines, TextFormat
+from rootsift.ingest.formats.base import Event
 
 COMBINED = (
     '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"'
@@ -117,12 +115,13 @@ _OTHER_NAME = re.compile(r"apache|httpd|jetty|request\.log", re.I)
 
 
 @register
-class NginxAccess(TextFormat):
+class NginxAccess(AccessLog):
     """nginx access log (see the module docstring and docs/formats/access.md)."""
 
     name = "nginx"
     summary = "nginx access log: combined, main, combined + timing, or any nginx log_format (--log-format)"
-    reads = ("log_format", "tz")
+    compile_user = staticmethod(compile_user)
+    detect = staticmethod(detect)
 
     @classmethod
     def sniff(cls, lines: list[str], name: str) -> float:
@@ -141,14 +140,3 @@ class NginxAccess(TextFormat):
                 return 0.85 * share
         # plain combined (or combined + a bare number) is Apache's as much as nginx's
         return (0.3 if _OTHER_NAME.search(name) else 0.7) * share
-
-    def parse(self, lines: Lines) -> Iterator[Item]:
-        zone = self.options.zone()
-        if self.options.log_format:
-            compiled = compile_user(self.options.log_format, zone)
-            yield from compiled.parse(lines, self.options.file_time)
-            return
-        it = iter(lines)
-        head = list(islice(it, 50))
-        compiled, _ = detect(sample([ln for _, ln in head]), zone)
-        yield from compiled.parse(chain(head, it), self.options.file_time)
