@@ -7,6 +7,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rootsift.ingest import fingerprint
+from rootsift.ingest.fingerprint_cache import MySQLCache
 
 MYSQL = [
     # literals
@@ -150,7 +151,7 @@ def test_mysql_depends_on_where_digits_are_not_their_values(sql: str, rnd: objec
 
 
 def test_mysql_cache_matches_mysql() -> None:
-    cache = fingerprint.MySQLCache(limit=3)
+    cache = MySQLCache(limit=3)
     statements = [s for s, _ in MYSQL] + ["CALL p1(1)", "CALL p2(1)", "select 1", "select 2", "select 22"]
     for sql in statements * 2:
         assert cache(sql) == fingerprint.mysql(sql), sql

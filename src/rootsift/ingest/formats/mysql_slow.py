@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from rootsift.ingest import fingerprint
+from rootsift.ingest.fingerprint_cache import MySQLCache
 from rootsift.ingest.formats import register
 from rootsift.ingest.formats.base import TIME_KEY, FormatOptions, Item, Lines, TextFormat
 from rootsift.ingest.formats.mysql_slow_entry import Entry, EntryBuilder, backfill
@@ -62,7 +62,7 @@ class _Reader:
     def __init__(self, options: FormatOptions) -> None:
         self.times = TimeReader(options.zone())
         self.fields = FieldReader()
-        self.builder = EntryBuilder(self.times, fingerprint.MySQLCache())
+        self.builder = EntryBuilder(self.times, MySQLCache())
 
     def run(self, lines: Lines) -> Iterator[Item]:
         builder = self.builder
