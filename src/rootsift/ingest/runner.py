@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -21,13 +20,13 @@ import duckdb
 
 from rootsift.errors import InputFormatError, RootsiftError
 from rootsift.ingest.csv import CsvReader
+from rootsift.ingest.jsonarray import array_to_lines
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import Reject, RejectLog
 from rootsift.ingest.sources import Input, Prefetched, line_blocks, line_buffers
 from rootsift.ingest.staging import Stager
 from rootsift.ingest.textrun import TextBlock
 from rootsift.store.duckdb import DuckDBBackend
-from rootsift.store.sqltext import literal
 from rootsift.store.writer import SegmentWriter
 
 if TYPE_CHECKING:
@@ -65,7 +64,7 @@ class IngestRun:
         """The byte stream to cut into blocks (after the header, for CSV) and its reader."""
         fields = self.backend.fields(self.dataset)
         if kind == "json":
-            stream: BinaryIO = stack.enter_context(_array_to_lines(self.cur, head, inp, self.tmp))
+            stream: BinaryIO = stack.enter_context(array_to_lines(self.cur, head, inp, self.tmp))
             return stream, JsonLinesReader(self.cur, fields, self.tmp, self.opts.time_field, self.opts.time_format)
         if kind in ("csv", "tsv"):
             header, _, rest = head.partition(b"\n")
@@ -280,26 +279,3 @@ class IngestRun:
 
 def _rest(head: bytes, inp: Input) -> BinaryIO:
     return io.BufferedReader(Prefetched(head, inp.stream), buffer_size=1 << 20)  # type: ignore[type-var]
-
-
-@contextlib.contextmanager
-def _array_to_lines(cur: duckdb.DuckDBPyConnection, head: bytes, inp: Input, tmp: str) -> Iterator[BinaryIO]:
-    """Spool a JSON array to disk, then let DuckDB split it into one object per line."""
-    src = os.path.join(tmp, "array.json")
-    with open(src, "wb") as fh:
-        fh.write(head)
-        while chunk := inp.stream.read(8 << 20):
-            fh.write(chunk)
-    out = os.path.join(tmp, "array.jsonl")
-    try:
-        # json() minifies: a pretty-printed element becomes one line.
-        rel = cur.execute(f"SELECT json(json) FROM read_json_objects({literal(src)}, format='array')")
-        with open(out, "wb") as fh:
-            while batch := rel.fetchmany(50_000):
-                fh.write(b"".join(str(row[0]).encode() + b"\n" for row in batch))
-    except duckdb.Error as exc:
-        raise InputFormatError(f"{inp.name}: not a valid JSON array: {str(exc).splitlines()[0]}") from exc
-    finally:
-        os.unlink(src)
-    with open(out, "rb") as stream:
-        yield stream
