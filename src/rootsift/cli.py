@@ -6,20 +6,22 @@ Every command takes ``--json`` and then prints one JSON object on stdout.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from rootsift import scenarios
 from rootsift.api import Rootsift, default_data_dir
-from rootsift.errors import QuerySpecError, RootsiftError
+from rootsift.errors import QuerySpecError, RootsiftError, UsageError
 from rootsift.ingest import formats
 from rootsift.ingest.sources import FORMATS
 from rootsift.query.spec import Calculation, QuerySpec
@@ -33,6 +35,14 @@ err = Console(stderr=True, highlight=False)
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, default=str, ensure_ascii=False))
+
+
+def fail(exc: RootsiftError, as_json: bool) -> NoReturn:
+    """Report an error (also as a JSON envelope with --json) and exit with its code."""
+    if as_json:
+        emit_json({"error": {"type": type(exc).__name__, "message": str(exc)}})
+    err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+    sys.exit(exc.exit_code)
 
 
 def common(read_only: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -53,10 +63,7 @@ def common(read_only: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]
                 with Rootsift(data_dir or default_data_dir(), read_only=read_only and _exists(data_dir)) as rs:
                     func(rs, as_json=as_json, **kwargs)
             except RootsiftError as exc:
-                if as_json:
-                    emit_json({"error": {"type": type(exc).__name__, "message": str(exc)}})
-                err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
-                sys.exit(exc.exit_code)
+                fail(exc, as_json)
 
         return run
 
@@ -175,6 +182,42 @@ def ingest(
         if strictness == "warn":
             for r in summary.first_rejects:
                 out.print(f"  line {r['line']}: {r['reason']}")
+
+
+@main.command("scenario")
+@click.argument("name", required=False)
+@click.option(
+    "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), help="Folder to write the telemetry to."
+)
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed: names, magnitudes and times vary with it.")
+@click.option("--scale", default="ci", show_default=True, help="ci, small, large, or a multiple of ci.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def scenario_(name: str | None, out_dir: Path | None, seed: int, scale: str, as_json: bool) -> None:
+    """Write a reference incident's telemetry (docs/scenarios.md); without NAME, list them.
+
+    Example: rootsift scenario memleak --out /tmp/memleak --seed 7
+    """
+    try:
+        if name is None:
+            rows = [{"name": n, "summary": cls.summary} for n, cls in scenarios.all_scenarios().items()]
+            if as_json:
+                emit_json({"scenarios": rows})
+                return
+            for r in rows:
+                out.print(f"[bold]{r['name']}[/bold]  {r['summary']}")
+            return
+        if out_dir is None:
+            raise UsageError("--out is required: the folder to write the scenario to")
+        manifest = scenarios.generate(name, out_dir, seed, scale)
+    except RootsiftError as exc:
+        fail(exc, as_json)
+    if as_json:
+        emit_json({"out": str(out_dir), **dataclasses.asdict(manifest)})
+        return
+    out.print(f"wrote scenario [bold]{name}[/bold] (seed {seed}, scale {manifest.scale:g}) to {out_dir}")
+    for src in manifest.sources:
+        opts = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in src.options.items())
+        out.print(f"  rootsift ingest {out_dir / src.path} -d {src.dataset} --format {src.format} {opts}".rstrip())
 
 
 @main.command("formats")

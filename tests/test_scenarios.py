@@ -1,0 +1,106 @@
+"""Scenario generators: deterministic by seed, varied across seeds, the mechanism visible in
+what rootsift reads back, and ground truth kept away from everything but scenarios/ and tests."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers.store import query_rows
+from rootsift import Rootsift, scenarios
+from rootsift.errors import UsageError
+from rootsift.scenarios.base import MANIFEST_FILE, TRUTH_DIR, TRUTH_FILE
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "rootsift"
+
+
+def _digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(folder)).encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+def test_no_module_outside_scenarios_reads_ground_truth() -> None:
+    pattern = re.compile(r"ground_truth|TRUTH_FILE|TRUTH_DIR|scenarios\.base")
+    offenders = [
+        str(p.relative_to(SRC))
+        for p in SRC.rglob("*.py")
+        if "scenarios" not in p.relative_to(SRC).parts and pattern.search(p.read_text())
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("name", sorted(scenarios.all_scenarios()))
+def test_same_seed_same_files_other_seed_other_files(name: str, tmp_path: Path) -> None:
+    a = scenarios.generate(name, tmp_path / "a", seed=11)
+    b = scenarios.generate(name, tmp_path / "b", seed=11)
+    scenarios.generate(name, tmp_path / "c", seed=12)
+    assert a == b and _digest(tmp_path / "a") == _digest(tmp_path / "b")
+    assert _digest(tmp_path / "a") != _digest(tmp_path / "c")
+    assert (tmp_path / "a" / TRUTH_DIR / TRUTH_FILE).exists()
+    for src in a.sources:  # the manifest names only data, never the truth
+        assert TRUTH_DIR not in Path(src.path).parts
+        assert (tmp_path / "a" / src.path).exists()
+
+
+def test_generate_refuses_a_folder_it_did_not_write(tmp_path: Path) -> None:
+    (tmp_path / "mine.txt").write_text("keep me")
+    with pytest.raises(UsageError, match="not empty"):
+        scenarios.generate("memleak", tmp_path)
+    assert (tmp_path / "mine.txt").read_text() == "keep me"
+    with pytest.raises(UsageError, match="no scenario"):
+        scenarios.generate("nope", tmp_path / "x")
+    with pytest.raises(UsageError, match="--scale"):
+        scenarios.generate("memleak", tmp_path / "x", scale="huge")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_memleak_slab_and_cgroups_grow_only_on_the_leaking_kernel(seed: int, tmp_path: Path) -> None:
+    out = tmp_path / "memleak"
+    scenarios.generate("memleak", out, seed=seed)
+    truth = json.loads((out / TRUTH_DIR / TRUTH_FILE).read_text())
+    with Rootsift(tmp_path / "data") as rs:
+        for summary in scenarios.ingest(rs, out):
+            assert summary.rejects == 0, summary.first_rejects
+        span = {"start": "2019-12-01", "end": "2020-06-01"}
+
+        def growth(where: str, field: str) -> dict[str, float]:
+            first = query_rows(rs, "hosts", f"min({field})", f"max({field})", breakdowns=["host"], where=where, **span)
+            return {h: hi - lo for h, lo, hi in first}
+
+        slab = growth('kind = "meminfo"', "sunreclaim_bytes")
+        cgroups = growth('subsys_name = "memory"', "num_cgroups")
+        cache = growth('kind = "meminfo"', "active_file_bytes")
+        kernels = dict((h, k) for h, k, _ in query_rows(rs, "capacity", "count", breakdowns=["host", "kernel"], **span))
+    for host in truth["leaking_hosts"]:
+        assert kernels[host].startswith("5.0")
+        assert slab[host] > 5 << 30 and cgroups[host] > 5000
+    for host in truth["healthy_hosts"]:
+        assert kernels[host].startswith("5.3")
+        assert slab[host] < 1 << 30 and cgroups[host] < 200
+    # page cache fills on every host: the decoy category that is not the leak
+    assert min(cache.values()) > 10 << 30
+    assert json.loads((out / MANIFEST_FILE).read_text())["scenario"] == "memleak"
+
+
+def test_cli_lists_writes_and_reports_errors(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from rootsift.cli import main
+
+    runner = CliRunner()
+    listed = runner.invoke(main, ["scenario", "--json"])
+    assert listed.exit_code == 0 and "memleak" in [s["name"] for s in json.loads(listed.stdout)["scenarios"]]
+    wrote = runner.invoke(main, ["scenario", "memleak", "--out", str(tmp_path / "m"), "--seed", "3", "--json"])
+    assert wrote.exit_code == 0, wrote.output
+    assert json.loads(wrote.stdout)["sources"][-1]["dataset"] == "capacity"
+    unknown = runner.invoke(main, ["scenario", "nope", "--out", str(tmp_path / "n"), "--json"])
+    assert unknown.exit_code == 2 and json.loads(unknown.stdout)["error"]["type"] == "UsageError"
+    missing = runner.invoke(main, ["scenario", "memleak"])
+    assert missing.exit_code == 2 and "--out is required" in missing.output
