@@ -104,3 +104,16 @@ def test_cli_lists_writes_and_reports_errors(tmp_path: Path) -> None:
     assert unknown.exit_code == 2 and json.loads(unknown.stdout)["error"]["type"] == "UsageError"
     missing = runner.invoke(main, ["scenario", "memleak"])
     assert missing.exit_code == 2 and "--out is required" in missing.output
+
+
+def test_event_loop_runs_in_time_order_ties_in_schedule_order() -> None:
+    from rootsift.scenarios.sim import Loop
+
+    loop, seen = Loop(), []
+    loop.at(2.0, seen.append, "c")
+    loop.at(1.0, seen.append, "a")
+    loop.at(1.0, seen.append, "b")
+    loop.at(1.0, lambda: loop.after(0.5, seen.append, "a+0.5"))
+    loop.at(9.0, seen.append, "late")
+    loop.run(until=5.0)
+    assert seen == ["a", "b", "a+0.5", "c"] and loop.now == 5.0
