@@ -117,3 +117,23 @@ def test_event_loop_runs_in_time_order_ties_in_schedule_order() -> None:
     loop.at(9.0, seen.append, "late")
     loop.run(until=5.0)
     assert seen == ["a", "b", "a+0.5", "c"] and loop.now == 5.0
+
+
+def test_demo_generates_ingests_and_says_no_analysis_exists_yet(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from rootsift.cli import main
+
+    args = ["demo", "memleak", "--data", str(tmp_path / "data"), "--seed", "2", "--json"]
+    first = CliRunner().invoke(main, args)
+    assert first.exit_code == 0, first.output
+    report = json.loads(first.stdout)
+    (run,) = report["scenarios"]
+    assert run["findings"] == [] and report["warnings"]
+    assert {s["dataset"] for s in run["ingested"]} == {"memleak_hosts", "memleak_capacity"}
+    assert all(s["rejects"] == 0 and s["events"] > 0 for s in run["ingested"])
+    again = json.loads(CliRunner().invoke(main, args).stdout)  # a second run replaces, not doubles
+    with Rootsift(tmp_path / "data") as rs:
+        events = {d.name: d.events for d in rs.datasets()}
+    total = sum(s["events"] for s in again["scenarios"][0]["ingested"] if s["dataset"] == "memleak_hosts")
+    assert events["memleak_hosts"] == total

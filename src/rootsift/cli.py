@@ -220,6 +220,37 @@ def scenario_(name: str | None, out_dir: Path | None, seed: int, scale: str, as_
         out.print(f"  rootsift ingest {out_dir / src.path} -d {src.dataset} --format {src.format} {opts}".rstrip())
 
 
+@main.command()
+@click.argument("name", required=False)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), help="Where scenarios are written.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of every scenario run.")
+@click.option("--scale", default="ci", show_default=True, help="ci, small, large, or a multiple of ci.")
+@common(read_only=False)
+def demo(rs: Rootsift, as_json: bool, name: str | None, out_dir: Path | None, seed: int, scale: str) -> None:
+    """Generate reference incidents (all, or NAME), ingest them and show what rootsift finds.
+
+    Each scenario is written to OUT/NAME (default: DATA/.scenarios/NAME) and ingested into
+    its datasets, prefixed NAME_. Example: rootsift demo memleak --data /tmp/demo
+    """
+    names = [name] if name else list(scenarios.all_scenarios())
+    root = out_dir or rs.data_dir / ".scenarios"
+    report = [scenarios.demo(rs, n, root / n, seed, scale) for n in names]
+    warnings = ["no analysis exists yet: findings will appear here as explain, compare and the others land"]
+    if as_json:
+        emit_json({"scenarios": report, "warnings": warnings})
+        return
+    for run in report:
+        out.print(f"[bold]{run['scenario']}[/bold] (seed {seed}) written to {run['out']}")
+        t = Table(show_edge=False, header_style="bold")
+        for col in ("dataset", "source", "format", "events", "rejects"):
+            t.add_column(col, justify="right" if col in ("events", "rejects") else "left")
+        for src in run["ingested"]:
+            t.add_row(src["dataset"], src["source"], src["format"], f"{src['events']:,}", f"{src['rejects']:,}")
+        out.print(t)
+    for w in warnings:
+        out.print(f"[yellow]{w}[/yellow]")
+
+
 @main.command("formats")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def formats_(as_json: bool) -> None:

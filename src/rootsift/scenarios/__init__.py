@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from rootsift.errors import UsageError
 from rootsift.scenarios.base import Manifest, Scenario, parse_scale, write_truth
 
-__all__ = ["Manifest", "Scenario", "all_scenarios", "generate", "ingest", "register"]
+__all__ = ["Manifest", "Scenario", "all_scenarios", "demo", "generate", "ingest", "register"]
 
 _REGISTRY: dict[str, type[Scenario]] = {}
 _LOADED = False
@@ -62,3 +62,25 @@ def ingest(rs: Any, out: str | Path) -> list[Any]:
         rs.ingest(folder / src.path, src.dataset, format=src.format, **src.options)  # type: ignore[arg-type]
         for src in manifest.sources
     ]
+
+
+def demo(rs: Any, name: str, out: str | Path, seed: int = 1, scale: str | float = "ci") -> dict[str, Any]:
+    """Generate scenario ``name`` into ``out`` and ingest it into datasets prefixed ``name_``;
+    what was ingested, and the findings of the analyses that exist (none yet)."""
+    manifest = generate(name, out, seed, scale)
+    folder = Path(out)
+    for dataset in {f"{name}_{src.dataset}" for src in manifest.sources} & {d.name for d in rs.datasets()}:
+        rs.backend.drop_dataset(dataset)
+    ingested = []
+    for src in manifest.sources:
+        summary = rs.ingest(folder / src.path, f"{name}_{src.dataset}", format=src.format, **src.options)
+        ingested.append(
+            {
+                "dataset": summary.dataset,
+                "source": src.path,
+                "format": summary.format,
+                "events": summary.events,
+                "rejects": summary.rejects,
+            }
+        )
+    return {"scenario": name, "out": str(folder), "ingested": ingested, "findings": []}
