@@ -65,15 +65,19 @@ def ingest(rs: Any, out: str | Path) -> list[Any]:
 
 
 def demo(rs: Any, name: str, out: str | Path, seed: int = 1, scale: str | float = "ci") -> dict[str, Any]:
-    """Generate scenario ``name`` into ``out`` and ingest it into datasets prefixed ``name_``;
+    """Generate scenario ``name`` into ``out`` and ingest it into datasets prefixed ``name_``
+    (unless their name already starts so);
     what was ingested, and the findings of the analyses that exist (none yet)."""
     manifest = generate(name, out, seed, scale)
     folder = Path(out)
-    for dataset in {f"{name}_{src.dataset}" for src in manifest.sources} & {d.name for d in rs.datasets()}:
+    def prefixed(dataset: str) -> str:
+        return dataset if dataset.startswith(f"{name}_") else f"{name}_{dataset}"
+
+    for dataset in {prefixed(src.dataset) for src in manifest.sources} & {d.name for d in rs.datasets()}:
         rs.backend.drop_dataset(dataset)
     ingested = []
     for src in manifest.sources:
-        summary = rs.ingest(folder / src.path, f"{name}_{src.dataset}", format=src.format, **src.options)
+        summary = rs.ingest(folder / src.path, prefixed(src.dataset), format=src.format, **src.options)
         ingested.append(
             {
                 "dataset": summary.dataset,
