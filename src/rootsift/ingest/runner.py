@@ -23,7 +23,7 @@ from rootsift.ingest.csv import CsvReader
 from rootsift.ingest.jsonarray import array_to_lines
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import Reject, RejectLog
-from rootsift.ingest.sources import Input, Prefetched, line_blocks, line_buffers
+from rootsift.ingest.sources import BOM, Input, Prefetched, line_blocks, line_buffers
 from rootsift.ingest.staging import Stager
 from rootsift.ingest.textrun import TextBlock
 from rootsift.store.duckdb import DuckDBBackend
@@ -41,7 +41,6 @@ IN_PLACE_MEMORY_LIMIT = "1GB"
 """DuckDB's memory limit while a file is read in place (the store opens with 512 MB)."""
 COMMIT_ROWS = 250_000
 """Rows per exact-path transaction: DuckDB writes transactions this large straight to the file."""
-BOM = b"\xef\xbb\xbf"
 
 Item = tuple[bytes | None, int, BlockStats | None] | TextBlock | BaseException | None
 

@@ -24,6 +24,8 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 BZIP2_MAGIC = b"BZh"
 XZ_MAGIC = b"\xfd7zXZ\x00"
+BOM = b"\xef\xbb\xbf"
+"""A UTF-8 byte-order mark: dropped from the front of an input."""
 FORMATS = ("auto", "jsonl", "json", "csv", "tsv")
 
 
@@ -83,7 +85,7 @@ def open_input(source: str | Path) -> Input:
 
 def sniff_format(head: bytes, name: str) -> str:
     """Guess jsonl, json (an array), csv or tsv from the first bytes and the file name."""
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    text = head.removeprefix(BOM).lstrip(b" \t\r\n")
     lowered = name.lower()
     if text.startswith(b"["):
         return "json"

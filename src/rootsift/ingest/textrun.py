@@ -21,7 +21,7 @@ from rootsift.errors import InputFormatError
 from rootsift.ingest.formats.base import Event, FormatOptions, TextFormat, file_time, numbered_lines
 from rootsift.ingest.jsonl import BlockStats
 from rootsift.ingest.rejects import Reject
-from rootsift.ingest.sources import Input, open_input
+from rootsift.ingest.sources import BOM, Input, open_input
 
 TEXT_BLOCK_BYTES = 32 << 20
 """JSON bytes per block: big enough for DuckDB, small enough that parsing and storing overlap."""
@@ -30,7 +30,6 @@ MAX_EVENT_BYTES = 8 << 20
 """Largest event stored whole (DuckDB's JSON reader takes objects up to 16 MiB); longer
 text values are cut to ``MAX_TEXT_CHARS`` and the cut is recorded on the event."""
 MAX_TEXT_CHARS = 2 << 20
-BOM = "\ufeff"
 _DUMP = orjson.OPT_APPEND_NEWLINE
 
 Chooser = Callable[[Input, bytes], type[TextFormat]]
@@ -105,7 +104,7 @@ def text_blocks(
         label = Path(inp.name).name
         tag = label if name_files else None
         block.files.append((len(block.lines), number, label))
-        for item in parser.parse(_without_bom(numbered_lines(_Joined(head, inp)))):
+        for item in parser.parse(numbered_lines(_Joined(head.removeprefix(BOM), inp))):
             if isinstance(item, Reject):
                 block.rejects.append((number, Reject(item.line, _named(item.reason, tag), item.text)))
                 if stop_at_reject:
@@ -156,14 +155,6 @@ def _sealed(block: TextBlock, buf: bytearray, tmp_dir: str, bytes_read: int) -> 
 
 def _named(reason: str, label: str | None) -> str:
     return f"{label}: {reason}" if label else reason
-
-
-def _without_bom(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
-    """The lines, with a byte-order mark at the very start of the file removed."""
-    for number, line in lines:
-        yield number, line.removeprefix(BOM)
-        break
-    yield from lines
 
 
 class _Joined:
