@@ -69,7 +69,7 @@ def test_options_a_format_does_not_read_are_errors(rs: Rootsift, tmp_path: Path)
     src.write_text(_lines(3))
     with pytest.raises(UsageError, match="--log-format does not apply to --format logfmt"):
         rs.ingest(src, "app", format="logfmt", log_format="$remote_addr")
-    with pytest.raises(UsageError, match="--host is read by procfs, prometheus, and .* looks like none"):
+    with pytest.raises(UsageError, match="--host is read by folded, procfs, prometheus, and .* looks like none"):
         rs.ingest(src, "app", host="h1")
     with pytest.raises(UsageError, match="--tz"):
         rs.ingest(src, "app", tz="Mars/Olympus")
@@ -109,6 +109,19 @@ def test_bzip2_and_xz_inputs(rs: Rootsift, tmp_path: Path, compress: str) -> Non
     summary = rs.ingest(src, "app")
     assert summary.compression == ("bzip2" if compress == "bz2" else "xz")
     assert summary.format == "logfmt" and summary.events == 50
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_utf16_inputs_read_as_text(rs: Rootsift, tmp_path: Path, encoding: str) -> None:
+    """A UTF-16 file with its byte-order mark, plain or gzip, log format or JSON lines."""
+    text = "\ufeff" + _lines(2000) if encoding == "utf-16-be" else _lines(2000)
+    (tmp_path / "app.log").write_bytes(text.encode(encoding))
+    (tmp_path / "app.log.gz").write_bytes(gzip.compress(text.encode(encoding)))
+    (tmp_path / "app.jsonl").write_bytes('{"time": "2024-01-01T00:00:00Z", "msg": "Grüße"}\n'.encode("utf-16"))
+    assert rs.ingest(tmp_path / "app.log", "plain").events == 2000
+    assert rs.ingest(tmp_path / "app.log.gz", "gz").events == 2000
+    assert rs.ingest(tmp_path / "app.jsonl", "json").events == 1
+    assert query_rows(rs, "json", "count", breakdowns=["msg"]) == [["Grüße", 1]]
 
 
 def test_undetectable_input_says_to_name_the_format(rs: Rootsift, tmp_path: Path) -> None:

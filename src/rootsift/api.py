@@ -61,13 +61,15 @@ class Rootsift:
         log_line_prefix: str | None = None,
         host: str | None = None,
         tz: str | None = None,
+        labels: dict[str, str] | None = None,
     ) -> IngestSummary:
         """Ingest a file, a directory of files in a text log format, or ``-`` (stdin) into
         ``dataset``, creating it if needed.
 
         ``format`` is ``auto`` (sniffed), jsonl, json, csv, tsv or a log format of
         ``rootsift.ingest.formats``; ``log_format``, ``log_line_prefix``, ``host`` and
-        ``tz`` are told to the log formats that read them (docs/formats/).
+        ``tz`` are told to the log formats that read them (docs/formats/); ``labels`` are
+        fields set on every event of a log format (a value the event has wins).
         """
         return ingest_file(
             self.backend,
@@ -79,7 +81,9 @@ class Rootsift:
             strictness=strictness,
             progress=progress,
             on_commit=on_commit,
-            parse=FormatOptions(log_format=log_format, log_line_prefix=log_line_prefix, host=host, tz=tz),
+            parse=FormatOptions(
+                log_format=log_format, log_line_prefix=log_line_prefix, host=host, tz=tz, labels=dict(labels or {})
+            ),
             block_bytes=block_bytes or BLOCK_BYTES,
         )
 

@@ -37,6 +37,17 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, default=str, ensure_ascii=False))
 
 
+def parse_labels(items: tuple[str, ...]) -> dict[str, str]:
+    """``--label KEY=VALUE`` flags as a dict; a malformed one is a usage error naming it."""
+    labels: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"--label {item!r} is not KEY=VALUE (e.g. --label version=1.6.0)")
+        labels[key.strip()] = value
+    return labels
+
+
 def fail(exc: RootsiftError, as_json: bool) -> NoReturn:
     """Report an error (also as a JSON envelope with --json) and exit with its code."""
     if as_json:
@@ -106,6 +117,13 @@ def main() -> None:
 @click.option(
     "--tz", default=None, help="Time zone of times written without an offset (default UTC), e.g. Europe/Berlin."
 )
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Log formats: a field set on every event, e.g. --label version=1.6.0 (repeatable; the event's own value wins).",
+)
 @click.option("--time-field", default=None, help="Field holding the event time (default: detected).")
 @click.option(
     "--time-format", default=None, help="rfc3339, epoch, epoch_s/ms/us/ns or a strptime pattern (default: detected)."
@@ -132,6 +150,7 @@ def ingest(
     log_line_prefix: str | None,
     host: str | None,
     tz: str | None,
+    labels: tuple[str, ...],
 ) -> None:
     """Ingest SOURCE into a dataset: a file or - for stdin (plain, gzip or zstd), or a
     directory of files in a log format (e.g. /proc snapshots).
@@ -166,6 +185,7 @@ def ingest(
             log_line_prefix=log_line_prefix,
             host=host,
             tz=tz,
+            labels=parse_labels(labels),
         )
     if as_json:
         emit_json(summary.as_dict())

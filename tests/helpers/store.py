@@ -113,3 +113,12 @@ def query_rows(rs: Any, dataset: str, *calcs: str, **kw: Any) -> list[list[Any]]
 
     spec = QuerySpec(dataset, calculations=[Calculation.parse(c) for c in calcs or ("count",)], **kw)
     return [list(r) for r in rs.query(spec).rows]
+
+
+def query_dicts(rs: Any, dataset: str, *calcs: str, **kw: Any) -> list[dict[str, Any]]:
+    """As ``query_rows``, each row a dict keyed by column name."""
+    from rootsift.query.spec import Calculation, QuerySpec
+
+    spec = QuerySpec(dataset, calculations=[Calculation.parse(c) for c in calcs or ("count",)], **kw)
+    result = rs.query(spec)
+    return [dict(zip(result.columns, r, strict=True)) for r in result.rows]

@@ -72,7 +72,7 @@ class IngestOptions:
     strictness: str = "warn"
     block_bytes: int = BLOCK_BYTES
     parse: FormatOptions = field(default_factory=FormatOptions)
-    """What a text log format is told (--log-format, --log-line-prefix, --host, --tz)."""
+    """What a text log format is told (--log-format, --log-line-prefix, --host, --tz, --label)."""
 
     def check(self) -> None:
         names = (*FORMATS, *formats.all_formats())
@@ -85,6 +85,10 @@ class IngestOptions:
 
     def check_options_for(self, kind: str) -> None:
         """Options only some formats read are an error for the others, naming the flag."""
+        if kind not in formats.all_formats() and self.parse.labels:
+            raise UsageError(
+                f"--label applies to log formats (see `rootsift formats`), not to {kind}: put the field in the data"
+            )
         reads = formats.get(kind).reads if kind in formats.all_formats() else ()
         for name in ("log_format", "log_line_prefix", "host", "tz"):
             if getattr(self.parse, name) is not None and name not in reads:

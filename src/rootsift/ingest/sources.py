@@ -7,6 +7,7 @@ size of the input.
 from __future__ import annotations
 
 import bz2
+import codecs
 import gzip
 import io
 import lzma
@@ -26,6 +27,8 @@ BZIP2_MAGIC = b"BZh"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 BOM = b"\xef\xbb\xbf"
 """A UTF-8 byte-order mark: dropped from the front of an input."""
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+"""UTF-16 inputs (Windows tools write them) are recognised by their mark and read as UTF-8."""
 FORMATS = ("auto", "jsonl", "json", "csv", "tsv")
 
 
@@ -80,7 +83,37 @@ def open_input(source: str | Path) -> Input:
         stream, compression = lzma.LZMAFile(buffered), "xz"  # type: ignore[assignment]  # noqa: SIM115 - closed by Input.close
     else:
         stream, compression = buffered, "none"
+    peek = getattr(stream, "peek", None)
+    if peek is not None and peek(2)[:2] in UTF16_BOMS:
+        stream = io.BufferedReader(Utf16AsUtf8(stream), buffer_size=1 << 20)  # type: ignore[assignment,type-var]
     return Input(name, stream, compression, size, buffered)
+
+
+class Utf16AsUtf8(io.RawIOBase):
+    """A UTF-16 stream (with its byte-order mark) read as UTF-8 bytes, mark dropped."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._decoder = codecs.getincrementaldecoder("utf-16")("replace")
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+        while not self._pending:
+            data = self._stream.read(1 << 20)
+            self._pending = self._decoder.decode(data, final=not data).encode("utf-8")
+            if not data:
+                break
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
 
 
 def sniff_format(head: bytes, name: str) -> str:

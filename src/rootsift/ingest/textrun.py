@@ -95,6 +95,7 @@ def text_blocks(
     event after it is stored.
     """
     buf = bytearray()
+    labels = options.labels
     block = TextBlock(None, [], name_files=name_files)
     limit = min(FIRST_BLOCK_BYTES, block_bytes)  # small first blocks: storing starts early
     done_bytes = 0
@@ -112,6 +113,8 @@ def text_blocks(
                     return
                 continue
             line, event = item
+            if labels:
+                event = {**labels, **event}
             data = _dumped(event, fmt.name)
             if isinstance(data, str):
                 block.rejects.append((number, Reject(line, _named(data, tag), "")))

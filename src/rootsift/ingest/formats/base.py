@@ -52,7 +52,8 @@ class FormatOptions:
     """The file being read (set by the runner, one file at a time for directories)."""
     mtime: float | None = None
     """The file's modification time (epoch seconds), for formats whose records carry no time."""
-    extra: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    """Fields set on every event (``--label KEY=VALUE``); a value the event has of its own wins."""
 
     def zone(self) -> tzinfo:
         """The zone for naive times: ``tz`` or UTC; a bad name is a usage error naming the flag."""
