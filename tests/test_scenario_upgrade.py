@@ -40,7 +40,7 @@ def test_upgrade_tail_regresses_memory_improves_and_reads_lose_replicas(seed: in
     up, base, after = truth["upgrade_window"], truth["baseline_window"], truth["after_window"]
     assert json.loads((out / MANIFEST_FILE).read_text())["scenario"] == "upgrade"
     assert all(p in manifest.notes for p in truth["cpu_profiles"])
-    assert not any(s.path.endswith(".folded") for s in manifest.sources)
+    assert sorted(s.path for s in manifest.sources if s.format == "folded") == sorted(truth["cpu_profiles"])
     span = {"start": base["start"], "end": after["end"]}
     with Rootsift(tmp_path / "data") as rs:
         for summary in scenarios.ingest(rs, out):
@@ -83,6 +83,7 @@ def test_upgrade_tail_regresses_memory_improves_and_reads_lose_replicas(seed: in
         one_after = query_rows(rs, "read_quorum", "count", where="replicas_with_data <= 1", **after)
         all_during = query_rows(rs, "read_quorum", "count", **up)[0][0]
         all_after = query_rows(rs, "read_quorum", "count", **after)[0][0]
+        stored = query_rows(rs, "profiles", "sum(samples)", breakdowns=["version", "function"], limit=1000)
 
     # write latency: the median is not worse on v2, the tail from p85 up is much worse
     assert lat[new][0] < 1.1 * lat[old][0]
@@ -95,6 +96,10 @@ def test_upgrade_tail_regresses_memory_improves_and_reads_lose_replicas(seed: in
     assert abs(mem["new"] / mem["old"] - truth["memory_ratio_new_over_old"]) < 0.05
     # the profile diff: the regressed function is the leaf that grew the most
     before, now = (_leaf_counts(out / p) for p in truth["cpu_profiles"])
+    assert {(v, f): n for v, f, n in stored} == {
+        **{(old, f): n for f, n in before.items()},
+        **{(new, f): n for f, n in now.items()},
+    }
     growth = {leaf: now[leaf] - before.get(leaf, 0) for leaf in now}
     assert max(growth, key=lambda k: growth[k]) == truth["regressed_function"]
     assert sum(now.values()) < 0.95 * sum(before.values())

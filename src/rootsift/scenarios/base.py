@@ -32,7 +32,7 @@ class Source:
     dataset: str
     path: str
     format: str
-    options: dict[str, str] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

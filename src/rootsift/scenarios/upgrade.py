@@ -21,6 +21,7 @@ memory follow the real traffic. Writers are in ``upgrade_telemetry``.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -73,10 +74,13 @@ class Upgrade(Scenario):
             rel = f"profiles/cpu_{prof.version}.folded"
             (out / "profiles").mkdir(exist_ok=True)
             (out / rel).write_text(prof.folded(rng))
+            written = (start + timedelta(seconds=load.profile_windows[prof.version][1])).timestamp()
+            os.utime(out / rel, (written, written))  # a profile's only time: when it was written
             profiles.append(rel)
+            sources.append(Source("profiles", rel, "folded", {"labels": {"version": prof.version}}))
         notes = (
-            f"3 nodes, {len(load.requests)} request events, {len(load.quorum)} verification reads; "
-            f"CPU profiles (folded stacks, no parser yet, not ingested): {', '.join(profiles)}"
+            f"3 nodes, {len(load.requests)} request events, {len(load.quorum)} verification reads, "
+            f"CPU profiles per version (folded stacks, labelled with their version): {', '.join(profiles)}"
         )
         manifest = Manifest(self.name, self.seed, self.scale, sources, notes)
         return manifest, self._truth(p, load, iso, profiles)
