@@ -78,6 +78,8 @@ def test_memleak_slab_and_cgroups_grow_only_on_the_leaking_kernel(seed: int, tmp
         cgroups = growth('subsys_name = "memory"', "num_cgroups")
         cache = growth('kind = "meminfo"', "active_file_bytes")
         kernels = dict((h, k) for h, k, _ in query_rows(rs, "capacity", "count", breakdowns=["host", "kernel"], **span))
+        labelled = dict((h, k) for h, k, _ in query_rows(rs, "hosts", "count", breakdowns=["host", "kernel"], **span))
+    assert labelled == kernels  # every snapshot carries its host's kernel (the inventory label)
     for host in truth["leaking_hosts"]:
         assert kernels[host].startswith("5.0")
         assert slab[host] > 5 << 30 and cgroups[host] > 5000

@@ -107,7 +107,10 @@ class MemLeak(Scenario):
                         )
                     )
         (out / "capacity.jsonl").write_text("\n".join(capacity_lines) + "\n")
-        sources = [Source("hosts", f"proc/{h.name}", "procfs", {"host": h.name}) for h in hosts]
+        # the kernel each host runs is inventory an operator has (it is the cohort, not the answer)
+        sources = [
+            Source("hosts", f"proc/{h.name}", "procfs", {"host": h.name, "labels": {"kernel": h.kernel}}) for h in hosts
+        ]
         sources.append(Source("capacity", "capacity.jsonl", "jsonl"))
         manifest = Manifest(self.name, self.seed, self.scale, sources, f"{n_hosts} hosts, {weeks} weeks")
         leaking = sorted(h.name for h in hosts if h.kernel.startswith("5.0"))
