@@ -35,17 +35,17 @@ def test_cascade_stall_stampede_and_pool_wait_are_in_the_data(seed: int, tmp_pat
             assert summary.rejects == 0, summary.first_rejects
         flushes = query_rows(
             rs,
-            "mysql",
+            "cascade_mysql",
             "count",
             "max(query_time_ms)",
             breakdowns=["user"],
             where=f'fingerprint = "{truth["stall_fingerprint"]}"',
             **span,
         )
-        statements = stored_rows(rs, "mysql")
+        statements = stored_rows(rs, "cascade_mysql")
         fills = query_rows(
             rs,
-            "mysql",
+            "cascade_mysql",
             "count",
             breakdowns=["statement", "host"],
             where=f'fingerprint = "{truth["stampede_fingerprint"]}"',
@@ -54,7 +54,7 @@ def test_cascade_stall_stampede_and_pool_wait_are_in_the_data(seed: int, tmp_pat
         )
         before = query_rows(
             rs,
-            "mysql",
+            "cascade_mysql",
             "count",
             where=f'statement = "{truth["stampede_statement"]}"',
             start=_z(lo - (hi - lo) * 4),
@@ -63,7 +63,7 @@ def test_cascade_stall_stampede_and_pool_wait_are_in_the_data(seed: int, tmp_pat
         key = f'key = "{truth["stampede_key"]}" and cache = "miss"'
         during = query_rows(
             rs,
-            "api",
+            "cascade_api",
             "count",
             "avg(pool_wait_ms)",
             "avg(db_time_ms)",
@@ -74,7 +74,7 @@ def test_cascade_stall_stampede_and_pool_wait_are_in_the_data(seed: int, tmp_pat
         )
         calm = query_rows(
             rs,
-            "api",
+            "cascade_api",
             "p99(pool_wait_ms)",
             "p99(duration_ms)",
             start=_z(stalls[0][0] - timedelta(seconds=90)),

@@ -41,7 +41,7 @@ def run(request: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Rootsif
 
 def _write_p50(rs: Rootsift, start: datetime, end: datetime, leader: str | None = None) -> float:
     where = 'op != "get"' + (f' AND leader = "{leader}"' if leader else "")
-    rows = query_rows(rs, "kv_requests", "p50(duration_ms)", where=where, start=_z(start), end=_z(end))
+    rows = query_rows(rs, "consul_kv_requests", "p50(duration_ms)", where=where, start=_z(start), end=_z(end))
     return float(rows[0][0])
 
 
@@ -64,11 +64,11 @@ def test_kv_write_p50_steps_from_hundreds_of_ms_to_seconds(run: tuple[Rootsift, 
 
 def test_culprit_is_the_streaming_change_before_the_changepoint(run: tuple[Rootsift, dict[str, Any]]) -> None:
     rs, truth = run
-    rows = query_rows(rs, "changes", "count", breakdowns=["service", "change"], **SPAN)
+    rows = query_rows(rs, "consul_changes", "count", breakdowns=["service", "change"], **SPAN)
     assert ["traffic-routing", "config_push", 1] in rows
     assert sum(r[2] for r in rows) >= 7  # the culprit among decoys
     cp = truth["changepoint"]
-    culprit = query_rows(rs, "changes", "count", where='service = "traffic-routing"', start=SPAN["start"], end=cp)
+    culprit = query_rows(rs, "consul_changes", "count", where='service = "traffic-routing"', start=SPAN["start"], end=cp)
     assert culprit[0][0] == 1
     assert "streaming" in truth["culprit_change"]["description"]
 
@@ -87,7 +87,7 @@ def test_slow_leaders_have_growing_freelists_and_slower_writes(run: tuple[Rootsi
     start = cp - timedelta(days=2)
     rows = query_rows(
         rs,
-        "kv_requests",
+        "consul_kv_requests",
         "count",
         "p50(duration_ms)",
         breakdowns=["leader"],

@@ -49,7 +49,7 @@ def test_upgrade_tail_regresses_memory_improves_and_reads_lose_replicas(seed: in
             v: (p50, p85, p99)
             for v, p50, p85, p99 in query_rows(
                 rs,
-                "requests",
+                "upgrade_requests",
                 "p50(duration_ms)",
                 "p85(duration_ms)",
                 "p99(duration_ms)",
@@ -62,10 +62,10 @@ def test_upgrade_tail_regresses_memory_improves_and_reads_lose_replicas(seed: in
         cores = {}
         for name, window in (("old", base), ("new", after)):
             where_rss = 'metric = "process_resident_memory_bytes"'
-            mem[name] = query_rows(rs, "hosts", "avg(value)", where=where_rss, **window)[0][0]
+            mem[name] = query_rows(rs, "upgrade_hosts", "avg(value)", where=where_rss, **window)[0][0]
             cpu = query_rows(
                 rs,
-                "hosts",
+                "upgrade_hosts",
                 "min(value)",
                 "max(value)",
                 breakdowns=["host"],
@@ -76,14 +76,14 @@ def test_upgrade_tail_regresses_memory_improves_and_reads_lose_replicas(seed: in
             )
             cores[name] = _rate(cpu, _seconds(_shift(window["start"], 60), window["end"]))
         lost = {
-            n: count for n, count in query_rows(rs, "read_quorum", "count", breakdowns=["replicas_with_data"], **span)
+            n: count for n, count in query_rows(rs, "upgrade_read_quorum", "count", breakdowns=["replicas_with_data"], **span)
         }
-        one_before = query_rows(rs, "read_quorum", "count", where="replicas_with_data <= 1", **base)
-        one_during = query_rows(rs, "read_quorum", "count", where="replicas_with_data <= 1", **up)
-        one_after = query_rows(rs, "read_quorum", "count", where="replicas_with_data <= 1", **after)
-        all_during = query_rows(rs, "read_quorum", "count", **up)[0][0]
-        all_after = query_rows(rs, "read_quorum", "count", **after)[0][0]
-        stored = query_rows(rs, "profiles", "sum(samples)", breakdowns=["version", "function"], limit=1000)
+        one_before = query_rows(rs, "upgrade_read_quorum", "count", where="replicas_with_data <= 1", **base)
+        one_during = query_rows(rs, "upgrade_read_quorum", "count", where="replicas_with_data <= 1", **up)
+        one_after = query_rows(rs, "upgrade_read_quorum", "count", where="replicas_with_data <= 1", **after)
+        all_during = query_rows(rs, "upgrade_read_quorum", "count", **up)[0][0]
+        all_after = query_rows(rs, "upgrade_read_quorum", "count", **after)[0][0]
+        stored = query_rows(rs, "upgrade_profiles", "sum(samples)", breakdowns=["version", "function"], limit=1000)
 
     # write latency: the median is not worse on v2, the tail from p85 up is much worse
     assert lat[new][0] < 1.1 * lat[old][0]

@@ -71,14 +71,14 @@ def test_memleak_slab_and_cgroups_grow_only_on_the_leaking_kernel(seed: int, tmp
         span = {"start": "2019-12-01", "end": "2020-06-01"}
 
         def growth(where: str, field: str) -> dict[str, float]:
-            first = query_rows(rs, "hosts", f"min({field})", f"max({field})", breakdowns=["host"], where=where, **span)
+            first = query_rows(rs, "memleak_hosts", f"min({field})", f"max({field})", breakdowns=["host"], where=where, **span)
             return {h: hi - lo for h, lo, hi in first}
 
         slab = growth('kind = "meminfo"', "sunreclaim_bytes")
         cgroups = growth('subsys_name = "memory"', "num_cgroups")
         cache = growth('kind = "meminfo"', "active_file_bytes")
-        kernels = dict((h, k) for h, k, _ in query_rows(rs, "capacity", "count", breakdowns=["host", "kernel"], **span))
-        labelled = dict((h, k) for h, k, _ in query_rows(rs, "hosts", "count", breakdowns=["host", "kernel"], **span))
+        kernels = dict((h, k) for h, k, _ in query_rows(rs, "memleak_capacity", "count", breakdowns=["host", "kernel"], **span))
+        labelled = dict((h, k) for h, k, _ in query_rows(rs, "memleak_hosts", "count", breakdowns=["host", "kernel"], **span))
     assert labelled == kernels  # every snapshot carries its host's kernel (the inventory label)
     for host in truth["leaking_hosts"]:
         assert kernels[host].startswith("5.0")
@@ -101,7 +101,7 @@ def test_cli_lists_writes_and_reports_errors(tmp_path: Path) -> None:
     assert listed.exit_code == 0 and "memleak" in [s["name"] for s in json.loads(listed.stdout)["scenarios"]]
     wrote = runner.invoke(main, ["scenario", "memleak", "--out", str(tmp_path / "m"), "--seed", "3", "--json"])
     assert wrote.exit_code == 0, wrote.output
-    assert json.loads(wrote.stdout)["sources"][-1]["dataset"] == "capacity"
+    assert json.loads(wrote.stdout)["sources"][-1]["dataset"] == "memleak_capacity"
     unknown = runner.invoke(main, ["scenario", "nope", "--out", str(tmp_path / "n"), "--json"])
     assert unknown.exit_code == 2 and json.loads(unknown.stdout)["error"]["type"] == "UsageError"
     missing = runner.invoke(main, ["scenario", "memleak"])
@@ -121,7 +121,7 @@ def test_event_loop_runs_in_time_order_ties_in_schedule_order() -> None:
     assert seen == ["a", "b", "a+0.5", "c"] and loop.now == 5.0
 
 
-def test_demo_generates_ingests_and_says_no_analysis_exists_yet(tmp_path: Path) -> None:
+def test_demo_generates_ingests_and_lists_what_to_ask(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from rootsift.cli import main
@@ -131,7 +131,11 @@ def test_demo_generates_ingests_and_says_no_analysis_exists_yet(tmp_path: Path) 
     assert first.exit_code == 0, first.output
     report = json.loads(first.stdout)
     (run,) = report["scenarios"]
-    assert run["findings"] == [] and report["warnings"]
+    commands = [a["command"].split()[1] for a in run["analyses"]]
+    assert commands == ["trends", "compare"]
+    for analysis in run["analyses"]:
+        assert analysis["available"] == (analysis["command"].split()[1] in main.commands)
+        assert analysis["available"] or any(analysis["command"].split()[1] in w for w in report["warnings"])
     assert {s["dataset"] for s in run["ingested"]} == {"memleak_hosts", "memleak_capacity"}
     assert all(s["rejects"] == 0 and s["events"] > 0 for s in run["ingested"])
     again = json.loads(CliRunner().invoke(main, args).stdout)  # a second run replaces, not doubles

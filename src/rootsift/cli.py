@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -236,8 +237,17 @@ def scenario_(name: str | None, out_dir: Path | None, seed: int, scale: str, as_
         return
     out.print(f"wrote scenario [bold]{name}[/bold] (seed {seed}, scale {manifest.scale:g}) to {out_dir}")
     for src in manifest.sources:
-        opts = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in src.options.items())
-        out.print(f"  rootsift ingest {out_dir / src.path} -d {src.dataset} --format {src.format} {opts}".rstrip())
+        argv = ["rootsift", "ingest", str(out_dir / src.path), "-d", src.dataset, "--format", src.format]
+        for key, value in src.options.items():
+            if key == "labels":
+                argv += [arg for k, v in value.items() for arg in ("--label", f"{k}={v}")]
+            else:
+                argv += [f"--{key.replace('_', '-')}", str(value)]
+        out.print(f"  {shlex.join(argv)}", markup=False)
+    if manifest.analyses:
+        out.print("then ask:")
+        for argv in manifest.analyses:
+            out.print(f"  {shlex.join(['rootsift', *argv])}", markup=False)
 
 
 @main.command()
@@ -255,7 +265,15 @@ def demo(rs: Rootsift, as_json: bool, name: str | None, out_dir: Path | None, se
     names = [name] if name else list(scenarios.all_scenarios())
     root = out_dir or rs.data_dir / ".scenarios"
     report = [scenarios.demo(rs, n, root / n, seed, scale) for n in names]
-    warnings = ["no analysis exists yet: findings will appear here as explain, compare and the others land"]
+    warnings = []
+    for run in report:
+        run["analyses"] = [
+            {"command": shlex.join(["rootsift", *argv]), "available": argv[0] in main.commands}
+            for argv in run["analyses"]
+        ]
+        missing = sorted({a["command"].split()[1] for a in run["analyses"]} - set(main.commands))
+        if missing:
+            warnings.append(f"{run['scenario']}: not available yet: {', '.join(missing)} (no findings from them)")
     if as_json:
         emit_json({"scenarios": report, "warnings": warnings})
         return
@@ -267,6 +285,9 @@ def demo(rs: Rootsift, as_json: bool, name: str | None, out_dir: Path | None, se
         for src in run["ingested"]:
             t.add_row(src["dataset"], src["source"], src["format"], f"{src['events']:,}", f"{src['rejects']:,}")
         out.print(t)
+        out.print("what to ask of it:")
+        for analysis in run["analyses"]:
+            out.print(f"  {analysis['command']}", markup=False)
     for w in warnings:
         out.print(f"[yellow]{w}[/yellow]")
 

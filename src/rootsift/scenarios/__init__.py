@@ -65,19 +65,16 @@ def ingest(rs: Any, out: str | Path) -> list[Any]:
 
 
 def demo(rs: Any, name: str, out: str | Path, seed: int = 1, scale: str | float = "ci") -> dict[str, Any]:
-    """Generate scenario ``name`` into ``out`` and ingest it into datasets prefixed ``name_``
-    (unless their name already starts so);
-    what was ingested, and the findings of the analyses that exist (none yet)."""
+    """Generate scenario ``name`` into ``out`` and ingest it (its datasets, all named
+    ``name_...``, replace those of an earlier run); what was ingested, and the analyses
+    its manifest asks for."""
     manifest = generate(name, out, seed, scale)
     folder = Path(out)
-    def prefixed(dataset: str) -> str:
-        return dataset if dataset.startswith(f"{name}_") else f"{name}_{dataset}"
-
-    for dataset in {prefixed(src.dataset) for src in manifest.sources} & {d.name for d in rs.datasets()}:
+    for dataset in {src.dataset for src in manifest.sources} & {d.name for d in rs.datasets()}:
         rs.backend.drop_dataset(dataset)
     ingested = []
     for src in manifest.sources:
-        summary = rs.ingest(folder / src.path, prefixed(src.dataset), format=src.format, **src.options)
+        summary = rs.ingest(folder / src.path, src.dataset, format=src.format, **src.options)
         ingested.append(
             {
                 "dataset": summary.dataset,
@@ -87,4 +84,4 @@ def demo(rs: Any, name: str, out: str | Path, seed: int = 1, scale: str | float 
                 "rejects": summary.rejects,
             }
         )
-    return {"scenario": name, "out": str(folder), "ingested": ingested, "findings": []}
+    return {"scenario": name, "out": str(folder), "ingested": ingested, "analyses": manifest.analyses}

@@ -44,6 +44,11 @@ class Manifest:
     scale: float
     sources: list[Source] = field(default_factory=list)
     notes: str = ""
+    analyses: list[list[str]] = field(default_factory=list)
+    """What a user would ask of this data without knowing the answer: ``rootsift`` command
+    lines (without ``--data``/``--json``). ``rootsift demo`` runs those whose command exists;
+    the case tests check their findings against the ground truth. Cohorts (kernels,
+    versions) are what an operator knows from the inventory, never the answer."""
 
     def write(self, out: Path) -> Path:
         path = out / MANIFEST_FILE
@@ -54,6 +59,7 @@ class Manifest:
     def read(out: Path) -> Manifest:
         data = json.loads((out / MANIFEST_FILE).read_text())
         data["sources"] = [Source(**s) for s in data["sources"]]
+        data.setdefault("analyses", [])
         return Manifest(**data)
 
 

@@ -64,9 +64,10 @@ class Cascade(Scenario):
                 stamp = (origin + timedelta(seconds=ev.pop("t"))).isoformat(timespec="microseconds")
                 fh.write(orjson.dumps({"timestamp": stamp.replace("+00:00", "Z"), **ev}) + b"\n")
         n_db = write_slow_log(slow_path, world["statements"], origin)
-        sources = [Source("api", "api.jsonl", "jsonl"), Source("mysql", "mysql-slow.log", "mysql-slow")]
+        sources = [Source("cascade_api", "api.jsonl", "jsonl"), Source("cascade_mysql", "mysql-slow.log", "mysql-slow")]
         notes = f"{world['n_servers']} API servers, {len(world['events'])} requests, {n_db} statements, draw {attempt}"
-        return Manifest(self.name, self.seed, self.scale, sources, notes), truth
+        analyses = [["investigate", "cascade_api"], ["investigate", "cascade_mysql"]]
+        return Manifest(self.name, self.seed, self.scale, sources, notes, analyses), truth
 
     def _simulate(self) -> dict[str, Any]:
         rng = self.rng

@@ -92,11 +92,18 @@ class ConsulOutage(Scenario):
         (out / "changes.jsonl").write_text("".join(json.dumps(c) + "\n" for c in changes))
         (out / "kv_requests.jsonl").write_text("".join(requests))
         sources = [Source("consul_metrics", f"metrics/{s.name}.prom", "prometheus", {"host": s.name}) for s in servers]
-        sources += [Source("changes", "changes.jsonl", "jsonl"), Source("kv_requests", "kv_requests.jsonl", "jsonl")]
+        sources += [
+            Source("consul_changes", "changes.jsonl", "jsonl"),
+            Source("consul_kv_requests", "kv_requests.jsonl", "jsonl"),
+        ]
         notes = f"10 servers, {DAYS} days, {len(requests)} sampled KV requests, {len(changes)} change events"
         subs = (other_subscribers, other_subscribers + routing_after)
         truth = self._truth(start, series, servers, terms, change_min, (culprit, changes), subs)
-        return Manifest(self.name, self.seed, self.scale, sources, notes), truth
+        analyses = [
+            ["investigate", "consul_kv_requests", "--measure", "duration_ms"],
+            ["changes", "consul_kv_requests", "--events", "consul_changes", "--measure", "duration_ms"],
+        ]
+        return Manifest(self.name, self.seed, self.scale, sources, notes, analyses), truth
 
     def _servers(self) -> list[Server]:
         rng = self.rng

@@ -184,7 +184,7 @@ class ApiGateway(Scenario):
         (out / "config" / "upstreams.jsonl").write_text("".join(json.dumps(c) + "\n" for c in config))
         sources.append(Source("gateway_config", "config/upstreams.jsonl", "jsonl"))
         notes = f"{len(instances)} instances over {DURATION / 3600:.0f} h from {start.isoformat()}"
-        return Manifest(self.name, self.seed, self.scale, sources, notes)
+        return Manifest(self.name, self.seed, self.scale, sources, notes, [["investigate", "gateway_access"]])
 
     def _truth(
         self,

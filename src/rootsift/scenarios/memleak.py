@@ -77,7 +77,9 @@ class Host:
 @register
 class MemLeak(Scenario):
     name = "memleak"
-    summary = "game-server fleet over 8 weeks: dying cgroups pinned by slab on kernel 5.0 (SUnreclaim grows), not on 5.3"
+    summary = (
+        "game-server fleet over 8 weeks: dying cgroups pinned by slab on kernel 5.0 (SUnreclaim grows), not on 5.3"
+    )
 
     def generate(self, out: Path) -> tuple[Manifest, dict[str, Any]]:
         rng = self.rng
@@ -109,10 +111,27 @@ class MemLeak(Scenario):
         (out / "capacity.jsonl").write_text("\n".join(capacity_lines) + "\n")
         # the kernel each host runs is inventory an operator has (it is the cohort, not the answer)
         sources = [
-            Source("hosts", f"proc/{h.name}", "procfs", {"host": h.name, "labels": {"kernel": h.kernel}}) for h in hosts
+            Source("memleak_hosts", f"proc/{h.name}", "procfs", {"host": h.name, "labels": {"kernel": h.kernel}})
+            for h in hosts
         ]
-        sources.append(Source("capacity", "capacity.jsonl", "jsonl"))
-        manifest = Manifest(self.name, self.seed, self.scale, sources, f"{n_hosts} hosts, {weeks} weeks")
+        sources.append(Source("memleak_capacity", "capacity.jsonl", "jsonl"))
+        old, new = sorted({h.kernel for h in hosts})
+        analyses = [
+            ["trends", "memleak_hosts", "--where", 'kind = "meminfo"'],
+            [
+                "compare",
+                "memleak_hosts",
+                "--a",
+                f'kernel = "{old}"',
+                "--b",
+                f'kernel = "{new}"',
+                "--where",
+                'kind = "meminfo"',
+                "--metrics",
+                "max(sunreclaim_bytes),max(active_file_bytes),min(mem_available_bytes)",
+            ],
+        ]
+        manifest = Manifest(self.name, self.seed, self.scale, sources, f"{n_hosts} hosts, {weeks} weeks", analyses)
         leaking = sorted(h.name for h in hosts if h.kernel.startswith("5.0"))
         truth = {
             "leaking_hosts": leaking,

@@ -40,6 +40,7 @@ from rootsift.scenarios.upgrade_telemetry import (
 )
 
 HOUR = 3600.0
+LATENCY_METRICS = "p50(duration_ms),p85(duration_ms),p99(duration_ms)"
 VERSIONS = (("1.1.0", "1.5.0"), ("0.15.17", "1.4.2"), ("1.2.0", "1.5.1"), ("1.3.1", "1.6.0"))
 
 
@@ -65,10 +66,15 @@ class Upgrade(Scenario):
             fh.writelines(orjson.dumps(e) + b"\n" for e in load.requests)
         with open(out / "read_quorum.jsonl", "wb") as fh:
             fh.writelines(orjson.dumps(e) + b"\n" for e in load.quorum)
-        sources = [Source("requests", "requests.jsonl", "jsonl"), Source("read_quorum", "read_quorum.jsonl", "jsonl")]
+        sources = [
+            Source("upgrade_requests", "requests.jsonl", "jsonl"),
+            Source("upgrade_read_quorum", "read_quorum.jsonl", "jsonl"),
+        ]
         for node in load.nodes:
             node.scrapes.write(out / "metrics" / node.name)
-            sources.append(Source("hosts", f"metrics/{node.name}/metrics.prom", "prometheus", {"host": node.name}))
+            sources.append(
+                Source("upgrade_hosts", f"metrics/{node.name}/metrics.prom", "prometheus", {"host": node.name})
+            )
         profiles = []
         for prof in load.profiles.values():
             rel = f"profiles/cpu_{prof.version}.folded"
@@ -77,12 +83,29 @@ class Upgrade(Scenario):
             written = (start + timedelta(seconds=load.profile_windows[prof.version][1])).timestamp()
             os.utime(out / rel, (written, written))  # a profile's only time: when it was written
             profiles.append(rel)
-            sources.append(Source("profiles", rel, "folded", {"labels": {"version": prof.version}}))
+            sources.append(Source("upgrade_profiles", rel, "folded", {"labels": {"version": prof.version}}))
         notes = (
             f"3 nodes, {len(load.requests)} request events, {len(load.quorum)} verification reads, "
             f"CPU profiles per version (folded stacks, labelled with their version): {', '.join(profiles)}"
         )
-        manifest = Manifest(self.name, self.seed, self.scale, sources, notes)
+        # the operator knows the versions and when the rollout ran (its own deploy log)
+        cohorts = ["--a", f'version = "{p.old}"', "--b", f'version = "{p.new}"']
+        first, last_up = min(p.restarts.values()), max(t + p.down[n] for n, t in p.restarts.items())
+        before_after = ["--a-from", iso(0), "--a-to", iso(first), "--b-from", iso(last_up), "--b-to", iso(p.duration)]
+        analyses = [
+            ["compare", "upgrade_requests", *cohorts, "--where", 'op = "write"', "--metrics", LATENCY_METRICS],
+            [
+                "compare",
+                "upgrade_hosts",
+                *before_after,
+                "--where",
+                'name = "process_resident_memory_bytes"',
+                "--metrics",
+                "avg(value)",
+            ],
+            ["profile-diff", "upgrade_profiles", *cohorts],
+        ]
+        manifest = Manifest(self.name, self.seed, self.scale, sources, notes, analyses)
         return manifest, self._truth(p, load, iso, profiles)
 
     def _params(self) -> Params:
