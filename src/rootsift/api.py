@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from rootsift.analysis.explain import ALPHA, TOP_VALUES, Explanation, explain
 from rootsift.ingest.formats.base import FormatOptions
 from rootsift.ingest.pipeline import IngestSummary, Progress, ingest_file
 from rootsift.ingest.runner import BLOCK_BYTES
@@ -20,6 +21,10 @@ from rootsift.query.spec import QuerySpec
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, DatasetInfo
 from rootsift.store.duckdb import DuckDBBackend, weight_sql
 from rootsift.store.sqltext import ident
+from rootsift.timeutil import parse_time
+
+Moment = str | datetime | None
+"""A time argument: RFC 3339, epoch seconds, relative (``-2h``), or a datetime (naive = UTC)."""
 
 DEFAULT_DATA = Path(".rootsift")
 
@@ -126,6 +131,39 @@ class Rootsift:
         """Run a query spec; see rootsift.query.spec."""
         return run_query(self.backend, spec, now)
 
+    def explain(
+        self,
+        dataset: str,
+        *,
+        start: Moment = None,
+        end: Moment = None,
+        where: str | None = None,
+        select: str | None = None,
+        select_from: Moment = None,
+        select_to: Moment = None,
+        baseline: str | None = None,
+        alpha: float = ALPHA,
+        top_values: int = TOP_VALUES,
+        now: datetime | None = None,
+    ) -> Explanation:
+        """What is different about the selected events: ``select`` (a filter) and/or the
+        ``select_from``…``select_to`` sub-range, against the rest of ``start``…``end`` (the
+        whole dataset by default) or the events matching ``baseline``. docs/explain.md."""
+        now = now or datetime.now(UTC)
+        return explain(
+            self.backend,
+            dataset,
+            start=_moment(start, now),
+            end=_moment(end, now),
+            where=where,
+            select=select,
+            select_from=_moment(select_from, now),
+            select_to=_moment(select_to, now),
+            baseline=baseline,
+            alpha=alpha,
+            top_values=top_values,
+        )
+
     def retention(self, dataset: str, keep: timedelta, now: datetime | None = None) -> dict[str, Any]:
         """Delete events older than ``now - keep``; return rows deleted and bytes before/after."""
         now = now or datetime.now(UTC)
@@ -147,6 +185,14 @@ class Rootsift:
         weight = self.backend.weight_field(dataset)
         agg = f"sum({weight_sql(weight)})" if weight else "count(*)"
         return int(self.backend.execute_sql(f"SELECT coalesce({agg}, 0) FROM {rel}", []).rows[0][0])
+
+
+def _moment(value: Moment, now: datetime) -> datetime | None:
+    """A time argument as a naive UTC datetime (how the store keeps time)."""
+    if value is None:
+        return None
+    moment = parse_time(value, now) if isinstance(value, str) else value
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
 
 
 def _size(directory: Path) -> int:

@@ -468,5 +468,7 @@ def retention(rs: Rootsift, as_json: bool, dataset: str, keep: str) -> None:
     )
 
 
+from rootsift import cli_analyses  # noqa: E402, F401  (registers the analysis commands on main)
+
 if __name__ == "__main__":
     main()

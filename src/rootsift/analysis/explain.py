@@ -1,0 +1,294 @@
+"""explain: what is different about the selected events, against the rest.
+
+One pass counts every dimension's values and every measure's distribution in the
+selection and the baseline (``counts.py``); each field/value share and each measure is
+tested (``stats.py``), the tests corrected together for the false discovery rate, and
+the significant ones ranked by a score that is the effect shrunk by its uncertainty.
+A second, small pass counts conjunctions of the strongest values (``combos.py``).
+docs/explain.md explains the statistics in plain words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from rootsift.analysis import stats
+from rootsift.analysis.combos import COMBO_METHOD, search_combinations
+from rootsift.analysis.counts import BIN_STEPS, Cell, Counts, bin_edges, count_pass
+from rootsift.analysis.fields import PILOT_ROWS, plan_fields
+from rootsift.analysis.findings import Finding, iso
+from rootsift.analysis.frame import Frame
+from rootsift.errors import UsageError
+from rootsift.store.duckdb import DuckDBBackend
+
+ALPHA = 0.05
+TOP_VALUES = 50
+QUANTILES = (0.5, 0.9, 0.99)
+SMALL_SELECTION = 30
+
+
+@dataclass
+class Scale:
+    """Totals of the selection and baseline, weighted and effective (for the tests)."""
+
+    sel_w: float
+    base_w: float
+    sel_eff: float
+    base_eff: float
+
+    def effective(self, cell: Cell) -> tuple[float, float]:
+        """A cell's counts in effective events (its weighted counts, scaled)."""
+        a = cell.sel_w * self.sel_eff / self.sel_w if self.sel_w else 0.0
+        b = cell.base_w * self.base_eff / self.base_w if self.base_w else 0.0
+        return a, b
+
+
+@dataclass
+class Explanation:
+    """explain's result: the two groups, the findings (most explanatory first) and warnings."""
+
+    dataset: str
+    selection: dict[str, Any]
+    baseline: dict[str, Any]
+    findings: list[Finding]
+    warnings: list[str] = field(default_factory=list)
+    fields: dict[str, Any] = field(default_factory=dict)
+    method: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "selection": self.selection,
+            "baseline": self.baseline,
+            "findings": [f.as_dict() for f in self.findings],
+            "warnings": self.warnings,
+            "fields": self.fields,
+            "method": self.method,
+        }
+
+
+def explain(
+    backend: DuckDBBackend,
+    dataset: str,
+    *,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    where: str | None = None,
+    select: str | None = None,
+    select_from: datetime | None = None,
+    select_to: datetime | None = None,
+    baseline: str | None = None,
+    alpha: float = ALPHA,
+    top_values: int = TOP_VALUES,
+) -> Explanation:
+    """Compare the selection (``select`` and/or ``select_from``…``select_to``) with the
+    baseline (the rest of the range, or the events matching ``baseline``); return the
+    fields and values that tell them apart, most explanatory first."""
+    if not 0 < alpha < 1:
+        raise UsageError(f"--alpha {alpha} must be between 0 and 1")
+    if top_values < 1:
+        raise UsageError(f"--top {top_values} must be at least 1")
+    frame = Frame(backend, dataset, start, end, where, select, select_from, select_to, baseline)
+    plan = plan_fields(frame)
+    counts = count_pass(frame, plan, top_values)
+    total = counts.total
+    scale = Scale(
+        total.sel_w,
+        total.base_w,
+        stats.effective_size(total.sel_w, counts.sel_w2),
+        stats.effective_size(total.base_w, counts.base_w2),
+    )
+    out = Explanation(
+        dataset,
+        _group(total.sel_n, total.sel_w, scale.sel_eff, select or None, select_from, select_to, frame.weight),
+        _group(total.base_n, total.base_w, scale.base_eff, baseline or None, None, None, frame.weight),
+        [],
+        _warnings(total, scale, frame),
+        _fields_summary(plan, counts, scale),
+        _method(alpha, top_values),
+    )
+    if total.sel_n == 0 or total.base_n == 0:
+        return out
+    singles = _dimension_findings(counts, scale, alpha) + _measure_findings(counts, scale)
+    _set_q(singles)
+    combos, tested = search_combinations(frame, [f for f in singles if f.q_value < alpha], scale, alpha)
+    everything = singles + tested
+    _set_q(everything)
+    kept = [f for f in singles + combos if f.q_value < alpha]
+    out.findings = sorted(_drop_complements(kept), key=lambda f: (-f.score, f.p_value))
+    out.method["tests"] = len(everything)
+    return out
+
+
+def _dimension_findings(counts: Counts, scale: Scale, alpha: float) -> list[Finding]:
+    """One test per (field, value), missing as a value; a measure's missing share too.
+
+    A value too rare to be significant even if all its events fell on one side is not
+    tested (Tarone: it could never be a finding, and testing it would only dilute the
+    others). A value kept for being common in the selection is tested against every
+    value its field has (its p-value times the field's distinct count).
+    """
+    pairs: list[tuple[str, Any, Cell]] = [(name, v, c) for name, vals in counts.values.items() for v, c in vals]
+    for name, cells in counts.bins.items():
+        missing = next((c for k, c in cells if k is None), None)
+        present = any(k is not None for k, _ in cells)
+        if missing is not None and present:
+            pairs.append((name, None, missing))
+    if not pairs:
+        return []
+    eff = np.array([scale.effective(c) for _, _, c in pairs])
+    with_value = eff.sum(axis=1)
+    all_sel = np.minimum(with_value, scale.sel_eff)
+    all_base = np.minimum(with_value, scale.base_eff)
+    best = np.minimum(
+        stats.share_test(all_sel, with_value - all_sel, scale.sel_eff, scale.base_eff),
+        stats.share_test(with_value - all_base, all_base, scale.sel_eff, scale.base_eff),
+    )
+    testable = best <= alpha
+    pairs = [pair for pair, ok in zip(pairs, testable) if ok]
+    eff = eff[testable]
+    if not pairs:
+        return []
+    p_sel = np.array([c.sel_w for _, _, c in pairs]) / scale.sel_w
+    p_base = np.array([c.base_w for _, _, c in pairs]) / scale.base_w
+    p = stats.share_test(eff[:, 0], eff[:, 1], scale.sel_eff, scale.base_eff)
+    looked = np.array([1.0 if c.among_common else float(counts.distinct.get(n, 1)) for n, _, c in pairs])
+    p = np.minimum(1.0, p * looked)
+    diff, score = stats.share_score(p_sel, p_base, scale.sel_eff, scale.base_eff)
+    return [
+        Finding(
+            "dimension",
+            float(score[i]),
+            float(p[i]),
+            field=name,
+            value=value,
+            selection_fraction=float(p_sel[i]),
+            baseline_fraction=float(p_base[i]),
+            selection_count=cell.sel_w,
+            baseline_count=cell.base_w,
+            effect=float(diff[i]),
+        )
+        for i, (name, value, cell) in enumerate(pairs)
+    ]
+
+
+def _measure_findings(counts: Counts, scale: Scale) -> list[Finding]:
+    """A rank test per measure, with its quantiles side by side."""
+    found = []
+    for name, cells in counts.bins.items():
+        present = sorted(((k, c) for k, c in cells if k is not None), key=lambda kc: kc[0])
+        if not present:
+            continue
+        keys = np.array([k for k, _ in present], dtype=np.float64)
+        eff = np.array([scale.effective(c) for _, c in present])
+        delta, p, se = stats.binned_rank_test(eff[:, 0], eff[:, 1])
+        low, high = bin_edges(keys)
+        sel_q = stats.binned_quantiles(np.array([c.sel_w for _, c in present]), low, high, QUANTILES)
+        base_q = stats.binned_quantiles(np.array([c.base_w for _, c in present]), low, high, QUANTILES)
+        sel_n = sum(c.sel_w for _, c in present)
+        base_n = sum(c.base_w for _, c in present)
+        quantiles = {
+            f"p{round(q * 100)}": {"selection": _r(s), "baseline": _r(b)} for q, s, b in zip(QUANTILES, sel_q, base_q)
+        }
+        found.append(
+            Finding(
+                "measure",
+                max(0.0, abs(delta) - stats.Z95 * se),
+                p,
+                field=name,
+                selection_count=sel_n,
+                baseline_count=base_n,
+                effect=delta,
+                detail={"direction": "higher" if delta > 0 else "lower", "quantiles": quantiles},
+            )
+        )
+    return found
+
+
+def _drop_complements(findings: list[Finding]) -> list[Finding]:
+    """A value less common in the selection is shown only when no value of its field is more common."""
+    over = {f.field for f in findings if f.kind == "dimension" and f.effect > 0}
+    return [f for f in findings if not (f.kind == "dimension" and f.effect < 0 and f.field in over)]
+
+
+def _set_q(findings: list[Finding]) -> None:
+    q = stats.q_values(np.array([f.p_value for f in findings]))
+    for f, value in zip(findings, q):
+        f.q_value = float(value)
+
+
+def _group(
+    n: float, w: float, eff: float, where: str | None, lo: datetime | None, hi: datetime | None, weight: str | None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"where": where, "from": iso(lo), "to": iso(hi), "events": int(n)}
+    if weight:
+        out["weighted_events"] = round(w, 3)
+        out["effective_events"] = round(eff, 1)
+    return out
+
+
+def _warnings(total: Cell, scale: Scale, frame: Frame) -> list[str]:
+    out = []
+    if total.sel_n == 0:
+        out.append("the selection is empty: nothing to explain (check --select and the time range)")
+    elif scale.sel_eff < SMALL_SELECTION:
+        out.append(
+            f"the selection has only {scale.sel_eff:.0f} (effective) events: only large differences can be "
+            "significant, and nothing found is not evidence of no difference"
+        )
+    if total.base_n == 0:
+        out.append("the baseline is empty: nothing to compare the selection with (widen --from/--to or --baseline)")
+    if frame.weight and scale.sel_w > 0 and scale.sel_eff < 0.5 * total.sel_n:
+        out.append(
+            f"sample rates ({frame.weight!r}) vary: the {int(total.sel_n)} selected events count as "
+            f"{scale.sel_eff:.0f} independent ones in the tests"
+        )
+    return out
+
+
+def _fields_summary(plan: Any, counts: Counts, scale: Scale) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in sorted(set(plan.dimensions) | set(plan.measures)):
+        role = "dimension" if name not in plan.measures else "measure" if name not in plan.dimensions else "both"
+        info: dict[str, Any] = {"role": role, "id_like": name in plan.id_like}
+        if name in counts.distinct:
+            info["distinct"] = counts.distinct[name]
+            shown = counts.values.get(name, [])
+            if counts.distinct[name] > len(shown) and scale.sel_w and scale.base_w:
+                info["other"] = {
+                    "values": counts.distinct[name] - len(shown),
+                    "selection_fraction": _r(1 - sum(c.sel_w for _, c in shown) / scale.sel_w),
+                    "baseline_fraction": _r(1 - sum(c.base_w for _, c in shown) / scale.base_w),
+                }
+        out[name] = info
+    for name, why in plan.skipped.items():
+        out[name] = {"role": "skipped", "why": why}
+    return out
+
+
+def _method(alpha: float, top_values: int) -> dict[str, Any]:
+    return {
+        "exact": True,
+        "alpha": alpha,
+        "dimensions": (
+            f"each value's share in selection vs baseline, missing counted as a value; the {top_values} values "
+            "with the largest share in either group per field are tested, the rest summed as 'other'; "
+            "hypergeometric (Fisher) test on effective counts"
+        ),
+        "measures": (
+            f"Mann-Whitney rank test on log-spaced bins ({BIN_STEPS} per doubling, so quantiles are within "
+            f"{2 ** (1 / BIN_STEPS) - 1:.1%}); effect = Cliff's delta"
+        ),
+        "combinations": COMBO_METHOD,
+        "correction": "Benjamini-Hochberg false discovery rate over every test of the run",
+        "score": "effect (difference of shares, or Cliff's delta) less 1.96 standard errors, floored at 0",
+        "field_roles": f"numbers with few distinct values in the first {PILOT_ROWS:,} events are also counted per value",
+    }
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else float(f"{x:.6g}")

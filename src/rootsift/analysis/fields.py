@@ -1,0 +1,69 @@
+"""Which fields an analysis looks at, and how: as dimensions (counted per value), as
+measures (compared as distributions), or not at all, with the reason.
+
+A look at the first rows of the range (``PILOT_ROWS``) tells low-cardinality numbers
+(a status code: a dimension) from quantities (a duration: a measure) and marks id-like
+fields (nearly every value distinct).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rootsift.analysis.frame import Frame
+from rootsift.store.base import TIME_COLUMN
+from rootsift.store.sqltext import ident
+
+PILOT_ROWS = 20_000
+CATEGORICAL_MAX = 1000
+"""A number with at most this many distinct values in the pilot is also counted per value."""
+QUANTITY_MIN = 20
+"""A number with at least this many distinct values in the pilot is also compared as a distribution."""
+NUMERIC = ("DOUBLE", "BIGINT")
+TEXT = ("VARCHAR", "BOOLEAN")
+
+
+@dataclass
+class FieldPlan:
+    dimensions: list[str] = field(default_factory=list)
+    measures: list[str] = field(default_factory=list)
+    id_like: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    distinct_in_pilot: dict[str, int] = field(default_factory=dict)
+
+
+def plan_fields(frame: Frame) -> FieldPlan:
+    """Roles for every field of the frame's dataset (see the module docstring)."""
+    plan = FieldPlan()
+    defining = frame.selection_fields()
+    candidates = []
+    for name, info in sorted(frame.fields.items()):
+        if name == TIME_COLUMN:
+            continue
+        if name == frame.weight:
+            plan.skipped[name] = "sample rate (used as the weight)"
+        elif name in defining:
+            plan.skipped[name] = "defines the selection or baseline"
+        elif info.type in NUMERIC or info.type in TEXT:
+            candidates.append((name, info.type))
+        else:
+            plan.skipped[name] = f"{info.type.lower()} values are not compared"
+    if not candidates:
+        return plan
+    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    cols = ", ".join(ident(n) for n, _ in candidates)
+    stats = ", ".join(f"approx_count_distinct({ident(n)}), count({ident(n)})" for n, _ in candidates)
+    row = frame.backend.execute_sql(f"SELECT {stats} FROM (SELECT {cols} FROM {rel} LIMIT {PILOT_ROWS})", []).rows[0]
+    for i, (name, ftype) in enumerate(candidates):
+        distinct, present = int(row[2 * i] or 0), int(row[2 * i + 1] or 0)
+        plan.distinct_in_pilot[name] = distinct
+        if present >= 100 and distinct > 0.5 * present and distinct > 200:
+            plan.id_like.append(name)
+        if ftype in TEXT:
+            plan.dimensions.append(name)
+            continue
+        if distinct <= CATEGORICAL_MAX:
+            plan.dimensions.append(name)
+        if distinct >= QUANTITY_MIN or distinct > CATEGORICAL_MAX:
+            plan.measures.append(name)
+    return plan

@@ -1,0 +1,108 @@
+"""The events an analysis compares: a dataset's time range and filter, each event marked
+as selection or baseline (or neither, and then left out), with its weight.
+
+``Frame`` renders that as one SQL sub-query with bound parameters; the analyses put their
+aggregates on top. User text reaches SQL only as compiled filters (values bound) and
+quoted identifiers of known fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from rootsift.errors import QuerySpecError, UsageError
+from rootsift.query import compile as qc
+from rootsift.query.filters import compile_filter, parse_filter
+from rootsift.query.filters import fields as filter_fields
+from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
+from rootsift.store.duckdb import DuckDBBackend
+from rootsift.store.sqltext import ident
+
+SEL = '"__sel"'
+W = '"__w"'
+
+
+@dataclass
+class Frame:
+    """Selection and baseline over one dataset; ``sql()`` is the marked sub-query."""
+
+    backend: DuckDBBackend
+    dataset: str
+    start: datetime | None
+    end: datetime | None
+    where: str | None = None
+    select: str | None = None
+    select_from: datetime | None = None
+    select_to: datetime | None = None
+    baseline: str | None = None
+    fields: dict[str, FieldInfo] = field(init=False)
+    weight: str | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not (self.select and self.select.strip()) and self.select_from is None and self.select_to is None:
+            raise UsageError("say what to explain: --select EXPR and/or --select-from/--select-to")
+        ranges = (
+            ("--from/--to", self.start, self.end),
+            ("--select-from/--select-to", self.select_from, self.select_to),
+        )
+        for name, lo, hi in ranges:
+            if lo is not None and hi is not None and lo >= hi:
+                raise QuerySpecError(f"{name}: the start must be before the end")
+        self.fields = {n: f for n, f in self.backend.fields(self.dataset).items() if not n.endswith(RAW_SUFFIX)}
+        self.weight = self.backend.weight_field(self.dataset)
+        self.sql()  # unknown fields and bad expressions fail here, before anything runs
+
+    def selection_fields(self) -> set[str]:
+        """Fields the selection and baseline are defined by (their differences are by construction)."""
+        names: set[str] = set()
+        for text in (self.select, self.baseline):
+            if text and text.strip():
+                names |= filter_fields(parse_filter(text))
+        return names
+
+    def sql(self, columns: list[tuple[str, str, list[Any]]] | None = None) -> tuple[str, list[Any]]:
+        """``SELECT <columns>, __sel[, __w] FROM <dataset> WHERE range, filter and (selected or baseline)``.
+
+        ``columns`` are (SQL expression, alias, its parameters) over the dataset's columns.
+        """
+        params: list[Any] = []
+        items = []
+        for expr, alias, bound in columns or []:
+            items.append(f"{expr} AS {ident(alias)}")
+            params += bound
+        sel = self._condition(self.select, self.select_from, self.select_to, params)
+        items.append(f"COALESCE({sel}, false) AS {SEL}")
+        if self.weight:
+            col = ident(self.weight)
+            items.append(f"(CASE WHEN {col} >= 1 THEN {col} ELSE 1 END) AS {W}")
+        relation = self.backend.relation(self.dataset, self.start, self.end)
+        scope = qc.Compiler(self.fields, relation)
+        where = scope.where(self.start, self.end, self.where)
+        params += scope.params
+        where_sql = where.sql(dialect="duckdb") if where is not None else "true"
+        keep = "true"
+        if self.baseline:  # the selection condition again, in the filter: bound again
+            again = self._condition(self.select, self.select_from, self.select_to, params)
+            base = self._condition(self.baseline, None, None, params)
+            keep = f"COALESCE({again}, false) OR COALESCE({base}, false)"
+        text = f"SELECT {', '.join(items)} FROM {relation.sql(dialect='duckdb')} WHERE ({where_sql}) AND ({keep})"
+        return text, params
+
+    def _condition(self, text: str | None, lo: datetime | None, hi: datetime | None, params: list[Any]) -> str:
+        compiler = qc.Compiler(self.fields, self.backend.relation(self.dataset, None, None))
+        parts = []
+        if text and text.strip():
+            parts.append(
+                f"({compile_filter(parse_filter(text), compiler.column, compiler.bind).sql(dialect='duckdb')})"
+            )
+        ts = ident(TIME_COLUMN)
+        if lo is not None:
+            parts.append(f"{ts} >= ?")
+            compiler.params.append(lo)
+        if hi is not None:
+            parts.append(f"{ts} < ?")
+            compiler.params.append(hi)
+        params += compiler.params
+        return "(" + " AND ".join(parts) + ")" if parts else "true"

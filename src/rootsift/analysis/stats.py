@@ -1,0 +1,117 @@
+"""The statistics behind the analyses, vectorised over many field/value pairs at once.
+
+- **Shares** (is this value more common in the selection than in the baseline?): the
+  exact conditional test of a 2×2 table, i.e. the hypergeometric distribution (Fisher's
+  test), two-sided as twice the smaller tail. Exact at any count, so a selection of
+  twelve events is judged as fairly as one of a million.
+- **Weights** (sample rates): counts are scaled to Kish's effective sample size
+  ``(Σw)² / Σw²`` before testing, so a thousand events that stand for a million are
+  not taken as a million observations.
+- **Distributions** (did a measure shift?): the Mann–Whitney U test on log-spaced bins
+  (values within a bin count as ties, with the tie correction), reported as Cliff's
+  delta ``P(sel > base) − P(sel < base)``, which lives on the same −1…1 scale as a
+  difference of shares.
+- **Many tests**: Benjamini–Hochberg q-values over every pair tested in one run.
+- **Score**: the effect (difference of shares, or Cliff's delta) shrunk by 1.96
+  standard errors toward zero: the smallest effect the data support, so a large
+  effect on three events does not outrank a solid one on three thousand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats as sps
+
+Z95 = 1.959963984540054
+Array = NDArray[np.float64]
+
+
+def effective_size(weight_sum: float, weight_sq_sum: float) -> float:
+    """Kish's effective sample size of a weighted sample (the count itself when unweighted)."""
+    return weight_sum * weight_sum / weight_sq_sum if weight_sq_sum > 0 else 0.0
+
+
+def share_test(a: Array, b: Array, n_sel: float, n_base: float) -> Array:
+    """Two-sided p-values that values with ``a`` of ``n_sel`` selected events and ``b`` of
+    ``n_base`` baseline events are equally common in both (hypergeometric, exact).
+
+    Counts may be effective (non-integer) counts: they are rounded first.
+    """
+    a_i = np.rint(np.asarray(a, dtype=np.float64))
+    b_i = np.rint(np.asarray(b, dtype=np.float64))
+    n1 = float(round(n_sel))
+    n0 = float(round(n_base))
+    a_i = np.clip(a_i, 0, n1)
+    b_i = np.clip(b_i, 0, n0)
+    total = n1 + n0
+    with_value = a_i + b_i
+    upper = sps.hypergeom.sf(a_i - 1, total, with_value, n1)
+    lower = sps.hypergeom.cdf(a_i, total, with_value, n1)
+    p = np.minimum(1.0, 2.0 * np.minimum(upper, lower))
+    return np.asarray(np.where(with_value > 0, p, 1.0), dtype=np.float64)
+
+
+def share_score(p_sel: Array, p_base: Array, n_sel: float, n_base: float) -> tuple[Array, Array]:
+    """(difference of shares, score): the score is ``|difference| − 1.96 SE`` floored at 0."""
+    diff = p_sel - p_base
+    se = np.sqrt(p_sel * (1 - p_sel) / max(n_sel, 1.0) + p_base * (1 - p_base) / max(n_base, 1.0))
+    return diff, np.maximum(0.0, np.abs(diff) - Z95 * se)
+
+
+def q_values(p: Array) -> Array:
+    """Benjamini–Hochberg adjusted p-values (the false discovery rate at which each is significant)."""
+    p = np.asarray(p, dtype=np.float64)
+    m = len(p)
+    if m == 0:
+        return p
+    order = np.argsort(p)
+    ranked = p[order] * m / np.arange(1, m + 1)
+    ranked = np.minimum.accumulate(ranked[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(ranked, 1.0)
+    return out
+
+
+def binned_rank_test(sel: Array, base: Array) -> tuple[float, float, float]:
+    """Mann–Whitney on counts per ordered bin (equal bins are ties): (Cliff's delta, p, SE of delta).
+
+    ``sel`` and ``base`` are (effective) counts per bin, bins in increasing order of value.
+    """
+    n1, n0 = float(sel.sum()), float(base.sum())
+    if n1 < 1 or n0 < 1:
+        return 0.0, 1.0, 1.0
+    below = np.cumsum(base) - base  # baseline values in lower bins
+    greater = float(np.sum(sel * below))
+    ties = float(np.sum(sel * base))
+    u = greater + ties / 2
+    delta = 2 * u / (n1 * n0) - 1
+    t = sel + base
+    total = n1 + n0
+    tie_term = float(np.sum(t**3 - t)) / (total * (total - 1)) if total > 1 else 0.0
+    var_u = n1 * n0 / 12 * ((total + 1) - tie_term)
+    if var_u <= 0:
+        return delta, 1.0, 1.0
+    z = (abs(u - n1 * n0 / 2) - 0.5) / np.sqrt(var_u)  # continuity correction
+    p = float(2 * sps.norm.sf(max(z, 0.0)))
+    return delta, min(p, 1.0), float(2 * np.sqrt(var_u) / (n1 * n0))
+
+
+def binned_quantiles(counts: Array, lows: Array, highs: Array, qs: tuple[float, ...]) -> list[float | None]:
+    """Quantiles of a distribution given as counts per bin [low, high), interpolated in the bin."""
+    total = float(counts.sum())
+    if total <= 0:
+        return [None for _ in qs]
+    cum = np.cumsum(counts)
+    out: list[float | None] = []
+    for q in qs:
+        i = int(np.searchsorted(cum, q * total, side="left"))
+        i = min(i, len(counts) - 1)
+        before = cum[i] - counts[i]
+        frac = (q * total - before) / counts[i] if counts[i] > 0 else 0.0
+        lo, hi = float(lows[i]), float(highs[i])
+        if lo > 0 and hi > lo:  # log-spaced bins: interpolate geometrically
+            out.append(lo * (hi / lo) ** frac)
+        else:
+            out.append(lo + (hi - lo) * frac)
+    return out

@@ -1,0 +1,66 @@
+"""Drawing an analysis's findings in a terminal: the two groups, a ranked table, warnings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from rootsift.analysis.explain import Explanation
+from rootsift.analysis.findings import Finding
+from rootsift.ui.terminal import fmt, warnings
+
+
+def explanation(console: Console, result: Explanation, limit: int = 20) -> None:
+    """The selection and baseline, then the findings (most explanatory first) and warnings."""
+    console.print(_group("selection", result.selection))
+    console.print(_group("baseline", result.baseline))
+    if not result.findings:
+        console.print("[dim]no significant difference between the selection and the baseline[/dim]")
+    else:
+        t = Table(show_edge=False, header_style="bold")
+        for col, justify in (("#", "right"), ("kind", "left"), ("what", "left"), ("selection", "right")):
+            t.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for col in ("baseline", "score", "q"):
+            t.add_column(col, justify="right")
+        for i, f in enumerate(result.findings[:limit], 1):
+            sel, base = _sides(f)
+            t.add_row(str(i), f.kind, f.describe(), sel, base, f"{f.score:.3f}", f"{f.q_value:.2g}")
+        console.print(t)
+        if len(result.findings) > limit:
+            console.print(f"[dim]{len(result.findings) - limit} more findings: --limit or --json[/dim]")
+    warnings(console, result.warnings)
+
+
+def _group(name: str, g: dict[str, Any]) -> str:
+    parts = [f"[bold]{name}[/bold]: {g['events']:,} events"]
+    if "effective_events" in g:
+        parts.append(f"({g['weighted_events']:,.0f} weighted, {g['effective_events']:,.0f} effective)")
+    if g.get("where"):
+        parts.append(f"where {g['where']}")
+    elif name == "baseline":
+        parts.append("(the rest of the range)")
+    if g.get("from") or g.get("to"):
+        parts.append(f"from {g.get('from') or 'the start'} to {g.get('to') or 'the end'}")
+    return " ".join(parts)
+
+
+def _sides(f: Finding) -> tuple[str, str]:
+    """Shares for values; p50 and p99 for measures."""
+    if f.kind != "measure":
+        return _pct(f.selection_fraction), _pct(f.baseline_fraction)
+    q = f.detail.get("quantiles", {})
+    sel = " ".join(f"{k} {_num(v['selection'])}" for k, v in q.items() if k in ("p50", "p99"))
+    base = " ".join(f"{k} {_num(v['baseline'])}" for k, v in q.items() if k in ("p50", "p99"))
+    return sel, base
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "∅"
+    return f"{x:,.0f}" if abs(x) >= 100 else fmt(float(f"{x:.3g}"))
+
+
+def _pct(x: float | None) -> str:
+    return "∅" if x is None else f"{100 * x:.1f} %"
