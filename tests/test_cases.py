@@ -151,12 +151,13 @@ def gateway_upstream(result: Result, truth: Truth) -> None:
 
 
 def gateway_box(truth: Truth) -> list[str]:
-    """Slow requests from the onset until the workers first saturate (after which every
-    upstream on the limited AZ is slow: a consequence, not the cause)."""
-    onset = truth["onset"]
+    """Slow requests from the onset until the workers first saturate, against the half
+    hour before (after saturation every upstream on the limited AZ is slow: a
+    consequence, not the cause, and no baseline)."""
+    onset, saturated = truth["onset"], truth["first_saturation"]
     return [
-        *("--from", shifted(onset, -30), "--to", shifted(onset, 30), "--select", "request_time_ms > 1000"),
-        *("--select-from", onset, "--select-to", truth["first_saturation"]),
+        *("--from", shifted(onset, -30), "--to", saturated, "--select", "request_time_ms > 3000"),
+        *("--select-from", onset, "--select-to", saturated),
     ]
 
 

@@ -68,7 +68,9 @@ def test_culprit_is_the_streaming_change_before_the_changepoint(run: tuple[Roots
     assert ["traffic-routing", "config_push", 1] in rows
     assert sum(r[2] for r in rows) >= 7  # the culprit among decoys
     cp = truth["changepoint"]
-    culprit = query_rows(rs, "consul_changes", "count", where='service = "traffic-routing"', start=SPAN["start"], end=cp)
+    culprit = query_rows(
+        rs, "consul_changes", "count", where='service = "traffic-routing"', start=SPAN["start"], end=cp
+    )
     assert culprit[0][0] == 1
     assert "streaming" in truth["culprit_change"]["description"]
 

@@ -76,7 +76,8 @@ def test_upgrade_tail_regresses_memory_improves_and_reads_lose_replicas(seed: in
             )
             cores[name] = _rate(cpu, _seconds(_shift(window["start"], 60), window["end"]))
         lost = {
-            n: count for n, count in query_rows(rs, "upgrade_read_quorum", "count", breakdowns=["replicas_with_data"], **span)
+            n: count
+            for n, count in query_rows(rs, "upgrade_read_quorum", "count", breakdowns=["replicas_with_data"], **span)
         }
         one_before = query_rows(rs, "upgrade_read_quorum", "count", where="replicas_with_data <= 1", **base)
         one_during = query_rows(rs, "upgrade_read_quorum", "count", where="replicas_with_data <= 1", **up)

@@ -71,14 +71,20 @@ def test_memleak_slab_and_cgroups_grow_only_on_the_leaking_kernel(seed: int, tmp
         span = {"start": "2019-12-01", "end": "2020-06-01"}
 
         def growth(where: str, field: str) -> dict[str, float]:
-            first = query_rows(rs, "memleak_hosts", f"min({field})", f"max({field})", breakdowns=["host"], where=where, **span)
+            first = query_rows(
+                rs, "memleak_hosts", f"min({field})", f"max({field})", breakdowns=["host"], where=where, **span
+            )
             return {h: hi - lo for h, lo, hi in first}
 
         slab = growth('kind = "meminfo"', "sunreclaim_bytes")
         cgroups = growth('subsys_name = "memory"', "num_cgroups")
         cache = growth('kind = "meminfo"', "active_file_bytes")
-        kernels = dict((h, k) for h, k, _ in query_rows(rs, "memleak_capacity", "count", breakdowns=["host", "kernel"], **span))
-        labelled = dict((h, k) for h, k, _ in query_rows(rs, "memleak_hosts", "count", breakdowns=["host", "kernel"], **span))
+        kernels = dict(
+            (h, k) for h, k, _ in query_rows(rs, "memleak_capacity", "count", breakdowns=["host", "kernel"], **span)
+        )
+        labelled = dict(
+            (h, k) for h, k, _ in query_rows(rs, "memleak_hosts", "count", breakdowns=["host", "kernel"], **span)
+        )
     assert labelled == kernels  # every snapshot carries its host's kernel (the inventory label)
     for host in truth["leaking_hosts"]:
         assert kernels[host].startswith("5.0")

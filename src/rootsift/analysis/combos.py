@@ -47,7 +47,7 @@ def search_combinations(
     if len(fields) < 2:
         return [], []
     codes, sel_w, base_w = _cube(frame, fields, candidates)
-    items = [(fields.index(f.field), code, f) for code, f in _coded(candidates)]
+    items = [(fields.index(str(f.field)), code, f) for code, f in _coded(candidates)]
     masks = [codes[:, fi] == code for fi, code, _ in items]
     combos = [c for r in (2, 3) for c in itertools.combinations(range(len(items)), r)]
     combos = [c for c in combos if len({items[i][0] for i in c}) == len(c)]

@@ -28,6 +28,9 @@ class Cell:
     base_n: float = 0.0
     sel_w: float = 0.0
     base_w: float = 0.0
+    sel_w2: float = 0.0
+    base_w2: float = 0.0
+    """Sums of squared weights (equal to the counts when events are not weighted)."""
     among_common: bool = True
     """Among its field's most common values overall; False: kept only for being common in the selection."""
 
@@ -116,17 +119,14 @@ def count_pass(frame: Frame, plan: FieldPlan, top_values: int) -> Counts:
     values: dict[str, list[tuple[Any, Cell]]] = defaultdict(list)
     bins: dict[str, list[tuple[int | None, Cell]]] = defaultdict(list)
     for row in result.rows:
-        cell = Cell(
-            float(row[col["sn"]] or 0),
-            float(row[col["bn"]] or 0),
-            float(row[col["sw"]] or 0),
-            float(row[col["bw"]] or 0),
-        )
+        sn, bn = float(row[col["sn"]] or 0), float(row[col["bn"]] or 0)
+        cell = Cell(sn, bn, float(row[col["sw"]] or 0), float(row[col["bw"]] or 0))
+        cell.sel_w2 = float(row[col["sw2"]] or 0) if weighted else sn
+        cell.base_w2 = float(row[col["bw2"]] or 0) if weighted else bn
         gid = int(row[col["__g"]])
         if gid == all_ones:
             counts.total = cell
-            counts.sel_w2 = float(row[col["sw2"]] or 0) if weighted else cell.sel_n
-            counts.base_w2 = float(row[col["bw2"]] or 0) if weighted else cell.base_n
+            counts.sel_w2, counts.base_w2 = cell.sel_w2, cell.base_w2
             continue
         kind, index = owner[gid]
         if kind == "d":

@@ -46,6 +46,19 @@ class Scale:
         b = cell.base_w * self.base_eff / self.base_w if self.base_w else 0.0
         return a, b
 
+    def table(self, cell: Cell) -> tuple[float, float, float, float]:
+        """(value in selection, selection, value in baseline, baseline) in effective events,
+        each group scaled by the smaller of its own and the value's effective events per
+        unit of weight: a value whose events are weighted unevenly is tested as the smaller
+        sample it is."""
+        f1 = self.sel_eff / self.sel_w if self.sel_w else 0.0
+        f0 = self.base_eff / self.base_w if self.base_w else 0.0
+        if cell.sel_w2 > 0:
+            f1 = min(f1, cell.sel_w / cell.sel_w2)
+        if cell.base_w2 > 0:
+            f0 = min(f0, cell.base_w / cell.base_w2)
+        return cell.sel_w * f1, self.sel_w * f1, cell.base_w * f0, self.base_w * f0
+
 
 @dataclass
 class Explanation:
@@ -140,25 +153,26 @@ def _dimension_findings(counts: Counts, scale: Scale, alpha: float) -> list[Find
             pairs.append((name, None, missing))
     if not pairs:
         return []
-    eff = np.array([scale.effective(c) for _, _, c in pairs])
-    with_value = eff.sum(axis=1)
-    all_sel = np.minimum(with_value, scale.sel_eff)
-    all_base = np.minimum(with_value, scale.base_eff)
+    tables = np.array([scale.table(c) for _, _, c in pairs])
+    a, n1, b, n0 = tables[:, 0], tables[:, 1], tables[:, 2], tables[:, 3]
+    with_value = a + b
+    all_sel = np.minimum(with_value, n1)
+    all_base = np.minimum(with_value, n0)
     best = np.minimum(
-        stats.share_test(all_sel, with_value - all_sel, scale.sel_eff, scale.base_eff),
-        stats.share_test(with_value - all_base, all_base, scale.sel_eff, scale.base_eff),
+        stats.share_test(all_sel, with_value - all_sel, n1, n0),
+        stats.share_test(with_value - all_base, all_base, n1, n0),
     )
     testable = best <= alpha
     pairs = [pair for pair, ok in zip(pairs, testable) if ok]
-    eff = eff[testable]
+    a, n1, b, n0 = a[testable], n1[testable], b[testable], n0[testable]
     if not pairs:
         return []
     p_sel = np.array([c.sel_w for _, _, c in pairs]) / scale.sel_w
     p_base = np.array([c.base_w for _, _, c in pairs]) / scale.base_w
-    p = stats.share_test(eff[:, 0], eff[:, 1], scale.sel_eff, scale.base_eff)
+    p = stats.share_test(a, b, n1, n0)
     looked = np.array([1.0 if c.among_common else float(counts.distinct.get(n, 1)) for n, _, c in pairs])
     p = np.minimum(1.0, p * looked)
-    diff, score = stats.share_score(p_sel, p_base, scale.sel_eff, scale.base_eff)
+    diff, score = stats.share_score(p_sel, p_base, n1, n0)
     return [
         Finding(
             "dimension",

@@ -6,7 +6,8 @@
   twelve events is judged as fairly as one of a million.
 - **Weights** (sample rates): counts are scaled to Kish's effective sample size
   ``(Σw)² / Σw²`` before testing, so a thousand events that stand for a million are
-  not taken as a million observations.
+  not taken as a million observations; for a value whose own events are weighted more
+  unevenly than their group's, its own (smaller) effective size sets the scale.
 - **Distributions** (did a measure shift?): the Mann–Whitney U test on log-spaced bins
   (values within a bin count as ties, with the tie correction), reported as Cliff's
   delta ``P(sel > base) − P(sel < base)``, which lives on the same −1…1 scale as a
@@ -32,7 +33,7 @@ def effective_size(weight_sum: float, weight_sq_sum: float) -> float:
     return weight_sum * weight_sum / weight_sq_sum if weight_sq_sum > 0 else 0.0
 
 
-def share_test(a: Array, b: Array, n_sel: float, n_base: float) -> Array:
+def share_test(a: Array, b: Array, n_sel: float | Array, n_base: float | Array) -> Array:
     """Two-sided p-values that values with ``a`` of ``n_sel`` selected events and ``b`` of
     ``n_base`` baseline events are equally common in both (hypergeometric, exact).
 
@@ -40,8 +41,8 @@ def share_test(a: Array, b: Array, n_sel: float, n_base: float) -> Array:
     """
     a_i = np.rint(np.asarray(a, dtype=np.float64))
     b_i = np.rint(np.asarray(b, dtype=np.float64))
-    n1 = float(round(n_sel))
-    n0 = float(round(n_base))
+    n1 = np.rint(np.asarray(n_sel, dtype=np.float64))
+    n0 = np.rint(np.asarray(n_base, dtype=np.float64))
     a_i = np.clip(a_i, 0, n1)
     b_i = np.clip(b_i, 0, n0)
     total = n1 + n0
@@ -52,10 +53,12 @@ def share_test(a: Array, b: Array, n_sel: float, n_base: float) -> Array:
     return np.asarray(np.where(with_value > 0, p, 1.0), dtype=np.float64)
 
 
-def share_score(p_sel: Array, p_base: Array, n_sel: float, n_base: float) -> tuple[Array, Array]:
+def share_score(p_sel: Array, p_base: Array, n_sel: float | Array, n_base: float | Array) -> tuple[Array, Array]:
     """(difference of shares, score): the score is ``|difference| − 1.96 SE`` floored at 0."""
     diff = p_sel - p_base
-    se = np.sqrt(p_sel * (1 - p_sel) / max(n_sel, 1.0) + p_base * (1 - p_base) / max(n_base, 1.0))
+    n1 = np.maximum(np.asarray(n_sel, dtype=np.float64), 1.0)
+    n0 = np.maximum(np.asarray(n_base, dtype=np.float64), 1.0)
+    se = np.sqrt(p_sel * (1 - p_sel) / n1 + p_base * (1 - p_base) / n0)
     return diff, np.maximum(0.0, np.abs(diff) - Z95 * se)
 
 

@@ -1,0 +1,205 @@
+"""explain: planted differences are found and ranked, nothing is found where there is
+nothing (A/A calibration over many seeds), and the contract of its JSON."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from rootsift import Rootsift
+from rootsift.cli import main
+from rootsift.errors import UnknownFieldError, UsageError
+
+START = datetime(2024, 5, 1, tzinfo=UTC)
+
+
+def write_events(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return path
+
+
+def homogeneous(seed: int, n: int, weighted: bool = False, selectors: int = 0) -> list[dict[str, Any]]:
+    """Events whose fields are independent of each other and of time: nothing to find.
+    ``s0``… are independent uniform numbers to draw independent random selections with."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        row: dict[str, Any] = {
+            "timestamp": (START + timedelta(seconds=float(i) * 3600 / n)).isoformat(),
+            "region": ["eu", "us", "ap"][rng.choice(3, p=[0.5, 0.3, 0.2])],
+            "endpoint": f"/api/v{rng.integers(1, 3)}/{rng.choice(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'])}",
+            "host": f"h{rng.integers(0, 40)}",
+            "user": f"u{rng.integers(0, 100000)}",
+            "status": int(rng.choice([200, 200, 200, 200, 404, 500])),
+            "duration_ms": float(np.round(rng.lognormal(3, 1), 3)),
+            "queue_ms": float(np.round(rng.exponential(5), 3)),
+            "u": float(rng.random()),
+        }
+        for k in range(selectors):
+            row[f"s{k}"] = float(np.round(rng.random(), 4))
+        if rng.random() < 0.3:
+            row["cache"] = "hit"
+        if weighted:
+            row["samplerate"] = int(rng.choice([1, 1, 10, 100]))
+        rows.append(row)
+    return rows
+
+
+def planted(seed: int, n: int = 20000) -> list[dict[str, Any]]:
+    """Slow requests come from region ap on host h7 together (the host serves every region,
+    and ap's other hosts are fine), and they wait in a queue."""
+    rng = np.random.default_rng(seed)
+    rows = homogeneous(seed, n)
+    for row in rows:
+        if row["region"] == "ap" and row["host"] == "h7" and rng.random() < 0.9:
+            row["queue_ms"] = float(np.round(rng.exponential(400), 3))
+            row["duration_ms"] = float(np.round(row["duration_ms"] + 1000 + row["queue_ms"], 3))
+    return rows
+
+
+@pytest.fixture
+def planted_store(tmp_path: Path) -> Rootsift:
+    rs = Rootsift(tmp_path / "data")
+    rs.ingest(write_events(tmp_path / "e.jsonl", planted(3)), "api")
+    yield rs
+    rs.close()
+
+
+def test_planted_cause_ranks_first(planted_store: Rootsift) -> None:
+    result = planted_store.explain("api", select="duration_ms > 1000")
+    kinds = [f.kind for f in result.findings]
+    first_value = next(f for f in result.findings if f.kind in ("dimension", "combination"))
+    assert first_value.kind == "combination"
+    assert {(c["field"], c["value"]) for c in first_value.conditions or []} == {("region", "ap"), ("host", "h7")}
+    parts = {(f.field, f.value): f.score for f in result.findings if f.kind == "dimension"}
+    assert first_value.score > max(parts[("region", "ap")], parts[("host", "h7")])
+    first_measure = next(f for f in result.findings if f.kind == "measure")
+    assert first_measure.field == "queue_ms" and first_measure.effect > 0.5
+    assert (
+        first_measure.detail["quantiles"]["p50"]["selection"]
+        > 10 * first_measure.detail["quantiles"]["p50"]["baseline"]
+    )
+    # the selection's own field is not a finding
+    assert "duration_ms" not in {f.field for f in result.findings}
+    assert result.fields["duration_ms"]["role"] == "skipped"
+    assert "measure" in kinds and all(f.q_value < 0.05 for f in result.findings)
+    assert [f.score for f in result.findings] == sorted((f.score for f in result.findings), reverse=True)
+
+
+def test_missing_is_a_value_of_its_own(tmp_path: Path) -> None:
+    rows = homogeneous(9, 5000)
+    for row in rows:
+        if row["u"] < 0.1:
+            del row["host"]
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(write_events(tmp_path / "e.jsonl", rows), "api")
+        result = rs.explain("api", select="u < 0.1")
+    first = result.findings[0]
+    assert (first.kind, first.field, first.value) == ("dimension", "host", None)
+    assert first.selection_fraction == 1.0 and first.baseline_fraction == 0.0
+    assert first.as_dict()["value"] is None
+
+
+def test_high_cardinality_is_summarised_not_dropped(planted_store: Rootsift) -> None:
+    result = planted_store.explain("api", select="duration_ms > 1000", top_values=10)
+    user = result.fields["user"]
+    assert user["id_like"] and user["distinct"] > 10000
+    # ten most common overall, up to ten most common in the selection; the rest summed
+    assert user["distinct"] - 20 <= user["other"]["values"] <= user["distinct"] - 10
+    assert 0.8 < user["other"]["selection_fraction"] <= 1 and 0.99 < user["other"]["baseline_fraction"] <= 1
+    assert result.fields["host"]["distinct"] == 40 and "other" in result.fields["host"]
+
+
+def test_time_sub_range_and_explicit_baseline(tmp_path: Path) -> None:
+    rows = homogeneous(5, 6000)
+    for row in rows[3000:3600]:  # ten minutes in which region us errors
+        if row["region"] == "us":
+            row["status"] = 503
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(write_events(tmp_path / "e.jsonl", rows), "api")
+        when = START + timedelta(minutes=30)
+        result = rs.explain("api", select_from=when, select_to=when + timedelta(minutes=6))
+        top = next(f for f in result.findings if f.kind != "measure")
+        assert (top.field, top.value) in {("status", 503)} or top.conditions
+        only_ok = rs.explain("api", select="status = 503", baseline="status = 200")
+        assert only_ok.baseline["where"] == "status = 200"
+        assert only_ok.selection["events"] + only_ok.baseline["events"] < 6000
+        best = next(f for f in only_ok.findings if f.kind == "dimension")
+        assert (best.field, best.value) == ("region", "us")
+
+
+def test_weights_use_the_effective_sample_size(tmp_path: Path) -> None:
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(write_events(tmp_path / "e.jsonl", homogeneous(7, 4000, weighted=True)), "api")
+        result = rs.explain("api", select="u < 0.05")
+        sel = result.selection
+        assert sel["weighted_events"] > 5 * sel["events"]
+        assert sel["effective_events"] < sel["events"]
+        assert result.fields["samplerate"]["role"] == "skipped"
+        assert any("count as" in w for w in result.warnings)
+
+
+def test_small_and_empty_selections_warn(tmp_path: Path) -> None:
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(write_events(tmp_path / "e.jsonl", homogeneous(8, 2000)), "api")
+        small = rs.explain("api", select="u < 0.004")
+        assert any("only" in w for w in small.warnings)
+        empty = rs.explain("api", select="u > 2")
+        assert empty.findings == [] and any("empty" in w for w in empty.warnings)
+        with pytest.raises(UsageError, match="--select"):
+            rs.explain("api")
+        with pytest.raises(UnknownFieldError, match="durration_ms"):
+            rs.explain("api", select="durration_ms > 1")
+        with pytest.raises(UsageError, match="--alpha"):
+            rs.explain("api", select="u < 0.5", alpha=1.5)
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["plain", "weighted"])
+def test_a_a_calibration(tmp_path: Path, weighted: bool) -> None:
+    """Random selections of homogeneous events: at most 5 % of runs report any finding.
+
+    Each run selects with its own independent random field, so the runs are independent
+    (overlapping ranges of one field would repeat one chance deviation several times);
+    sizes range from 0.5 % to half of the events."""
+    runs = with_findings = 0
+    with Rootsift(tmp_path / "data") as rs:
+        for seed in range(4):
+            rows = homogeneous(100 + seed, 4000, weighted, selectors=25)
+            rs.ingest(write_events(tmp_path / f"e{seed}.jsonl", rows), f"d{seed}")
+        widths = [0.005, 0.02, 0.1, 0.3, 0.5]
+        for seed in range(4):
+            for k in range(25):
+                result = rs.explain(f"d{seed}", select=f"s{k} < {widths[k % 5]}", where=None)
+                runs += 1
+                with_findings += bool(result.findings)
+    assert runs == 100
+    assert with_findings <= 5, f"{with_findings} of {runs} A/A runs reported a finding"
+
+
+def test_cli_json_contract(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with Rootsift(data) as rs:
+        rs.ingest(write_events(tmp_path / "e.jsonl", planted(4, 8000)), "api")
+    args = ["explain", "api", "--select", "duration_ms > 1000", "--data", str(data), "--json"]
+    run = CliRunner().invoke(main, args)
+    assert run.exit_code == 0, run.output
+    out = json.loads(run.stdout)
+    assert set(out) >= {"selection", "baseline", "findings", "warnings"}
+    for finding in out["findings"]:
+        assert finding["kind"] in ("dimension", "measure", "combination")
+        assert ("conditions" in finding) != ("field" in finding)
+        for key in ("selection_fraction", "baseline_fraction", "score", "p_value", "q_value", "counts"):
+            assert key in finding
+    combo = next(f for f in out["findings"] if f["kind"] == "combination")
+    assert all(set(c) == {"field", "value"} for c in combo["conditions"])
+    text = CliRunner().invoke(main, args[:-1])
+    assert text.exit_code == 0 and "selection" in text.output and "queue_ms" in text.output
+    bad = CliRunner().invoke(main, ["explain", "api", "--data", str(data), "--select", "nope >", "--json"])
+    assert bad.exit_code == 2 and "error" in json.loads(bad.stdout)
