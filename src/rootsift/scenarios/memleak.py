@@ -86,7 +86,9 @@ class MemLeak(Scenario):
         weeks = 8
         hours = weeks * 7 * 24
         snapshot_every = max(1, round(12 / self.scale))  # ci: every 12 h
-        n_hosts = max(4, round(rng.randint(5, 8) * min(self.scale, 4)))
+        # up to scale 4 more hosts, up to 12 hourly snapshots; beyond that the fleet grows
+        # (scale 256: ~200 hosts, ~10M events)
+        n_hosts = max(4, round(rng.randint(5, 8) * max(min(self.scale, 4), self.scale / 8)))
         hosts = self._hosts(n_hosts)
         capacity_lines: list[str] = []
         for hour in range(hours + 1):
