@@ -74,30 +74,27 @@ def count_pass(frame: Frame, plan: FieldPlan, top_values: int) -> Counts:
     """Run the pass. A dimension keeps its ``top_values`` most common values overall (a choice
     blind to the selection, so their tests stay valid) and its ``SELECTION_TOP`` most common
     in the selection (``among_common=False``: chosen by looking, so tested against every
-    value of the field); ``distinct`` counts them all."""
+    value of the field); ``distinct`` counts them all. A heavy-hitter field (fields.py)
+    counts only its candidates exactly, the rest as one "other" value."""
     dims, measures = plan.dimensions, plan.measures
+    heavy = _heavy_candidates(frame, plan)
     cols: list[tuple[str, str, list[Any]]] = [(ident(d), f"__d{i}", []) for i, d in enumerate(dims)]
     cols += [(bin_sql(ident(m)), f"__b{j}", []) for j, m in enumerate(measures)]
+    for k, (name, (candidates, _)) in enumerate(heavy.items()):
+        col = ident(name)
+        listed = f"CASE WHEN {col} IN ({', '.join('?' * len(candidates))}) THEN {col} END" if candidates else "NULL"
+        cols += [(listed, f"__h{k}", list(candidates)), (f"({col} IS NULL)", f"__m{k}", [])]
     source, params = frame.sql(cols)
     keys = [ident(alias) for _, alias, _ in cols]
-    weighted = frame.weight is not None
-    aggs = [f"count(*) FILTER (WHERE {SEL}) AS sn", f"count(*) FILTER (WHERE NOT {SEL}) AS bn"]
-    if weighted:
-        aggs += [
-            f"sum({W}) FILTER (WHERE {SEL}) AS sw",
-            f"sum({W}) FILTER (WHERE NOT {SEL}) AS bw",
-            f"sum({W} * {W}) FILTER (WHERE {SEL}) AS sw2",
-            f"sum({W} * {W}) FILTER (WHERE NOT {SEL}) AS bw2",
-        ]
-    else:
-        aggs += [f"count(*) FILTER (WHERE {SEL}) AS sw", f"count(*) FILTER (WHERE NOT {SEL}) AS bw"]
     n = len(keys)
+    single = [f"({k})" for k in keys[: len(dims) + len(measures)]]
+    pairs = [f"({keys[i]}, {keys[i + 1]})" for i in range(len(dims) + len(measures), n, 2)]
     grouping = f"GROUPING({', '.join(keys)})" if keys else "0"
-    sets = ", ".join([f"({k})" for k in keys] + ["()"])
     key_list = "".join(f"{k}, " for k in keys)
     sql = (
         f"WITH m AS ({source}), "
-        f"g AS (SELECT {grouping} AS __g, {key_list}{', '.join(aggs)} FROM m GROUP BY GROUPING SETS ({sets})), "
+        f"g AS (SELECT {grouping} AS __g, {key_list}{', '.join(_aggregates(frame))} FROM m "
+        f"GROUP BY GROUPING SETS ({', '.join([*single, *pairs, '()'])})), "
         "h AS (SELECT *, count(*) OVER p AS __nv, "
         "row_number() OVER (PARTITION BY __g ORDER BY sw + bw DESC, sn + bn DESC) AS __rt, "
         "row_number() OVER (PARTITION BY __g ORDER BY sw DESC, sn DESC) AS __rs "
@@ -105,38 +102,106 @@ def count_pass(frame: Frame, plan: FieldPlan, top_values: int) -> Counts:
         "SELECT * FROM h"
     )
     all_ones = (1 << n) - 1
-    dim_gids = [all_ones ^ (1 << (n - 1 - i)) for i in range(len(dims))]
+
+    def bit(i: int) -> int:
+        return 1 << (n - 1 - i)
+
+    dim_gids = [all_ones ^ bit(i) for i in range(len(dims))]
     if dims:
         sql += (
             f" WHERE __g NOT IN ({', '.join(map(str, dim_gids))}) OR __rt <= {int(top_values)} "
             f"OR (__rs <= {SELECTION_TOP} AND sw > 0)"
         )
     result = frame.backend.execute_sql(sql, params)
-    col = {name: i for i, name in enumerate(result.columns)}
     owner = {gid: ("d", i) for i, gid in enumerate(dim_gids)}
-    owner.update({all_ones ^ (1 << (n - 1 - len(dims) - j)): ("b", j) for j in range(len(measures))})
+    owner.update({all_ones ^ bit(len(dims) + j): ("b", j) for j in range(len(measures))})
+    first_heavy = len(dims) + len(measures)
+    owner.update(
+        {all_ones ^ bit(first_heavy + 2 * k) ^ bit(first_heavy + 2 * k + 1): ("h", k) for k in range(len(heavy))}
+    )
+    return _parse(result, owner, frame, plan, heavy, top_values)
+
+
+def _aggregates(frame: Frame) -> list[str]:
+    sel, base = f"FILTER (WHERE {SEL})", f"FILTER (WHERE NOT {SEL})"
+    out = [f"count(*) {sel} AS sn", f"count(*) {base} AS bn"]
+    if frame.weight:
+        return out + [
+            f"sum({W}) {sel} AS sw",
+            f"sum({W}) {base} AS bw",
+            f"sum({W} * {W}) {sel} AS sw2",
+            f"sum({W} * {W}) {base} AS bw2",
+        ]
+    return out + [f"count(*) {sel} AS sw", f"count(*) {base} AS bw"]
+
+
+def _heavy_candidates(frame: Frame, plan: FieldPlan) -> dict[str, tuple[list[Any], set[Any]]]:
+    """Per heavy-hitter field: (candidate values, those chosen blind to the selection)."""
+    if not plan.heavy:
+        return {}
+    names = list(plan.heavy)
+    source, params = frame.sql([(ident(name), f"__x{k}", []) for k, name in enumerate(names)])
+    keys = [ident(f"__x{k}") for k in range(len(names))]
+    sql = (
+        f"WITH m AS ({source}) SELECT GROUPING({', '.join(keys)}) AS g, {', '.join(keys)}, count(*) AS c "
+        f"FROM m WHERE {SEL} GROUP BY GROUPING SETS ({', '.join(f'({k})' for k in keys)}) "
+        f"QUALIFY row_number() OVER (PARTITION BY g ORDER BY c DESC) <= {SELECTION_TOP} AND c >= 2"
+    )
+    n = len(keys)
+    index = {((1 << n) - 1) ^ (1 << (n - 1 - k)): k for k in range(n)}
+    chosen: dict[str, list[Any]] = {name: [] for name in names}
+    for row in frame.backend.execute_sql(sql, params).rows:
+        k = index[int(row[0])]
+        if row[1 + k] is not None:
+            chosen[names[k]].append(row[1 + k])
+    out = {}
+    for name in names:
+        blind = list(plan.heavy[name])
+        out[name] = (list(dict.fromkeys(blind + chosen[name])), set(blind))
+    return out
+
+
+def _parse(
+    result: Any,
+    owner: dict[int, tuple[str, int]],
+    frame: Frame,
+    plan: FieldPlan,
+    heavy: dict[str, tuple[list[Any], set[Any]]],
+    top_values: int,
+) -> Counts:
+    col = {name: i for i, name in enumerate(result.columns)}
+    weighted = frame.weight is not None
     counts = Counts(Cell(), 0.0, 0.0)
     values: dict[str, list[tuple[Any, Cell]]] = defaultdict(list)
     bins: dict[str, list[tuple[int | None, Cell]]] = defaultdict(list)
+    heavy_names = list(heavy)
     for row in result.rows:
         sn, bn = float(row[col["sn"]] or 0), float(row[col["bn"]] or 0)
         cell = Cell(sn, bn, float(row[col["sw"]] or 0), float(row[col["bw"]] or 0))
         cell.sel_w2 = float(row[col["sw2"]] or 0) if weighted else sn
         cell.base_w2 = float(row[col["bw2"]] or 0) if weighted else bn
         gid = int(row[col["__g"]])
-        if gid == all_ones:
+        if gid not in owner:  # the grand total
             counts.total = cell
             counts.sel_w2, counts.base_w2 = cell.sel_w2, cell.base_w2
             continue
         kind, index = owner[gid]
         if kind == "d":
-            name = dims[index]
+            name = plan.dimensions[index]
             cell.among_common = int(row[col["__rt"]]) <= top_values
             values[name].append((_plain(row[col[f"__d{index}"]]), cell))
             counts.distinct[name] = int(row[col["__nv"]])
-        else:
+        elif kind == "b":
             key = row[col[f"__b{index}"]]
-            bins[measures[index]].append((None if key is None else int(key), cell))
+            bins[plan.measures[index]].append((None if key is None else int(key), cell))
+        else:
+            name = heavy_names[index]
+            value, missing = row[col[f"__h{index}"]], bool(row[col[f"__m{index}"]])
+            if value is None and not missing:
+                continue  # every other value: summed into "other" by the callers
+            cell.among_common = missing or value in heavy[name][1]
+            values[name].append((None if missing else value, cell))
+            counts.distinct[name] = 0  # unknown: counted only up to the candidates
     counts.values = dict(values)
     counts.bins = dict(bins)
     return counts

@@ -170,7 +170,8 @@ def _dimension_findings(counts: Counts, scale: Scale, alpha: float) -> list[Find
     p_sel = np.array([c.sel_w for _, _, c in pairs]) / scale.sel_w
     p_base = np.array([c.base_w for _, _, c in pairs]) / scale.base_w
     p = stats.share_test(a, b, n1, n0)
-    looked = np.array([1.0 if c.among_common else float(counts.distinct.get(n, 1)) for n, _, c in pairs])
+    every = counts.total.sel_n + counts.total.base_n  # bounds the distinct values of a heavy-hitter field
+    looked = np.array([1.0 if c.among_common else float(counts.distinct.get(n) or every) for n, _, c in pairs])
     p = np.minimum(1.0, p * looked)
     diff, score = stats.share_score(p_sel, p_base, n1, n0)
     return [
@@ -266,15 +267,20 @@ def _warnings(total: Cell, scale: Scale, frame: Frame) -> list[str]:
 
 def _fields_summary(plan: Any, counts: Counts, scale: Scale) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in sorted(set(plan.dimensions) | set(plan.measures)):
+    for name in sorted(set(plan.dimensions) | set(plan.measures) | set(plan.heavy)):
         role = "dimension" if name not in plan.measures else "measure" if name not in plan.dimensions else "both"
         info: dict[str, Any] = {"role": role, "id_like": name in plan.id_like}
-        if name in counts.distinct:
-            info["distinct"] = counts.distinct[name]
+        if name in plan.heavy:
+            info["role"] = "heavy hitters"
+        if name in counts.distinct or name in plan.heavy:
+            distinct = counts.distinct.get(name) or None
+            info["distinct"] = distinct
+            if distinct is None:
+                info["distinct_in_pilot"] = plan.distinct_in_pilot.get(name)
             shown = counts.values.get(name, [])
-            if counts.distinct[name] > len(shown) and scale.sel_w and scale.base_w:
+            if (distinct is None or distinct > len(shown)) and scale.sel_w and scale.base_w:
                 info["other"] = {
-                    "values": counts.distinct[name] - len(shown),
+                    "values": distinct - len(shown) if distinct else None,
                     "selection_fraction": _r(1 - sum(c.sel_w for _, c in shown) / scale.sel_w),
                     "baseline_fraction": _r(1 - sum(c.base_w for _, c in shown) / scale.base_w),
                 }

@@ -3,7 +3,11 @@ measures (compared as distributions), or not at all, with the reason.
 
 A look at the first rows of the range (``PILOT_ROWS``) tells low-cardinality numbers
 (a status code: a dimension) from quantities (a duration: a measure) and marks id-like
-fields (nearly every value distinct).
+fields (nearly every value distinct). Counting every value of an id-like text field
+(a user or trace id) is what makes this kind of query slow, and almost all of its values
+are too rare to ever be a finding: such a field is a *heavy-hitter* field, for which
+only candidate values are counted exactly: those repeated in the pilot (chosen blind to
+the selection) and the most common in the selection.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ CATEGORICAL_MAX = 1000
 """A number with at most this many distinct values in the pilot is also counted per value."""
 QUANTITY_MIN = 20
 """A number with at least this many distinct values in the pilot is also compared as a distribution."""
+HEAVY_CANDIDATES = 50
+"""Values of a heavy-hitter field taken from the pilot (those seen at least twice)."""
 NUMERIC = ("DOUBLE", "BIGINT")
 TEXT = ("VARCHAR", "BOOLEAN")
 
@@ -28,6 +34,8 @@ class FieldPlan:
     dimensions: list[str] = field(default_factory=list)
     measures: list[str] = field(default_factory=list)
     id_like: list[str] = field(default_factory=list)
+    heavy: dict[str, list[object]] = field(default_factory=dict)
+    """Id-like text fields, with their values repeated in the pilot (most common first)."""
     skipped: dict[str, str] = field(default_factory=dict)
     distinct_in_pilot: dict[str, int] = field(default_factory=dict)
 
@@ -60,10 +68,21 @@ def plan_fields(frame: Frame) -> FieldPlan:
         if present >= 100 and distinct > 0.5 * present and distinct > 200:
             plan.id_like.append(name)
         if ftype in TEXT:
-            plan.dimensions.append(name)
+            if name in plan.id_like:
+                plan.heavy[name] = []
+            else:
+                plan.dimensions.append(name)
             continue
         if distinct <= CATEGORICAL_MAX:
             plan.dimensions.append(name)
         if distinct >= QUANTITY_MIN or distinct > CATEGORICAL_MAX:
             plan.measures.append(name)
+    for name in plan.heavy:
+        col = ident(name)
+        found = frame.backend.execute_sql(
+            f"SELECT {col} FROM (SELECT {col} FROM {rel} LIMIT {PILOT_ROWS}) WHERE {col} IS NOT NULL "
+            f"GROUP BY 1 HAVING count(*) >= 2 ORDER BY count(*) DESC, 1 LIMIT {HEAVY_CANDIDATES}",
+            [],
+        )
+        plan.heavy[name] = [r[0] for r in found.rows]
     return plan

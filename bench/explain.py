@@ -1,0 +1,112 @@
+"""explain against the naive form: one DuckDB GROUP BY per column, on the same store.
+
+    .venv/bin/python bench/explain.py                       # 10M events (input cached in bench/out)
+    .venv/bin/python bench/explain.py --n 1000000 --runs 5
+    .venv/bin/python bench/explain.py --copies 10           # 100M: the 10M file ingested ten times
+
+The naive form asks the same questions one column at a time: for every field explain
+counts per value (and for every measure, per log-spaced bin) in the selection and the
+baseline, a ``SELECT col, count(*) FILTER (WHERE sel), count(*) FILTER (WHERE NOT sel)
+... GROUP BY col`` — and does no statistics. explain does all of that in one pass, then
+the statistics, the combinations pass and the field pilot. Both run on the same DuckDB
+connection; medians of ``--runs`` after one warm-up run each. Prints the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from common import BENCH, median, use_source_tree
+from gen import cached_jsonl
+
+use_source_tree()
+
+from rootsift import Rootsift  # noqa: E402
+from rootsift.analysis.counts import bin_sql  # noqa: E402
+from rootsift.analysis.fields import plan_fields  # noqa: E402
+from rootsift.analysis.frame import SEL, Frame  # noqa: E402
+from rootsift.store.sqltext import ident  # noqa: E402
+
+DATASET = "events"
+SELECT = "duration_ms > 1000"
+
+
+def store(out: Path, n: int, copies: int) -> Path:
+    """A data directory holding the n-event file ingested ``copies`` times (made once, kept)."""
+    data = out / f"explain-{n}x{copies}"
+    want = n * copies
+    if data.exists():
+        with Rootsift(data, read_only=True) as rs:
+            if rs.datasets() and rs.datasets()[0].events == want:
+                return data
+    source = cached_jsonl(out, n)
+    with Rootsift(data) as rs:
+        if DATASET in {d.name for d in rs.datasets()}:
+            rs.backend.drop_dataset(DATASET)
+        for i in range(copies):
+            started = time.perf_counter()
+            summary = rs.ingest(source, DATASET)
+            print(f"ingest {i + 1}/{copies}: {summary.events:,} events in {time.perf_counter() - started:.1f} s")
+    return data
+
+
+def naive(rs: Rootsift) -> tuple[float, int]:
+    """Seconds for one GROUP BY per column explain looks at; the number of queries."""
+    frame = Frame(rs.backend, DATASET, None, None, select=SELECT)
+    plan = plan_fields(frame)
+    source, params = frame.sql([(ident(f), f, []) for f in sorted(set(plan.dimensions) | set(plan.measures))])
+    queries = [f"SELECT {ident(d)} AS v" for d in plan.dimensions]
+    queries += [f"SELECT {bin_sql(ident(m))} AS v" for m in plan.measures]
+    started = time.perf_counter()
+    for head in queries:
+        sql = f"{head}, count(*) FILTER (WHERE {SEL}), count(*) FILTER (WHERE NOT {SEL}) FROM ({source}) GROUP BY ALL"
+        rs.backend.execute_sql(sql, params)
+    return time.perf_counter() - started, len(queries)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=10_000_000)
+    parser.add_argument("--copies", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=BENCH / "out")
+    args = parser.parse_args()
+    data = store(args.out, args.n, args.copies)
+    with Rootsift(data, read_only=True) as rs:
+        rows = rs.datasets()[0].events
+        rs.explain(DATASET, select=SELECT)  # warm-up: the first query in a process is slower
+        naive(rs)
+        ours, theirs = [], []
+        result = None
+        for _ in range(args.runs):
+            started = time.perf_counter()
+            result = rs.explain(DATASET, select=SELECT)
+            ours.append(time.perf_counter() - started)
+            seconds, queries = naive(rs)
+            theirs.append(seconds)
+    assert result is not None
+    fields = [f for f, info in result.fields.items() if info["role"] != "skipped"]
+    report = {
+        "events": rows,
+        "selection": result.selection["events"],
+        "fields_compared": len(fields),
+        "naive_queries": queries,
+        "explain_s": round(median(ours), 3),
+        "naive_s": round(median(theirs), 3),
+        "ratio_explain_over_naive": round(median(ours) / median(theirs), 3),
+        "findings": len(result.findings),
+        "tests": result.method.get("tests"),
+        "runs": {"explain": ours, "naive": theirs},
+    }
+    print(f"{rows:,} events, {len(fields)} fields compared, selection {result.selection['events']:,} ({SELECT})")
+    print(f"explain        {report['explain_s']:8.3f} s   (one pass + statistics + combinations + pilot)")
+    print(f"naive GROUP BY {report['naive_s']:8.3f} s   ({queries} queries, counts only)")
+    print(f"ratio          {report['ratio_explain_over_naive']:8.3f}   (explain / naive; below 1 is faster)")
+    (args.out / f"explain-{args.n}x{args.copies}.json").write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
