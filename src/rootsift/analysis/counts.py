@@ -13,6 +13,7 @@ import numpy as np
 
 from rootsift.analysis.fields import FieldPlan
 from rootsift.analysis.frame import SEL, Frame, W
+from rootsift.analysis.stats import share_test
 from rootsift.store.sqltext import ident
 
 BIN_STEPS = 16
@@ -43,6 +44,8 @@ class Counts:
     values: dict[str, list[tuple[Any, Cell]]] = field(default_factory=dict)
     distinct: dict[str, int] = field(default_factory=dict)
     bins: dict[str, list[tuple[int | None, Cell]]] = field(default_factory=dict)
+    repeats: dict[str, list[tuple[Any, float]]] = field(default_factory=dict)
+    """Heavy-hitter values the selection repeats (not among the pilot's), with their selected count."""
 
 
 def bin_sql(col: str) -> str:
@@ -66,6 +69,8 @@ def bin_edges(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return low, high
 
 
+REPEAT_LEVEL = 0.05
+"""A value the selection repeats is counted in the baseline only if it could reach this p-value."""
 SELECTION_TOP = 10
 """Values of a field kept for being among the most common in the selection, beyond the top overall."""
 
@@ -75,111 +80,106 @@ def count_pass(frame: Frame, plan: FieldPlan, top_values: int) -> Counts:
     blind to the selection, so their tests stay valid) and its ``SELECTION_TOP`` most common
     in the selection (``among_common=False``: chosen by looking, so tested against every
     value of the field); ``distinct`` counts them all. A heavy-hitter field (fields.py)
-    counts only its candidates exactly, the rest as one "other" value."""
-    dims, measures = plan.dimensions, plan.measures
-    heavy = _heavy_candidates(frame, plan)
+    counts exactly only the values repeated in the pilot, and in the selection; values the
+    selection repeats often enough to possibly be a finding get their baseline counted in
+    a second, narrow pass (``_selection_repeats``)."""
+    dims, measures, heavy = plan.dimensions, plan.measures, list(plan.heavy)
     cols: list[tuple[str, str, list[Any]]] = [(ident(d), f"__d{i}", []) for i, d in enumerate(dims)]
     cols += [(bin_sql(ident(m)), f"__b{j}", []) for j, m in enumerate(measures)]
-    for k, (name, (candidates, _)) in enumerate(heavy.items()):
-        col = ident(name)
+    for k, name in enumerate(heavy):
+        col, candidates = ident(name), plan.heavy[name]
         listed = f"CASE WHEN {col} IN ({', '.join('?' * len(candidates))}) THEN {col} END" if candidates else "NULL"
-        cols += [(listed, f"__h{k}", list(candidates)), (f"({col} IS NULL)", f"__m{k}", [])]
+        cols += [(listed, f"__h{k}", list(candidates)), (f"({col} IS NULL)", f"__m{k}", []), (col, f"__x{k}", [])]
     source, params = frame.sql(cols)
-    keys = [ident(alias) for _, alias, _ in cols]
+    keys = [ident(a) for _, a, _ in cols if not a.startswith("__x")] + [ident(f"__s{k}") for k in range(len(heavy))]
     n = len(keys)
-    single = [f"({k})" for k in keys[: len(dims) + len(measures)]]
-    pairs = [f"({keys[i]}, {keys[i + 1]})" for i in range(len(dims) + len(measures), n, 2)]
-    grouping = f"GROUPING({', '.join(keys)})" if keys else "0"
-    key_list = "".join(f"{k}, " for k in keys)
-    sql = (
-        f"WITH m AS ({source}), "
-        f"g AS (SELECT {grouping} AS __g, {key_list}{', '.join(_aggregates(frame))} FROM m "
-        f"GROUP BY GROUPING SETS ({', '.join([*single, *pairs, '()'])})), "
-        "h AS (SELECT *, count(*) OVER p AS __nv, "
-        "row_number() OVER (PARTITION BY __g ORDER BY sw + bw DESC, sn + bn DESC) AS __rt, "
-        "row_number() OVER (PARTITION BY __g ORDER BY sw DESC, sn DESC) AS __rs "
-        "FROM g WINDOW p AS (PARTITION BY __g)) "
-        "SELECT * FROM h"
-    )
-    all_ones = (1 << n) - 1
+    first_heavy = len(dims) + len(measures)
+    sets = [f"({k})" for k in keys[:first_heavy]]
+    sets += [f"({keys[first_heavy + 2 * k]}, {keys[first_heavy + 2 * k + 1]})" for k in range(len(heavy))]
+    sets += [f"({k})" for k in keys[first_heavy + 2 * len(heavy) :]]
+    picked = "".join(f", CASE WHEN {SEL} THEN {ident(f'__x{k}')} END AS {ident(f'__s{k}')}" for k in range(len(heavy)))
 
     def bit(i: int) -> int:
         return 1 << (n - 1 - i)
 
-    dim_gids = [all_ones ^ bit(i) for i in range(len(dims))]
-    if dims:
-        sql += (
-            f" WHERE __g NOT IN ({', '.join(map(str, dim_gids))}) OR __rt <= {int(top_values)} "
-            f"OR (__rs <= {SELECTION_TOP} AND sw > 0)"
-        )
-    result = frame.backend.execute_sql(sql, params)
-    owner = {gid: ("d", i) for i, gid in enumerate(dim_gids)}
+    all_ones = (1 << n) - 1
+    owner = {all_ones ^ bit(i): ("d", i) for i in range(len(dims))}
     owner.update({all_ones ^ bit(len(dims) + j): ("b", j) for j in range(len(measures))})
-    first_heavy = len(dims) + len(measures)
     owner.update(
         {all_ones ^ bit(first_heavy + 2 * k) ^ bit(first_heavy + 2 * k + 1): ("h", k) for k in range(len(heavy))}
     )
-    return _parse(result, owner, frame, plan, heavy, top_values)
+    owner.update({all_ones ^ bit(first_heavy + 2 * len(heavy) + k): ("s", k) for k in range(len(heavy))})
+    ranked = [g for g, (kind, _) in owner.items() if kind in ("d", "s")]
+    where = ""
+    if ranked:
+        where = (
+            f" WHERE __g NOT IN ({', '.join(map(str, ranked))}) OR __rt <= {int(top_values)} "
+            f"OR (__rs <= {SELECTION_TOP + 1} AND sw > 0)"
+        )
+    result = frame.backend.execute_sql(_grouped_sql(frame, source, keys, sets, picked) + where, params)
+    counts = _parse(result, owner, frame, plan, top_values)
+    _selection_repeats(frame, plan, counts)
+    return counts
 
 
-def _aggregates(frame: Frame) -> list[str]:
-    sel, base = f"FILTER (WHERE {SEL})", f"FILTER (WHERE NOT {SEL})"
-    out = [f"count(*) {sel} AS sn", f"count(*) {base} AS bn"]
-    if frame.weight:
-        return out + [
-            f"sum({W}) {sel} AS sw",
-            f"sum({W}) {base} AS bw",
-            f"sum({W} * {W}) {sel} AS sw2",
-            f"sum({W} * {W}) {base} AS bw2",
-        ]
-    return out + [f"count(*) {sel} AS sw", f"count(*) {base} AS bw"]
-
-
-def _heavy_candidates(frame: Frame, plan: FieldPlan) -> dict[str, tuple[list[Any], set[Any]]]:
-    """Per heavy-hitter field: (candidate values, those chosen blind to the selection)."""
-    if not plan.heavy:
-        return {}
-    names = list(plan.heavy)
-    source, params = frame.sql([(ident(name), f"__x{k}", []) for k, name in enumerate(names)])
-    keys = [ident(f"__x{k}") for k in range(len(names))]
-    sql = (
-        f"WITH m AS ({source}) SELECT GROUPING({', '.join(keys)}) AS g, {', '.join(keys)}, count(*) AS c "
-        f"FROM m WHERE {SEL} GROUP BY GROUPING SETS ({', '.join(f'({k})' for k in keys)}) "
-        f"QUALIFY row_number() OVER (PARTITION BY g ORDER BY c DESC) <= {SELECTION_TOP} AND c >= 2"
+def _grouped_sql(frame: Frame, source: str, keys: list[str], sets: list[str], picked: str = "") -> str:
+    """Counts per grouping set, each group ranked within its set by total and by selection."""
+    aggs, derived = _aggregates(frame)
+    grouping = f"GROUPING({', '.join(keys)})" if keys else "0"
+    key_list = "".join(f"{k}, " for k in keys)
+    return (
+        f"WITH m AS (SELECT *{picked} FROM ({source})), "
+        f"g AS (SELECT {grouping} AS __g, {key_list}{', '.join(aggs)} FROM m "
+        f"GROUP BY GROUPING SETS ({', '.join([*sets, '()'])})), "
+        f"d AS (SELECT *, {', '.join(derived)} FROM g), "
+        "h AS (SELECT *, count(*) OVER p AS __nv, "
+        "row_number() OVER (PARTITION BY __g ORDER BY sw + bw DESC, sn + bn DESC) AS __rt, "
+        "row_number() OVER (PARTITION BY __g ORDER BY sw DESC, sn DESC) AS __rs "
+        "FROM d WINDOW p AS (PARTITION BY __g)) "
+        "SELECT * FROM h"
     )
-    n = len(keys)
-    index = {((1 << n) - 1) ^ (1 << (n - 1 - k)): k for k in range(n)}
-    chosen: dict[str, list[Any]] = {name: [] for name in names}
-    for row in frame.backend.execute_sql(sql, params).rows:
-        k = index[int(row[0])]
-        if row[1 + k] is not None:
-            chosen[names[k]].append(row[1 + k])
-    out = {}
-    for name in names:
-        blind = list(plan.heavy[name])
-        out[name] = (list(dict.fromkeys(blind + chosen[name])), set(blind))
-    return out
 
 
-def _parse(
-    result: Any,
-    owner: dict[int, tuple[str, int]],
-    frame: Frame,
-    plan: FieldPlan,
-    heavy: dict[str, tuple[list[Any], set[Any]]],
-    top_values: int,
-) -> Counts:
+def _aggregates(frame: Frame) -> tuple[list[str], list[str]]:
+    """(aggregates per group, the columns derived from them): each total once and its
+    selected part once, the baseline part by difference — half the work of two filters."""
+    sel = f"FILTER (WHERE {SEL})"
+    aggs = ["count(*) AS n_all", f"count(*) {sel} AS sn"]
+    derived = ["n_all - sn AS bn"]
+    if not frame.weight:
+        return aggs, derived + ["sn AS sw", "n_all - sn AS bw"]
+    aggs += [
+        f"sum({W}) AS w_all",
+        f"sum({W}) {sel} AS sw_",
+        f"sum({W} * {W}) AS w2_all",
+        f"sum({W} * {W}) {sel} AS sw2_",
+    ]
+    derived += [
+        "coalesce(sw_, 0) AS sw",
+        "w_all - coalesce(sw_, 0) AS bw",
+        "coalesce(sw2_, 0) AS sw2",
+        "w2_all - coalesce(sw2_, 0) AS bw2",
+    ]
+    return aggs, derived
+
+
+def _cell(row: Any, col: dict[str, int], weighted: bool) -> Cell:
+    sn, bn = float(row[col["sn"]] or 0), float(row[col["bn"]] or 0)
+    cell = Cell(sn, bn, float(row[col["sw"]] or 0), float(row[col["bw"]] or 0))
+    cell.sel_w2 = float(row[col["sw2"]] or 0) if weighted else sn
+    cell.base_w2 = float(row[col["bw2"]] or 0) if weighted else bn
+    return cell
+
+
+def _parse(result: Any, owner: dict[int, tuple[str, int]], frame: Frame, plan: FieldPlan, top_values: int) -> Counts:
     col = {name: i for i, name in enumerate(result.columns)}
     weighted = frame.weight is not None
     counts = Counts(Cell(), 0.0, 0.0)
     values: dict[str, list[tuple[Any, Cell]]] = defaultdict(list)
     bins: dict[str, list[tuple[int | None, Cell]]] = defaultdict(list)
-    heavy_names = list(heavy)
+    heavy = list(plan.heavy)
     for row in result.rows:
-        sn, bn = float(row[col["sn"]] or 0), float(row[col["bn"]] or 0)
-        cell = Cell(sn, bn, float(row[col["sw"]] or 0), float(row[col["bw"]] or 0))
-        cell.sel_w2 = float(row[col["sw2"]] or 0) if weighted else sn
-        cell.base_w2 = float(row[col["bw2"]] or 0) if weighted else bn
+        cell = _cell(row, col, weighted)
         gid = int(row[col["__g"]])
         if gid not in owner:  # the grand total
             counts.total = cell
@@ -194,17 +194,60 @@ def _parse(
         elif kind == "b":
             key = row[col[f"__b{index}"]]
             bins[plan.measures[index]].append((None if key is None else int(key), cell))
-        else:
-            name = heavy_names[index]
+        elif kind == "h":
+            name = heavy[index]
             value, missing = row[col[f"__h{index}"]], bool(row[col[f"__m{index}"]])
-            if value is None and not missing:
-                continue  # every other value: summed into "other" by the callers
-            cell.among_common = missing or value in heavy[name][1]
-            values[name].append((None if missing else value, cell))
             counts.distinct[name] = 0  # unknown: counted only up to the candidates
+            if value is not None or missing:  # the rest: summed into "other" by the callers
+                values[name].append((None if missing else value, cell))
+        else:
+            value = row[col[f"__s{index}"]]
+            if value is not None and cell.sel_n >= 2 and value not in plan.heavy[heavy[index]]:
+                counts.repeats.setdefault(heavy[index], []).append((value, cell.sel_n))
     counts.values = dict(values)
     counts.bins = dict(bins)
     return counts
+
+
+def _selection_repeats(frame: Frame, plan: FieldPlan, counts: Counts) -> None:
+    """Count the baseline of heavy-hitter values the selection repeats, when they could be a finding.
+
+    Such a value was chosen by looking at the selection, so it is tested against every
+    event (explain multiplies its p-value by the events in range); one that could not
+    reach ``REPEAT_LEVEL`` even with no baseline events at all is not counted.
+    """
+    n1, n0 = counts.total.sel_n, counts.total.base_n
+    wanted: dict[str, list[Any]] = {}
+    for name, seen in counts.repeats.items():
+        c = np.array([s for _, s in seen])
+        best = share_test(c, np.zeros_like(c), n1, n0) * (n1 + n0)
+        wanted[name] = [v for (v, _), p in zip(seen, best) if p < REPEAT_LEVEL]
+    wanted = {k: v for k, v in wanted.items() if v}
+    if not wanted:
+        return
+    names = list(wanted)
+    cols = [
+        (
+            f"CASE WHEN {ident(name)} IN ({', '.join('?' * len(wanted[name]))}) THEN {ident(name)} END",
+            f"__f{k}",
+            wanted[name],
+        )
+        for k, name in enumerate(names)
+    ]
+    source, params = frame.sql(cols)
+    keys = [ident(f"__f{k}") for k in range(len(names))]
+    result = frame.backend.execute_sql(_grouped_sql(frame, source, keys, [f"({k})" for k in keys]), params)
+    col = {c: i for i, c in enumerate(result.columns)}
+    index = {((1 << len(keys)) - 1) ^ (1 << (len(keys) - 1 - k)): k for k in range(len(keys))}
+    for row in result.rows:
+        k = index.get(int(row[col["__g"]]))
+        if k is None:
+            continue
+        value = row[col[f"__f{k}"]]
+        if value is not None:
+            cell = _cell(row, col, frame.weight is not None)
+            cell.among_common = False
+            counts.values.setdefault(names[k], []).append((value, cell))
 
 
 def _plain(value: Any) -> Any:

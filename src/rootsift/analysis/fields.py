@@ -7,7 +7,8 @@ fields (nearly every value distinct). Counting every value of an id-like text fi
 (a user or trace id) is what makes this kind of query slow, and almost all of its values
 are too rare to ever be a finding: such a field is a *heavy-hitter* field, for which
 only candidate values are counted exactly: those repeated in the pilot (chosen blind to
-the selection) and the most common in the selection.
+the selection) and those the selection repeats. A text field with no value repeated in
+the pilot at all (a request id) is not compared.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ CATEGORICAL_MAX = 1000
 QUANTITY_MIN = 20
 """A number with at least this many distinct values in the pilot is also compared as a distribution."""
 HEAVY_CANDIDATES = 50
-"""Values of a heavy-hitter field taken from the pilot (those seen at least twice)."""
+HEAVY_MIN_PILOT = 3
+"""Values of a heavy-hitter field taken from the pilot: its most common, seen at least this
+often (twice in 20,000 events happens by chance among a million ids; a value that common
+cannot be a finding on its share of the baseline)."""
 NUMERIC = ("DOUBLE", "BIGINT")
 TEXT = ("VARCHAR", "BOOLEAN")
 
@@ -77,12 +81,16 @@ def plan_fields(frame: Frame) -> FieldPlan:
             plan.dimensions.append(name)
         if distinct >= QUANTITY_MIN or distinct > CATEGORICAL_MAX:
             plan.measures.append(name)
-    for name in plan.heavy:
+    for name in list(plan.heavy):
         col = ident(name)
         found = frame.backend.execute_sql(
-            f"SELECT {col} FROM (SELECT {col} FROM {rel} LIMIT {PILOT_ROWS}) WHERE {col} IS NOT NULL "
-            f"GROUP BY 1 HAVING count(*) >= 2 ORDER BY count(*) DESC, 1 LIMIT {HEAVY_CANDIDATES}",
+            f"SELECT {col}, count(*) AS c FROM (SELECT {col} FROM {rel} LIMIT {PILOT_ROWS}) WHERE {col} IS NOT NULL "
+            f"GROUP BY 1 ORDER BY c DESC, 1 LIMIT {HEAVY_CANDIDATES}",
             [],
-        )
-        plan.heavy[name] = [r[0] for r in found.rows]
+        ).rows
+        if not found or found[0][1] < 2:
+            del plan.heavy[name]
+            plan.skipped[name] = f"a different value in each of the first {PILOT_ROWS:,} events (a unique id)"
+        else:
+            plan.heavy[name] = [value for value, c in found if c >= HEAVY_MIN_PILOT]
     return plan
