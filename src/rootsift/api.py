@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rootsift.analysis.explain import ALPHA, TOP_VALUES, Explanation, explain
+from rootsift.analysis.investigate import Investigation, investigate
 from rootsift.ingest.formats.base import FormatOptions
 from rootsift.ingest.pipeline import IngestSummary, Progress, ingest_file
 from rootsift.ingest.runner import BLOCK_BYTES
@@ -162,6 +163,33 @@ class Rootsift:
             baseline=baseline,
             alpha=alpha,
             top_values=top_values,
+        )
+
+    def investigate(
+        self,
+        dataset: str,
+        *,
+        start: Moment = None,
+        end: Moment = None,
+        where: str | None = None,
+        measure: str | None = None,
+        timeouts: dict[str, float] | None = None,
+        alpha: float = ALPHA,
+        now: datetime | None = None,
+    ) -> Investigation:
+        """Find the anomalous region of ``dataset`` (a latency or error-rate shift, or a
+        stall) and explain it; ``timeouts`` are configured limits per duration field, in
+        the field's own unit (else they are inferred). docs/investigate.md."""
+        now = now or datetime.now(UTC)
+        return investigate(
+            self.backend,
+            dataset,
+            start=_moment(start, now),
+            end=_moment(end, now),
+            where=where,
+            measure=measure,
+            timeouts=timeouts,
+            alpha=alpha,
         )
 
     def retention(self, dataset: str, keep: timedelta, now: datetime | None = None) -> dict[str, Any]:

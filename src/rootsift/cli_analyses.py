@@ -7,6 +7,9 @@ import click
 from rootsift.analysis.explain import ALPHA, TOP_VALUES
 from rootsift.api import Rootsift
 from rootsift.cli import common, emit_json, main, out
+from rootsift.errors import UsageError
+from rootsift.query.spec import Calculation, QuerySpec
+from rootsift.timeutil import parse_duration
 from rootsift.ui import findings as view
 
 
@@ -59,3 +62,69 @@ def explain(
         emit_json(result.as_dict())
     else:
         view.explanation(out, result, limit)
+
+
+@main.command()
+@click.argument("dataset")
+@click.option("--from", "start", default=None, help="Start of the range (default: the dataset's first event).")
+@click.option("--to", "end", default=None, help="End of the range (default: after the last event).")
+@click.option(
+    "--measure", default=None, help="The numeric field whose shift to look for (default: the duration field)."
+)
+@click.option("--where", default=None, help="Only look at events matching this filter.")
+@click.option(
+    "--timeout",
+    "timeouts",
+    multiple=True,
+    metavar="FIELD=DURATION",
+    help="A configured timeout, e.g. upstream_connect_time_ms=500ms (repeatable; default: inferred).",
+)
+@click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False discovery rate for findings.")
+@click.option("--limit", type=int, default=20, show_default=True, help="Findings shown in the terminal.")
+@common(read_only=True)
+def investigate(
+    rs: Rootsift,
+    as_json: bool,
+    dataset: str,
+    start: str | None,
+    end: str | None,
+    measure: str | None,
+    where: str | None,
+    timeouts: tuple[str, ...],
+    alpha: float,
+    limit: int,
+) -> None:
+    """Find when things went wrong (a latency or error-rate shift, or a stall) and explain
+    it: what is different about the bad events, timeouts not respected.
+
+    Example: rootsift investigate api --from -6h
+    """
+    result = rs.investigate(
+        dataset, start=start, end=end, where=where, measure=measure, timeouts=parse_timeouts(timeouts), alpha=alpha
+    )
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    grid = None
+    if result.anomaly is not None and (result.anomaly.measure or measure):
+        field = measure or str(result.anomaly.measure)
+        if result.anomaly.kind == "errors":
+            field = measure or ""
+        if field:
+            spec = QuerySpec(
+                dataset, start=start, end=end, where=where, calculations=[Calculation.parse(f"heatmap({field})")]
+            )
+            grid = rs.query(spec).heatmap
+    view.investigation(out, result, limit, grid)
+
+
+def parse_timeouts(items: tuple[str, ...]) -> dict[str, float]:
+    """``FIELD=DURATION`` flags as limits in the field's unit (``_ms`` fields in milliseconds, else seconds)."""
+    limits: dict[str, float] = {}
+    for item in items:
+        name, eq, text = item.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"--timeout {item!r} is not FIELD=DURATION (e.g. upstream_connect_time_ms=500ms)")
+        seconds = parse_duration(text.strip()).total_seconds()
+        limits[name.strip()] = seconds * 1000 if name.strip().endswith("_ms") else seconds
+    return limits

@@ -127,13 +127,15 @@ def _grouped_sql(frame: Frame, source: str, keys: list[str], sets: list[str], pi
     aggs, derived = _aggregates(frame)
     grouping = f"GROUPING({', '.join(keys)})" if keys else "0"
     key_list = "".join(f"{k}, " for k in keys)
+    # ties in count broken by the value itself, never by anything about the selection
+    tie = f"coalesce({', '.join(f'CAST({k} AS VARCHAR)' for k in keys)}) NULLS FIRST" if keys else "1"
     return (
         f"WITH m AS (SELECT *{picked} FROM ({source})), "
         f"g AS (SELECT {grouping} AS __g, {key_list}{', '.join(aggs)} FROM m "
         f"GROUP BY GROUPING SETS ({', '.join([*sets, '()'])})), "
         f"d AS (SELECT *, {', '.join(derived)} FROM g), "
         "h AS (SELECT *, count(*) OVER p AS __nv, "
-        "row_number() OVER (PARTITION BY __g ORDER BY sw + bw DESC, sn + bn DESC) AS __rt, "
+        f"row_number() OVER (PARTITION BY __g ORDER BY sw + bw DESC, sn + bn DESC, {tie}) AS __rt, "
         "row_number() OVER (PARTITION BY __g ORDER BY sw DESC, sn DESC) AS __rs "
         "FROM d WINDOW p AS (PARTITION BY __g)) "
         "SELECT * FROM h"

@@ -106,6 +106,8 @@ def explain(
     if top_values < 1:
         raise UsageError(f"--top {top_values} must be at least 1")
     frame = Frame(backend, dataset, start, end, where, select, select_from, select_to, baseline)
+    if not frame.has_selection():
+        raise UsageError("say what to explain: --select EXPR and/or --select-from/--select-to")
     plan = plan_fields(frame)
     counts = count_pass(frame, plan, top_values)
     total = counts.total
@@ -131,7 +133,9 @@ def explain(
     combos, tested = search_combinations(frame, [f for f in singles if f.q_value < alpha], scale, alpha)
     everything = singles + tested
     _set_q(everything)
-    kept = [f for f in singles + combos if f.q_value < alpha]
+    # significant, and an effect that stands clear of zero (a score of 0 is a difference
+    # the counts cannot tell from none, such as one unusual value on one event)
+    kept = [f for f in singles + combos if f.q_value < alpha and f.score > 0]
     out.findings = sorted(_drop_complements(kept), key=lambda f: (-f.score, f.p_value))
     out.method["tests"] = len(everything)
     return out
@@ -149,7 +153,7 @@ def _dimension_findings(counts: Counts, scale: Scale, alpha: float) -> list[Find
     for name, cells in counts.bins.items():
         missing = next((c for k, c in cells if k is None), None)
         present = any(k is not None for k, _ in cells)
-        if missing is not None and present:
+        if missing is not None and present and name not in counts.values:  # a dimension counts it already
             pairs.append((name, None, missing))
     if not pairs:
         return []

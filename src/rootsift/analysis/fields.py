@@ -21,7 +21,9 @@ from rootsift.store.sqltext import ident
 
 PILOT_ROWS = 20_000
 CATEGORICAL_MAX = 1000
-"""A number with at most this many distinct values in the pilot is also counted per value."""
+"""A number with at most this many distinct values in the pilot, each seen 20 times on
+average (or at most 50 values), is also counted per value: a status code or a port, not
+a duration that is mostly 0."""
 QUANTITY_MIN = 20
 """A number with at least this many distinct values in the pilot is also compared as a distribution."""
 HEAVY_CANDIDATES = 50
@@ -77,7 +79,7 @@ def plan_fields(frame: Frame) -> FieldPlan:
             else:
                 plan.dimensions.append(name)
             continue
-        if distinct <= CATEGORICAL_MAX:
+        if distinct <= CATEGORICAL_MAX and (distinct <= 50 or distinct <= 0.05 * present):
             plan.dimensions.append(name)
         if distinct >= QUANTITY_MIN or distinct > CATEGORICAL_MAX:
             plan.measures.append(name)

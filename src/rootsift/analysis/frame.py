@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rootsift.errors import QuerySpecError, UsageError
+from rootsift.errors import QuerySpecError
 from rootsift.query import compile as qc
 from rootsift.query.filters import compile_filter, parse_filter
 from rootsift.query.filters import fields as filter_fields
@@ -41,8 +41,6 @@ class Frame:
     weight: str | None = field(init=False)
 
     def __post_init__(self) -> None:
-        if not (self.select and self.select.strip()) and self.select_from is None and self.select_to is None:
-            raise UsageError("say what to explain: --select EXPR and/or --select-from/--select-to")
         ranges = (
             ("--from/--to", self.start, self.end),
             ("--select-from/--select-to", self.select_from, self.select_to),
@@ -53,6 +51,15 @@ class Frame:
         self.fields = {n: f for n, f in self.backend.fields(self.dataset).items() if not n.endswith(RAW_SUFFIX)}
         self.weight = self.backend.weight_field(self.dataset)
         self.sql()  # unknown fields and bad expressions fail here, before anything runs
+
+    def has_selection(self) -> bool:
+        return bool(self.select and self.select.strip()) or self.select_from is not None or self.select_to is not None
+
+    def range_filter(self) -> tuple[str, list[Any]]:
+        """The range and ``where`` as SQL over the dataset's relation (no selection): (text, params)."""
+        scope = qc.Compiler(self.fields, self.backend.relation(self.dataset, self.start, self.end))
+        where = scope.where(self.start, self.end, self.where)
+        return (where.sql(dialect="duckdb") if where is not None else "true"), list(scope.params)
 
     def selection_fields(self) -> set[str]:
         """Fields the selection and baseline are defined by (their differences are by construction)."""

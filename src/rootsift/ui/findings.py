@@ -8,8 +8,10 @@ from rich.console import Console
 from rich.table import Table
 
 from rootsift.analysis.explain import Explanation
-from rootsift.analysis.findings import Finding
-from rootsift.ui.terminal import fmt, warnings
+from rootsift.analysis.findings import Finding, iso, show
+from rootsift.analysis.investigate import Investigation
+from rootsift.query.engine import Heatmap
+from rootsift.ui.terminal import fmt, heatmap, warnings
 
 
 def explanation(console: Console, result: Explanation, limit: int = 20) -> None:
@@ -64,3 +66,50 @@ def _num(x: float | None) -> str:
 
 def _pct(x: float | None) -> str:
     return "∅" if x is None else f"{100 * x:.1f} %"
+
+
+def investigation(console: Console, result: Investigation, limit: int = 20, grid: Heatmap | None = None) -> None:
+    """The anomalous region (on the heatmap when given), then the findings and warnings."""
+    a = result.anomaly
+    if a is None:
+        console.print("[bold]no anomalous region found[/bold]")
+    else:
+        what = {"latency": f"{a.measure} above {_num(a.threshold)}", "errors": f"{a.measure} >= 500"}.get(a.kind, "")
+        console.print(
+            f"[bold]{a.kind}[/bold] from {iso(a.start)} to {iso(a.end)}"
+            + (f": more events with {what}" if what else ": events stopped, then completed in a burst")
+            + f" (scan LLR {a.score:.1f}, p ≤ {a.p_value:.2g})"
+        )
+        if grid is not None:
+            heatmap(console, grid, mark=(a.start, a.end))
+    if result.selection:
+        console.print(_group("selection", result.selection))
+        console.print(_group("baseline", result.baseline))
+    if result.findings:
+        t = Table(show_edge=False, header_style="bold")
+        for col, justify in (("#", "right"), ("kind", "left"), ("what", "left"), ("selection", "right")):
+            t.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for col in ("baseline", "score", "q"):
+            t.add_column(col, justify="right")
+        for i, f in enumerate(result.findings[:limit], 1):
+            sel, base = _investigated(f)
+            q = "" if f.kind == "stall" else f"{f.q_value:.2g}"
+            t.add_row(str(i), f.kind, _what(f), sel, base, f"{f.score:.3f}", q)
+        console.print(t)
+    warnings(console, result.warnings)
+
+
+def _what(f: Finding) -> str:
+    if f.kind == "stall":
+        return f"{f.field} = {show(f.value)} (+{f.detail['seconds_after_stall_end']:.3f} s)"
+    if f.kind == "timeout":
+        who = " and ".join(f"{c['field']} = {show(c['value'])}" for c in f.conditions or [])
+        past = f"{f.detail['events_past']:,} past {f.detail['field']} ≈ {_num(f.detail['ceiling'])}"
+        return past + (f": {who}" if who else "")
+    return f.describe()
+
+
+def _investigated(f: Finding) -> tuple[str, str]:
+    if f.kind == "stall":
+        return f"{f.selection_count:,.0f} in stall", f"{f.baseline_count:,.0f} elsewhere"
+    return _sides(f)

@@ -48,8 +48,9 @@ def warnings(console: Console, items: list[str]) -> None:
         console.print(f"[yellow]warning:[/yellow] {w}")
 
 
-def heatmap(console: Console, grid: Heatmap, max_rows: int = 24) -> None:
-    """Draw time (x) against log-scaled value buckets (y, high at the top), one block per cell."""
+def heatmap(console: Console, grid: Heatmap, max_rows: int = 24, mark: tuple[datetime, datetime] | None = None) -> None:
+    """Draw time (x) against log-scaled value buckets (y, high at the top), one block per cell;
+    ``mark`` underlines the columns of a time range (an anomalous region)."""
     if not grid.times:
         console.print("[dim]no events with a value for this field[/dim]")
         return
@@ -78,6 +79,10 @@ def heatmap(console: Console, grid: Heatmap, max_rows: int = 24) -> None:
     first, last = grid.times[0], grid.times[-1]
     axis = " " * (label_width + 2) + "└" + "─" * max(0, len(grid.times) - 1)
     console.print(Text(axis, style="dim"))
+    if mark is not None:
+        step = grid.times[1] - grid.times[0] if len(grid.times) > 1 else None
+        marks = "".join("▲" if step is not None and t + step > mark[0] and t < mark[1] else " " for t in grid.times)
+        console.print(Text(" " * (label_width + 2) + marks + "  anomalous region", style="bold red"))
     console.print(
         Text(" " * (label_width + 2) + f"{fmt(first)} … {fmt(last)}  ({len(grid.times)} columns)", style="dim")
     )

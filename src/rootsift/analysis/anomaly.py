@@ -1,0 +1,203 @@
+"""Finding the anomalous region of a dataset by itself: when a latency (or error-rate)
+shift starts and how long it lasts, or a stall.
+
+- **Shift**: each time bucket counts its events and its *bad* events (the measure above
+  the range's 95th percentile, or a status ≥ 500). The region is the run of buckets
+  whose bad share is most surprising against the rest: the interval maximising the
+  binomial likelihood ratio (Kulldorff's scan statistic), found exactly over all
+  intervals. Its p-value is bounded by Bonferroni over the intervals tried.
+- **Stall**: a run of buckets with far fewer completions than the steady rate (a Poisson
+  scan over short intervals) followed by a burst: work stopped, then completed all at
+  once. Its p-value is the product of the gap's and the burst's Poisson tails,
+  Bonferroni-corrected for every start and length tried. Looked for at a fine
+  granularity (0.25 s) in completion times (``end_time`` when events have one).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from rootsift.analysis.findings import iso
+from rootsift.analysis.frame import Frame
+from rootsift.store.base import TIME_COLUMN
+from rootsift.store.sqltext import ident
+
+BUCKETS = 400
+"""Time buckets across the range for the shift scan."""
+STALL_BUCKET_S = 0.25
+STALL_MAX_S = 30.0
+BAD_QUANTILES = (0.95, 0.99, 0.999)
+"""A latency shift is scanned for with each of these as the line above which an event is bad
+(a broad slowdown shows at p95, a short spike only above p99), Bonferroni over the three."""
+
+
+@dataclass
+class Series:
+    """Per time bucket: events and bad events (and the bucket starts)."""
+
+    starts: list[datetime]
+    width: timedelta
+    events: np.ndarray
+    bad: np.ndarray
+
+
+@dataclass
+class Anomaly:
+    kind: str  # latency | errors | stall
+    start: datetime
+    end: datetime
+    measure: str | None
+    threshold: float | None
+    score: float
+    """The scan's log-likelihood ratio."""
+    p_value: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "from": iso(self.start),
+            "to": iso(self.end),
+            "measure": self.measure,
+            "threshold": self.threshold,
+            "llr": round(self.score, 3),
+            "p_value": float(f"{self.p_value:.4g}"),
+            **self.detail,
+        }
+
+
+def bad_thresholds(frame: Frame, measure: str) -> list[float]:
+    """The measure's ``BAD_QUANTILES`` over the range (distinct values only)."""
+    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    where, params = frame.range_filter()
+    qs = ", ".join(str(q) for q in BAD_QUANTILES)
+    row = frame.backend.execute_sql(
+        f"SELECT quantile_cont({ident(measure)}, [{qs}]) FROM {rel} WHERE {where}", params
+    ).rows[0]
+    return sorted({float(v) for v in row[0] or [] if v is not None})
+
+
+COMPLETION = ("end_time", "end", "completed_at", "end_timestamp", "finished_at")
+"""Fields holding when an event completed, when its ``timestamp`` is its start."""
+
+
+def completion_column(frame: Frame) -> str:
+    """The field an event completed at (a stall shows in completions), else ``timestamp``."""
+    return next((c for c in COMPLETION if c in frame.fields and frame.fields[c].type == "TIMESTAMP"), TIME_COLUMN)
+
+
+def series(frame: Frame, bad_sql: str, bad_params: list[Any], width: timedelta, time: str = TIME_COLUMN) -> Series:
+    """Events and bad events per bucket of ``width`` (by the ``time`` field) over the frame's range."""
+    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    where, params = frame.range_filter()
+    us = max(1, int(width / timedelta(microseconds=1)))
+    ts = ident(time)
+    sql = (
+        f"SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT) AS b, count(*), count(*) FILTER (WHERE {bad_sql}) "
+        f"FROM {rel} WHERE ({where}) AND {ts} IS NOT NULL GROUP BY 1 ORDER BY 1"
+    )
+    rows = frame.backend.execute_sql(sql, [*bad_params, *params]).rows
+    if not rows:
+        return Series([], width, np.zeros(0), np.zeros(0))
+    first, last = int(rows[0][0]), int(rows[-1][0])
+    events = np.zeros(last - first + 1)
+    bad = np.zeros(last - first + 1)
+    for b, n, k in rows:
+        events[int(b) - first] = n
+        bad[int(b) - first] = k or 0
+    epoch = datetime(1970, 1, 1)
+    starts = [epoch + timedelta(microseconds=(first + i) * us) for i in range(len(events))]
+    return Series(starts, width, events, bad)
+
+
+def scan_shift(s: Series) -> tuple[int, int, float, float] | None:
+    """(first, last bucket, LLR, p-value bound) of the interval whose bad share is highest
+    against the rest, by the binomial scan statistic; None when nothing stands out."""
+    n_total, k_total = float(s.events.sum()), float(s.bad.sum())
+    m = len(s.events)
+    if m < 3 or k_total == 0 or k_total == n_total:
+        return None
+    cn = np.concatenate([[0.0], np.cumsum(s.events)])
+    ck = np.concatenate([[0.0], np.cumsum(s.bad)])
+    i, j = np.triu_indices(m)  # interval [i, j]
+    n_in = cn[j + 1] - cn[i]
+    k_in = ck[j + 1] - ck[i]
+    n_out, k_out = n_total - n_in, k_total - k_in
+    with np.errstate(divide="ignore", invalid="ignore"):
+        llr = _xlogy(k_in, k_in / n_in) + _xlogy(n_in - k_in, 1 - k_in / n_in)
+        llr += _xlogy(k_out, k_out / n_out) + _xlogy(n_out - k_out, 1 - k_out / n_out)
+        p0 = k_total / n_total
+        llr -= k_total * math.log(p0) + (n_total - k_total) * math.log(1 - p0)
+        higher = (k_in / n_in) > (k_out / np.where(n_out > 0, n_out, np.nan))
+    llr = np.where(higher & (n_in > 0) & (n_out > 0), llr, 0.0)
+    best = int(np.nanargmax(llr))
+    value = float(llr[best])
+    if value <= 0:
+        return None
+    p = min(1.0, float(sps.chi2.sf(2 * value, 1)) * len(llr))
+    return int(i[best]), int(j[best]), value, p
+
+
+def earlier_onset(s: Series, first: int, last: int, level: float = 0.01) -> int:
+    """Walk the region's start back over buckets whose bad share is still above the rate
+    outside the region (one-sided binomial at ``level``): a shift often creeps in before
+    the jump the scan keys on, and the cause shows in that creep."""
+    outside_n = float(s.events.sum() - s.events[first : last + 1].sum())
+    outside_k = float(s.bad.sum() - s.bad[first : last + 1].sum())
+    if outside_n <= 0:
+        return first
+    rate = max(outside_k / outside_n, 1e-9)
+    k = first - 1
+    while k >= 0 and s.events[k] > 0 and sps.binom.sf(s.bad[k] - 1, s.events[k], rate) < level:
+        k -= 1
+    return k + 1
+
+
+def scan_stall(s: Series, max_buckets: int) -> tuple[int, int, float, float, float] | None:
+    """(first, last bucket, LLR, p-value bound, burst ratio) of the most improbable drop in
+    events over at most ``max_buckets`` buckets that is followed by a burst; None if none."""
+    counts = s.events
+    m = len(counts)
+    if m < 10:
+        return None
+    rate = float(counts.mean())
+    if rate < 1:  # too few events per bucket to see a gap
+        return None
+    best: tuple[int, int, float, float, float] | None = None
+    c = np.concatenate([[0.0], np.cumsum(counts)])
+    for length in range(2, min(max_buckets, m - 1) + 1):
+        obs = c[length:] - c[:-length]  # events in [start, start + length)
+        expected = rate * length
+        with np.errstate(divide="ignore", invalid="ignore"):
+            llr = np.where(obs < expected, _xlogy(obs, obs / expected) - (obs - expected), 0.0)
+        for start in np.argsort(-llr)[:3]:
+            after = int(start) + length
+            if after >= m or llr[start] <= 0:
+                continue
+            piled = float(counts[after : after + 2].sum())
+            burst = piled / (2 * rate)
+            if burst < 2:  # a stall ends in completions piled up; a quiet spell does not
+                continue
+            # the gap and the burst after it, each a Poisson tail under a steady rate;
+            # Bonferroni over every start and length tried
+            p_gap = float(sps.poisson.cdf(obs[start], expected))
+            p_burst = float(sps.poisson.sf(piled - 1, 2 * rate))
+            p = min(1.0, p_gap * p_burst * m * max_buckets)
+            if best is None or llr[start] > best[2]:
+                best = (int(start), after - 1, float(llr[start]), p, burst)
+    return best
+
+
+def _xlogy(x: np.ndarray | float, y: np.ndarray | float) -> np.ndarray:
+    """x·log(y), 0 where x is 0."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(x > 0, x * np.log(np.where(y > 0, y, 1.0)), 0.0)
+    return np.asarray(out, dtype=np.float64)

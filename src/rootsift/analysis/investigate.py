@@ -1,0 +1,268 @@
+"""investigate: find the anomalous region by itself, then explain it.
+
+1. The measure (``--measure``, else the dataset's duration field) and the range (the
+   whole dataset by default).
+2. The region (``anomaly.py``): the latency or error-rate shift with the strongest scan
+   statistic; a stall (a gap in completions followed by a burst) instead when it is
+   more significant than the shift, or the shift begins with it.
+3. Its **onset** is explained against the time outside the region: the bad events of
+   the region's first quarter (the cause comes before its consequences) with explain's
+   statistics; findings on a status field (a 499, a 502: what the slowness produced)
+   come after the others. For a stall, the events in and right after it, earliest first
+   (``stalls.py``).
+4. Timeouts not respected (``timeouts.py``): durations that pile up at a ceiling and the
+   events that ran past it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from rootsift.analysis import anomaly as an
+from rootsift.analysis import timeouts as to
+from rootsift.analysis.explain import ALPHA, Explanation, explain
+from rootsift.analysis.findings import Finding, iso
+from rootsift.analysis.frame import Frame
+from rootsift.analysis.stalls import stall_events
+from rootsift.errors import UsageError
+from rootsift.store.duckdb import DuckDBBackend
+
+MEASURES = ("duration_ms", "request_time_ms", "latency_ms", "response_time_ms", "query_time_ms", "elapsed_ms")
+ERROR_FIELDS = ("status", "status_code", "http_status")
+NORMAL_QUANTILE = 0.99
+ONSET_SHARE = 0.02
+ONSET_MIN_EVENTS = 30
+"""The onset is the region's earliest bad events: the first 2 % of them, at least 30."""
+
+
+@dataclass
+class Investigation:
+    dataset: str
+    anomaly: an.Anomaly | None
+    findings: list[Finding]
+    selection: dict[str, Any] = field(default_factory=dict)
+    baseline: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    explanation: Explanation | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "anomaly": self.anomaly.as_dict() if self.anomaly else None,
+            "selection": self.selection,
+            "baseline": self.baseline,
+            "findings": [f.as_dict() for f in self.findings],
+            "warnings": self.warnings,
+        }
+
+
+def investigate(
+    backend: DuckDBBackend,
+    dataset: str,
+    *,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    where: str | None = None,
+    measure: str | None = None,
+    timeouts: dict[str, float] | None = None,
+    alpha: float = ALPHA,
+) -> Investigation:
+    """Find the dataset's anomalous region and explain it (see the module docstring)."""
+    first, last = backend.span(dataset)
+    if first is None or last is None:
+        return Investigation(dataset, None, [], warnings=["the dataset is empty"])
+    start = start or first
+    end = end or last + timedelta(microseconds=1)
+    frame = Frame(backend, dataset, start, end, where)
+    measure = measure or _default_measure(frame)
+    if measure is not None and measure not in frame.fields:
+        raise UsageError(f"--measure {measure!r} is not a field of {dataset}")
+    out = Investigation(dataset, None, [])
+    found = _find(frame, measure, start, end, alpha, out.warnings)
+    out.anomaly = found
+    if found is not None:
+        _explain_region(frame, found, alpha, out)
+    past = []
+    for ceiling in to.given_ceilings(frame, timeouts or {}) or to.inferred_ceilings(frame, to.duration_fields(frame)):
+        finding = to.past_ceiling(frame, ceiling, lambda **kw: _explain(frame, alpha, **kw))
+        if finding is not None:
+            past.append(finding)
+    out.findings.extend(sorted(past, key=lambda f: -f.selection_count))  # the most violated first
+    if found is None:
+        out.warnings.append("no anomalous region stands out (no latency or error shift, no stall)")
+    return out
+
+
+def _default_measure(frame: Frame) -> str | None:
+    numeric = {n for n, f in frame.fields.items() if f.type in ("DOUBLE", "BIGINT")}
+    named = [m for m in MEASURES if m in numeric]
+    if named:
+        return named[0]
+    durations = to.duration_fields(frame)
+    return durations[0] if durations else None
+
+
+def _find(
+    frame: Frame, measure: str | None, start: datetime, end: datetime, alpha: float, warnings: list[str]
+) -> an.Anomaly | None:
+    width = max((end - start) / an.BUCKETS, timedelta(milliseconds=1))
+    candidates: list[an.Anomaly] = []
+    if measure is not None:
+        thresholds = an.bad_thresholds(frame, measure)
+        for threshold in thresholds:
+            s = an.series(frame, f"{to.ident(measure)} > ?", [threshold], width)
+            hit = an.scan_shift(s)
+            p = min(1.0, hit[3] * len(thresholds)) if hit is not None else 1.0
+            if hit is not None and p < alpha:
+                i, j, llr, _ = hit
+                a = an.Anomaly("latency", s.starts[i], s.starts[j] + s.width, measure, threshold, llr, p)
+                a.detail["bucket_seconds"] = s.width.total_seconds()
+                candidates.append(a)
+    status = next((f for f in ERROR_FIELDS if f in frame.fields and frame.fields[f].type in ("DOUBLE", "BIGINT")), None)
+    if status is not None:
+        s = an.series(frame, f"{to.ident(status)} >= 500", [], width)
+        hit = an.scan_shift(s)
+        if hit is not None and hit[3] < alpha:
+            i, j, llr, p = hit
+            candidates.append(an.Anomaly("errors", s.starts[i], s.starts[j] + s.width, status, 500.0, llr, p))
+    shift = min(candidates, key=lambda a: (a.p_value, -a.score)) if candidates else None
+    if shift is not None and shift.kind == "latency":
+        _median_shift(frame, shift, width)
+        _normal_line(frame, shift, width)
+    stall = _find_stall(frame, start, end, alpha)
+    if stall is not None and (shift is None or _coincide(stall, shift) or stall.p_value < shift.p_value):
+        return stall
+    if shift is not None and shift.end - shift.start <= timedelta(seconds=an.STALL_MAX_S):
+        # a short shift: is it a stall of its own (not the most significant one overall)?
+        pad = timedelta(seconds=10)
+        local = _find_stall(frame, shift.start - pad, shift.end + pad, alpha)
+        if local is not None and _coincide(local, shift):
+            return local
+    return shift
+
+
+def _median_shift(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
+    """When the typical event (the median) changed: the first bucket of the region whose
+    median reaches half-way from the median outside the region to the
+    median of the region's second half, and stays there for the next three buckets."""
+    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    where, params = frame.range_filter()
+    ts, col = to.ident("timestamp"), to.ident(str(a.measure))
+    us = max(1, int(width / timedelta(microseconds=1)))
+    half = a.start + (a.end - a.start) / 2
+    row = frame.backend.execute_sql(
+        f"SELECT quantile_cont({col}, 0.5) FILTER (WHERE {ts} < ? OR {ts} >= ?), "
+        f"quantile_cont({col}, 0.5) FILTER (WHERE {ts} >= ? AND {ts} < ?) FROM {rel} WHERE {where}",
+        [a.start, a.end, half, a.end, *params],
+    ).rows[0]
+    before, after = row
+    if before is None or after is None or before <= 0 or after <= before:
+        return
+    middle = (float(before) + float(after)) / 2
+    rows = frame.backend.execute_sql(
+        f"SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT) AS b, quantile_cont({col}, 0.5) FROM {rel} "
+        f"WHERE ({where}) AND {ts} >= ? AND {ts} < ? GROUP BY 1 ORDER BY 1",
+        [*params, a.start, a.end],
+    ).rows
+    medians = [(b, m) for b, m in rows if m is not None]
+    for k, (b, m) in enumerate(medians):
+        if m >= middle and all(m2 >= middle for _, m2 in medians[k + 1 : k + 4]):
+            at = datetime(1970, 1, 1) + timedelta(microseconds=int(b) * us)
+            a.detail.update(
+                median_shift_at=iso(at), median_before=round(float(before), 6), median_after=round(float(after), 6)
+            )
+            return
+
+
+def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
+    """Once the region is found, bad is redefined as slower than 99 % of the events outside
+    it (normal behaviour's tail, not the incident's), and the onset walks back over the
+    buckets already above that line: the first slow requests count even when the worst
+    come later."""
+    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    where, params = frame.range_filter()
+    ts, col = to.ident("timestamp"), to.ident(str(a.measure))
+    row = frame.backend.execute_sql(
+        f"SELECT quantile_cont({col}, {NORMAL_QUANTILE}) FROM {rel} WHERE ({where}) AND ({ts} < ? OR {ts} >= ?)",
+        [*params, a.start, a.end],
+    ).rows[0]
+    if row[0] is None or float(row[0]) >= float(a.threshold or 0):
+        return
+    a.detail["scan_threshold"] = a.threshold
+    a.threshold = float(row[0])
+    s = an.series(frame, f"{col} > ?", [a.threshold], width)
+    first = next((k for k, t in enumerate(s.starts) if t >= a.start), None)
+    last = next((k for k in range(len(s.starts) - 1, -1, -1) if s.starts[k] < a.end), None)
+    if first is not None and last is not None and first <= last:
+        a.start = s.starts[an.earlier_onset(s, first, last)]
+
+
+def _coincide(stall: an.Anomaly, shift: an.Anomaly) -> bool:
+    """The stall is where the shift begins (within two of the shift's buckets)."""
+    near = 2 * timedelta(seconds=float(shift.detail.get("bucket_seconds", 0)))
+    return stall.start <= shift.start + near and stall.end + near >= shift.start
+
+
+def _find_stall(frame: Frame, start: datetime, end: datetime, alpha: float) -> an.Anomaly | None:
+    width = max(timedelta(seconds=an.STALL_BUCKET_S), (end - start) / 20_000)
+    window = Frame(frame.backend, frame.dataset, start, end, frame.where)
+    s = an.series(window, "false", [], width, an.completion_column(frame))
+    hit = an.scan_stall(s, max(2, int(an.STALL_MAX_S / width.total_seconds())))
+    if hit is None or hit[3] >= alpha:
+        return None
+    i, j, llr, p, burst = hit
+    a = an.Anomaly("stall", s.starts[i], s.starts[j] + s.width, None, None, llr, p)
+    a.detail.update(bucket_seconds=width.total_seconds(), burst_ratio=round(burst, 2))
+    return a
+
+
+def _explain(frame: Frame, alpha: float, **kw: Any) -> Explanation:
+    return explain(frame.backend, frame.dataset, start=frame.start, end=frame.end, where=frame.where, alpha=alpha, **kw)
+
+
+def _outside(a: an.Anomaly) -> str:
+    return f'timestamp < "{iso(a.start)}" or timestamp >= "{iso(a.end)}"'
+
+
+def _onset_end(frame: Frame, a: an.Anomaly, bad_sql: str, bad: list[Any]) -> datetime:
+    """Just after the region's earliest bad events (``ONSET_SHARE`` of them, at least
+    ``ONSET_MIN_EVENTS``): where the cause shows before its consequences spread."""
+    rel = frame.backend.relation(frame.dataset, a.start, a.end).sql(dialect="duckdb")
+    where, params = frame.range_filter()
+    ts = to.ident("timestamp")
+    inside = f"({where}) AND {ts} >= ? AND {ts} < ? AND {bad_sql}"
+    args = [*params, a.start, a.end, *bad]
+    total = int(frame.backend.execute_sql(f"SELECT count(*) FROM {rel} WHERE {inside}", args).rows[0][0])
+    k = max(ONSET_MIN_EVENTS, int(total * ONSET_SHARE))
+    if k >= total:
+        return a.end
+    row = frame.backend.execute_sql(
+        f"SELECT {ts} FROM {rel} WHERE {inside} ORDER BY {ts} LIMIT 1 OFFSET {k}", args
+    ).rows
+    return min(a.end, row[0][0] + timedelta(microseconds=1)) if row else a.end
+
+
+def _explain_region(frame: Frame, a: an.Anomaly, alpha: float, out: Investigation) -> None:
+    if a.kind == "stall":
+        settle = timedelta(seconds=2 * float(a.detail["bucket_seconds"]))
+        out.findings.extend(stall_events(frame, a.start, a.end, settle, an.completion_column(frame)))
+        a.detail["completion_field"] = an.completion_column(frame)
+        result = _explain(frame, alpha, select_from=a.start, select_to=a.end + settle, baseline=_outside(a))
+    else:
+        column = to.ident(str(a.measure))
+        bad_sql, bad = (f"{column} > ?", [a.threshold]) if a.kind == "latency" else (f"{column} >= 500", [])
+        onset_end = _onset_end(frame, a, bad_sql, bad)
+        text = f"{to.ident_text(str(a.measure))} {'>' if a.kind == 'latency' else '>='} {a.threshold if a.kind == 'latency' else 500!r}"
+        result = _explain(frame, alpha, select=text, select_from=a.start, select_to=onset_end, baseline=_outside(a))
+        a.detail["onset_to"] = iso(onset_end)
+    out.explanation = result
+    out.selection, out.baseline = result.selection, result.baseline
+    # a status (499, 502) is what slowness produced: kept, but after where it happened
+    causes = [f for f in result.findings if not to.outcome(f)]
+    outcomes = [f for f in result.findings if to.outcome(f)]
+    for f in outcomes:
+        f.detail["outcome"] = True
+    out.findings.extend(causes + outcomes if a.kind != "errors" else result.findings)
+    out.warnings.extend(result.warnings)

@@ -1,0 +1,90 @@
+"""What happened in a stall: the events that complete in it or right after it, in the
+order they complete, and how rare each kind of event is outside it.
+
+When work stops and then resumes, the first thing to complete is usually what everything
+else was waiting for (a ``flush logs`` holding a lock): the stall's events are ranked by
+how early they complete after the stall begins, grouped by what identifies an event
+(its fingerprint, statement, endpoint…), each with its count outside the stall.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from rootsift.analysis.findings import Finding, iso
+from rootsift.analysis.frame import Frame
+from rootsift.store.base import TIME_COLUMN
+from rootsift.store.sqltext import ident
+
+IDENTITY = (
+    "fingerprint",
+    "statement",
+    "query",
+    "endpoint",
+    "path",
+    "route",
+    "operation",
+    "span_name",
+    "name",
+    "message",
+)
+"""Fields that say what an event is, in order of preference."""
+SHOWN = 10
+
+
+def identity_field(frame: Frame) -> str | None:
+    """The field that names what each event is (the first of ``IDENTITY`` the dataset has)."""
+    return next((f for f in IDENTITY if f in frame.fields and frame.fields[f].type == "VARCHAR"), None)
+
+
+def stall_events(
+    frame: Frame, start: datetime, end: datetime, settle: timedelta, completion: str = TIME_COLUMN
+) -> list[Finding]:
+    """Kinds of events completing (by the ``completion`` field) in [start, end + settle),
+    earliest first, with their count elsewhere."""
+    name = identity_field(frame)
+    if name is None:
+        return []
+    col, ts = ident(name), ident(completion)
+    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    where, params = frame.range_filter()
+    inside = f"{ts} >= ? AND {ts} < ?"
+    window = [start, end + settle]
+    sql = (
+        f"SELECT {col}, min({ts}) FILTER (WHERE {inside}) AS first, count(*) FILTER (WHERE {inside}) AS n_in, "
+        f"count(*) FILTER (WHERE NOT ({inside})) AS n_out, count(*) AS n "
+        f"FROM {rel} WHERE {where} GROUP BY 1 HAVING n_in > 0 ORDER BY first LIMIT {SHOWN}"
+    )
+    rows = frame.backend.execute_sql(sql, [*window, *window, *window, *params]).rows
+    total_out = _count_outside(frame, window, ts)
+    found = []
+    for rank, (value, first, n_in, n_out, _n) in enumerate(rows, 1):
+        after = (first - end).total_seconds()
+        share_out = n_out / total_out if total_out else 0.0
+        found.append(
+            Finding(
+                "stall",
+                1.0 / rank,
+                1.0,
+                field=name,
+                value=value,
+                selection_count=float(n_in),
+                baseline_count=float(n_out),
+                baseline_fraction=share_out,
+                detail={
+                    "rank": rank,
+                    "first_completed": iso(first),
+                    "seconds_after_stall_end": round(after, 6),
+                    "only_in_stall": n_out == 0 or share_out < 0.001,
+                },
+            )
+        )
+    return found
+
+
+def _count_outside(frame: Frame, window: list[Any], ts: str) -> int:
+    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    where, params = frame.range_filter()
+    sql = f"SELECT count(*) FROM {rel} WHERE ({where}) AND NOT ({ts} >= ? AND {ts} < ?)"
+    return int(frame.backend.execute_sql(sql, [*params, *window]).rows[0][0])
