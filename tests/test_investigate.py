@@ -1,0 +1,160 @@
+"""investigate on planted anomalies: a latency shift, an error burst, a stall, a timeout
+that is not respected, and nothing at all."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rootsift import Rootsift
+from rootsift.cli import main
+from test_explain import write_events
+
+START = datetime(2024, 6, 1, tzinfo=UTC)
+
+
+def requests(seed: int, minutes: int = 120, per_second: float = 4.0) -> list[dict[str, Any]]:
+    """Steady traffic: five endpoints, three hosts, log-normal durations, rare errors."""
+    rng = np.random.default_rng(seed)
+    n = int(minutes * 60 * per_second)
+    times = np.sort(rng.random(n)) * minutes * 60
+    rows = []
+    for t in times:
+        rows.append(
+            {
+                "timestamp": (START + timedelta(seconds=float(t))).isoformat(),
+                "endpoint": str(rng.choice(["/a", "/b", "/c", "/d", "/e"])),
+                "host": str(rng.choice(["h1", "h2", "h3"])),
+                "duration_ms": float(np.round(rng.lognormal(3, 0.5), 3)),
+                "status": 500 if rng.random() < 0.005 else 200,
+            }
+        )
+    return rows
+
+
+def at(row: dict[str, Any]) -> float:
+    return (datetime.fromisoformat(row["timestamp"]) - START).total_seconds()
+
+
+@pytest.fixture
+def rs(tmp_path: Path) -> Rootsift:
+    store = Rootsift(tmp_path / "data")
+    yield store
+    store.close()
+
+
+def test_latency_shift_found_and_explained(rs: Rootsift, tmp_path: Path) -> None:
+    rows = requests(1)
+    for row in rows:  # from minute 60 to 80, host h2 is slow
+        if 3600 <= at(row) < 4800 and row["host"] == "h2":
+            row["duration_ms"] *= 30
+    rs.ingest(write_events(tmp_path / "r.jsonl", rows), "api")
+    result = rs.investigate("api")
+    a = result.anomaly
+    assert a is not None and a.kind == "latency" and a.measure == "duration_ms"
+    assert abs((a.start - START.replace(tzinfo=None)).total_seconds() - 3600) < 120
+    assert abs((a.end - START.replace(tzinfo=None)).total_seconds() - 4800) < 120
+    first = next(f for f in result.findings if f.kind in ("dimension", "combination"))
+    assert (first.field, first.value) == ("host", "h2")
+    assert result.as_dict()["anomaly"]["kind"] == "latency"
+
+
+def test_error_burst(rs: Rootsift, tmp_path: Path) -> None:
+    rows = requests(2)
+    rng = np.random.default_rng(2)
+    for row in rows:  # ten minutes of 503s on /c
+        if 1800 <= at(row) < 2400 and row["endpoint"] == "/c" and rng.random() < 0.7:
+            row["status"] = 503
+    rs.ingest(write_events(tmp_path / "r.jsonl", rows), "api")
+    result = rs.investigate("api")
+    a = result.anomaly
+    assert a is not None and a.kind == "errors"
+    assert abs((a.start - START.replace(tzinfo=None)).total_seconds() - 1800) < 120
+    first = next(f for f in result.findings if f.kind in ("dimension", "combination"))
+    assert (first.field, first.value) == ("endpoint", "/c")
+
+
+def test_stall_ranks_what_completed_first(rs: Rootsift, tmp_path: Path) -> None:
+    """Completions stop for two seconds; the lock holder completes first, then the waiters."""
+    rng = np.random.default_rng(3)
+    rows = []
+    t = 0.0
+    while t < 600:
+        t += float(rng.exponential(0.05))
+        end = t + 0.002
+        if 300 <= t < 302:  # waiting for the lock: complete when it is released
+            end = 302.0 + float(rng.random()) * 0.05 + 0.001
+        rows.append(
+            {
+                "timestamp": (START + timedelta(seconds=t)).isoformat(),
+                "end_time": (START + timedelta(seconds=end)).isoformat(),
+                "statement": str(rng.choice(["select a", "select b", "update c"])),
+            }
+        )
+    rows.append(
+        {
+            "timestamp": (START + timedelta(seconds=300.0)).isoformat(),
+            "end_time": (START + timedelta(seconds=302.0)).isoformat(),
+            "statement": "flush logs",
+        }
+    )
+    rows.sort(key=lambda r: r["timestamp"])
+    rs.ingest(write_events(tmp_path / "s.jsonl", rows), "db")
+    result = rs.investigate("db")
+    a = result.anomaly
+    assert a is not None and a.kind == "stall"
+    assert 299 <= (a.start - START.replace(tzinfo=None)).total_seconds() <= 301
+    stall = [f for f in result.findings if f.kind == "stall"]
+    assert stall[0].value == "flush logs" and stall[0].detail["only_in_stall"]
+
+
+def test_timeout_not_respected(rs: Rootsift, tmp_path: Path) -> None:
+    """Calls stop at a 2 s timeout, except those of one client, which run on."""
+    rows = requests(4)
+    rng = np.random.default_rng(4)
+    for row in rows:
+        row["client"] = str(rng.choice(["netty", "apache", "okhttp"]))
+        row["upstream_ms"] = float(np.round(rng.lognormal(6, 1), 3))
+        if row["upstream_ms"] > 2000:
+            row["upstream_ms"] = 2000.0 if row["client"] != "apache" else row["upstream_ms"] * 3
+    rs.ingest(write_events(tmp_path / "r.jsonl", rows), "api")
+    result = rs.investigate("api", measure="duration_ms")
+    timeout = next(f for f in result.findings if f.kind == "timeout" and f.detail["field"] == "upstream_ms")
+    assert timeout.detail["ceiling"] == 2000.0 and timeout.detail["inferred"]
+    assert timeout.conditions == [{"field": "client", "value": "apache"}]
+    given = rs.investigate("api", timeouts={"upstream_ms": 1000.0})
+    assert [f.detail["ceiling"] for f in given.findings if f.kind == "timeout"] == [1000.0]
+
+
+def test_nothing_to_find(rs: Rootsift, tmp_path: Path) -> None:
+    rs.ingest(write_events(tmp_path / "r.jsonl", requests(5, minutes=60)), "api")
+    result = rs.investigate("api")
+    assert result.anomaly is None and any("no anomalous region" in w for w in result.warnings)
+    assert not [f for f in result.findings if f.kind != "timeout"]
+
+
+def test_cli(rs: Rootsift, tmp_path: Path) -> None:
+    rows = requests(6, minutes=60)
+    for row in rows:
+        if 1200 <= at(row) < 1800 and row["endpoint"] == "/e":
+            row["duration_ms"] *= 40
+    rs.ingest(write_events(tmp_path / "r.jsonl", rows), "api")
+    data = str(rs.data_dir)
+    rs.close()
+    run = CliRunner().invoke(main, ["investigate", "api", "--data", data, "--json"])
+    assert run.exit_code == 0, run.output
+    out = json.loads(run.stdout)
+    assert set(out) >= {"anomaly", "selection", "baseline", "findings", "warnings"}
+    assert out["anomaly"]["kind"] == "latency" and out["anomaly"]["measure"] == "duration_ms"
+    text = CliRunner().invoke(main, ["investigate", "api", "--data", data])
+    assert text.exit_code == 0 and "anomalous region" in text.output and "endpoint = /e" in text.output
+    bad = CliRunner().invoke(main, ["investigate", "api", "--data", data, "--timeout", "nope", "--json"])
+    assert bad.exit_code == 2 and "--timeout" in json.loads(bad.stdout)["error"]["message"]
+    missing = CliRunner().invoke(main, ["investigate", "api", "--data", data, "--measure", "nope", "--json"])
+    assert missing.exit_code == 2
