@@ -174,3 +174,12 @@ def _as_utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
+
+
+def iso_z(moment: datetime | None) -> str | None:
+    """A time as RFC 3339 in UTC with a ``Z`` (naive = UTC), microseconds only when non-zero."""
+    if moment is None:
+        return None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment.isoformat(timespec="microseconds").replace(".000000", "") + "Z"

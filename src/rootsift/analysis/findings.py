@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
+
+from rootsift.timeutil import iso_z
 
 MISSING = None
 """A field absent from an event is a value of its own: ``None`` here, ``null`` in JSON."""
@@ -75,12 +76,7 @@ def show(value: Any) -> str:
     return str(value)
 
 
-def iso(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
-    return moment.isoformat(timespec="microseconds").replace(".000000", "") + "Z"
+iso = iso_z
 
 
 def _round(x: float | None, digits: int = 6) -> float | None:

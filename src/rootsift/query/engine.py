@@ -13,7 +13,7 @@ from rootsift.errors import QuerySpecError
 from rootsift.query import compile as qc
 from rootsift.query.spec import QuerySpec
 from rootsift.store.duckdb import DuckDBBackend
-from rootsift.timeutil import format_duration, nice_granularity, parse_duration, parse_time
+from rootsift.timeutil import format_duration, iso_z, nice_granularity, parse_duration, parse_time
 
 HEATMAP_COLUMNS = 60
 MAX_HEATMAP_COLUMNS = 10_000
@@ -229,9 +229,4 @@ def _naive(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(tzinfo=None)
 
 
-def _iso(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
-    return moment.isoformat(timespec="microseconds").replace(".000000", "") + "Z"
+_iso = iso_z

@@ -21,18 +21,23 @@ def explanation(console: Console, result: Explanation, limit: int = 20) -> None:
     if not result.findings:
         console.print("[dim]no significant difference between the selection and the baseline[/dim]")
     else:
-        t = Table(show_edge=False, header_style="bold")
-        for col, justify in (("#", "right"), ("kind", "left"), ("what", "left"), ("selection", "right")):
-            t.add_column(col, justify=justify)  # type: ignore[arg-type]
-        for col in ("baseline", "score", "q"):
-            t.add_column(col, justify="right")
-        for i, f in enumerate(result.findings[:limit], 1):
-            sel, base = _sides(f)
-            t.add_row(str(i), f.kind, f.describe(), sel, base, f"{f.score:.3f}", f"{f.q_value:.2g}")
-        console.print(t)
+        rows = [(f.describe(), *_sides(f), f"{f.q_value:.2g}") for f in result.findings[:limit]]
+        _table(console, result.findings[:limit], rows)
         if len(result.findings) > limit:
             console.print(f"[dim]{len(result.findings) - limit} more findings: --limit or --json[/dim]")
     warnings(console, result.warnings)
+
+
+def _table(console: Console, shown: list[Finding], rows: list[tuple[str, str, str, str]]) -> None:
+    """Ranked findings: #, kind, what, selection, baseline, score, q (rows give what…q)."""
+    t = Table(show_edge=False, header_style="bold")
+    for col, justify in (("#", "right"), ("kind", "left"), ("what", "left"), ("selection", "right")):
+        t.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for col in ("baseline", "score", "q"):
+        t.add_column(col, justify="right")
+    for i, (f, (what, sel, base, q)) in enumerate(zip(shown, rows, strict=True), 1):
+        t.add_row(str(i), f.kind, what, sel, base, f"{f.score:.3f}", q)
+    console.print(t)
 
 
 def _group(name: str, g: dict[str, Any]) -> str:
@@ -86,16 +91,9 @@ def investigation(console: Console, result: Investigation, limit: int = 20, grid
         console.print(_group("selection", result.selection))
         console.print(_group("baseline", result.baseline))
     if result.findings:
-        t = Table(show_edge=False, header_style="bold")
-        for col, justify in (("#", "right"), ("kind", "left"), ("what", "left"), ("selection", "right")):
-            t.add_column(col, justify=justify)  # type: ignore[arg-type]
-        for col in ("baseline", "score", "q"):
-            t.add_column(col, justify="right")
-        for i, f in enumerate(result.findings[:limit], 1):
-            sel, base = _investigated(f)
-            q = "" if f.kind == "stall" else f"{f.q_value:.2g}"
-            t.add_row(str(i), f.kind, _what(f), sel, base, f"{f.score:.3f}", q)
-        console.print(t)
+        shown = result.findings[:limit]
+        rows = [(_what(f), *_investigated(f), "" if f.kind == "stall" else f"{f.q_value:.2g}") for f in shown]
+        _table(console, shown, rows)
     warnings(console, result.warnings)
 
 
