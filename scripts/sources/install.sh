@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real log sources the tests in tests/test_real_sources.py start:
-# PostgreSQL (>= 15, for jsonlog) with pgbench, MariaDB server and client, nginx.
+# PostgreSQL (>= 15, for jsonlog) with pgbench, MariaDB server and client, nginx; and
+# Chromium, which opens rootsift's HTML reports in tests/test_report.py.
 # Idempotent and quick: when every binary is already present, apt is not touched.
 # Installing never starts the system-wide services (the tests run their own
 # servers in temporary directories), and nothing here edits /etc by hand.
@@ -23,7 +24,7 @@ if [ -z "$pg" ] || [ "$(basename "$(dirname "$pg")")" -lt 15 ] 2>/dev/null; then
 fi
 # program:package for every other program the tests run
 for need in mariadbd:mariadb-server mariadb-install-db:mariadb-server mariadb:mariadb-client \
-  mariadb-admin:mariadb-client nginx:nginx runuser:util-linux; do
+  mariadb-admin:mariadb-client nginx:nginx runuser:util-linux chromium:chromium; do
   prog=${need%%:*} pkg=${need#*:}
   if ! command -v "$prog" >/dev/null && [ ! -x "/usr/sbin/$prog" ]; then
     case " ${missing[*]} " in *" $pkg "*) ;; *) missing+=("$pkg") ;; esac
@@ -31,7 +32,7 @@ for need in mariadbd:mariadb-server mariadb-install-db:mariadb-server mariadb:ma
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "sources: postgres ($pg), mariadb, nginx already installed"
+  echo "sources: postgres ($pg), mariadb, nginx, chromium already installed"
   exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then

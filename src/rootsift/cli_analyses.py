@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import click
 
 from rootsift.analysis.explain import ALPHA, TOP_VALUES
@@ -11,6 +14,7 @@ from rootsift.errors import UsageError
 from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.timeutil import parse_duration
 from rootsift.ui import findings as view
+from rootsift.ui import report_html
 
 
 @main.command()
@@ -81,6 +85,12 @@ def explain(
 )
 @click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False discovery rate for findings.")
 @click.option("--limit", type=int, default=20, show_default=True, help="Findings shown in the terminal.")
+@click.option(
+    "--report",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write a self-contained HTML report (heatmap, a chart per finding, the commands behind each number).",
+)
 @common(read_only=True)
 def investigate(
     rs: Rootsift,
@@ -93,6 +103,7 @@ def investigate(
     timeouts: tuple[str, ...],
     alpha: float,
     limit: int,
+    report: Path | None,
 ) -> None:
     """Find when things went wrong (a latency or error-rate shift, or a stall) and explain
     it: what is different about the bad events, timeouts not respected.
@@ -102,20 +113,22 @@ def investigate(
     result = rs.investigate(
         dataset, start=start, end=end, where=where, measure=measure, timeouts=parse_timeouts(timeouts), alpha=alpha
     )
-    if as_json:
-        emit_json(result.as_dict())
-        return
     grid = None
-    if result.anomaly is not None and (result.anomaly.measure or measure):
-        field = measure or str(result.anomaly.measure)
-        if result.anomaly.kind == "errors":
-            field = measure or ""
-        if field:
-            spec = QuerySpec(
-                dataset, start=start, end=end, where=where, calculations=[Calculation.parse(f"heatmap({field})")]
-            )
-            grid = rs.query(spec).heatmap
+    field = measure or (result.anomaly.measure if result.anomaly and result.anomaly.kind == "latency" else None)
+    if field and (report is not None or not as_json):
+        calc = [Calculation.parse(f"heatmap({field})")]
+        grid = rs.query(QuerySpec(dataset, start=start, end=end, where=where, calculations=calc)).heatmap
+    if report is not None:
+        command = (
+            ["rootsift", *sys.argv[1:]] if sys.argv[1:2] == ["investigate"] else ["rootsift", "investigate", dataset]
+        )
+        report.write_text(report_html.render(result, grid, command), encoding="utf-8")
+    if as_json:
+        emit_json({**result.as_dict(), "report": str(report) if report else None})
+        return
     view.investigation(out, result, limit, grid)
+    if report is not None:
+        out.print(f"report written to {report}")
 
 
 def parse_timeouts(items: tuple[str, ...]) -> dict[str, float]:
