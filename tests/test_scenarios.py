@@ -139,6 +139,7 @@ def test_demo_generates_ingests_and_lists_what_to_ask(tmp_path: Path) -> None:
     (run,) = report["scenarios"]
     commands = [a["command"].split()[1] for a in run["analyses"]]
     assert commands == ["trends", "compare"]
+    assert all(("result" in a) == a["available"] for a in run["analyses"])
     for analysis in run["analyses"]:
         assert analysis["available"] == (analysis["command"].split()[1] in main.commands)
         assert analysis["available"] or any(analysis["command"].split()[1] in w for w in report["warnings"])
@@ -149,3 +150,20 @@ def test_demo_generates_ingests_and_lists_what_to_ask(tmp_path: Path) -> None:
         events = {d.name: d.events for d in rs.datasets()}
     total = sum(s["events"] for s in again["scenarios"][0]["ingested"] if s["dataset"] == "memleak_hosts")
     assert events["memleak_hosts"] == total
+
+
+def test_demo_runs_the_analyses_that_exist(tmp_path: Path) -> None:
+    """cascade's manifest asks investigate of both datasets: the demo runs it on the open store."""
+    from click.testing import CliRunner
+
+    from rootsift.cli import main
+
+    run = CliRunner().invoke(main, ["demo", "cascade", "--data", str(tmp_path / "data"), "--json"])
+    assert run.exit_code == 0, run.output
+    (scenario,) = json.loads(run.stdout)["scenarios"]
+    results = {a["command"]: a["result"] for a in scenario["analyses"]}
+    assert set(results) == {"rootsift investigate cascade_api", "rootsift investigate cascade_mysql"}
+    assert results["rootsift investigate cascade_mysql"]["anomaly"]["kind"] == "stall"
+    assert results["rootsift investigate cascade_api"]["findings"]
+    text = CliRunner().invoke(main, ["demo", "cascade", "--data", str(tmp_path / "data")])
+    assert text.exit_code == 0 and "$ rootsift investigate cascade_mysql" in text.output and "flush logs" in text.output

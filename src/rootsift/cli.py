@@ -265,12 +265,20 @@ def demo(rs: Rootsift, as_json: bool, name: str | None, out_dir: Path | None, se
     names = [name] if name else list(scenarios.all_scenarios())
     root = out_dir or rs.data_dir / ".scenarios"
     report = [scenarios.demo(rs, n, root / n, seed, scale) for n in names]
+    from rootsift.cli_analyses import run_in_process  # registered after this module loads
+    from rootsift.ui import findings as findings_view
+
     warnings = []
+    results: dict[str, list[Any]] = {}
     for run in report:
-        run["analyses"] = [
-            {"command": shlex.join(["rootsift", *argv]), "available": argv[0] in main.commands}
-            for argv in run["analyses"]
-        ]
+        asked, run["analyses"] = run["analyses"], []
+        for argv in asked:
+            result = run_in_process(rs, argv) if argv[0] in main.commands else None
+            entry: dict[str, Any] = {"command": shlex.join(["rootsift", *argv]), "available": argv[0] in main.commands}
+            if result is not None:
+                entry["result"] = result.as_dict()
+                results.setdefault(run["scenario"], []).append((entry["command"], result))
+            run["analyses"].append(entry)
         missing = sorted({a["command"].split()[1] for a in run["analyses"]} - set(main.commands))
         if missing:
             warnings.append(f"{run['scenario']}: not available yet: {', '.join(missing)} (no findings from them)")
@@ -288,6 +296,12 @@ def demo(rs: Rootsift, as_json: bool, name: str | None, out_dir: Path | None, se
         out.print("what to ask of it:")
         for analysis in run["analyses"]:
             out.print(f"  {analysis['command']}", markup=False)
+        for command, result in results.get(run["scenario"], []):
+            out.print(f"\n[bold]$ {command}[/bold]", highlight=False)
+            if hasattr(result, "anomaly"):
+                findings_view.investigation(out, result, limit=5)
+            else:
+                findings_view.explanation(out, result, limit=5)
     for w in warnings:
         out.print(f"[yellow]{w}[/yellow]")
 

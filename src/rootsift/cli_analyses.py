@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -141,3 +143,32 @@ def parse_timeouts(items: tuple[str, ...]) -> dict[str, float]:
         seconds = parse_duration(text.strip()).total_seconds()
         limits[name.strip()] = seconds * 1000 if name.strip().endswith("_ms") else seconds
     return limits
+
+
+def run_in_process(rs: Rootsift, argv: list[str]) -> Any:
+    """Run an analysis command line (a scenario manifest's) on the already open store, as
+    ``rootsift demo`` does; None when ``argv`` is not an analysis this module runs."""
+    if not argv or argv[0] not in IN_PROCESS:
+        return None
+    params = main.commands[argv[0]].make_context(argv[0], list(argv[1:])).params
+    return IN_PROCESS[argv[0]](rs, params)
+
+
+def _investigate(rs: Rootsift, p: dict[str, Any]) -> Any:
+    return rs.investigate(
+        p["dataset"],
+        start=p["start"],
+        end=p["end"],
+        where=p["where"],
+        measure=p["measure"],
+        timeouts=parse_timeouts(p["timeouts"]),
+        alpha=p["alpha"],
+    )
+
+
+def _explain(rs: Rootsift, p: dict[str, Any]) -> Any:
+    keys = ("start", "end", "where", "select", "select_from", "select_to", "baseline", "alpha", "top_values")
+    return rs.explain(p["dataset"], **{k: p[k] for k in keys})
+
+
+IN_PROCESS: dict[str, Callable[[Rootsift, dict[str, Any]], Any]] = {"investigate": _investigate, "explain": _explain}
