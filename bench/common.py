@@ -53,3 +53,24 @@ def median(values: list[float]) -> float:
 def dir_bytes(directory: Path) -> int:
     """Bytes of every file below ``directory``."""
     return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+
+
+def kept_store(data: Path, dataset: str, events: int, sources: Callable[[], list[Path]]) -> Path:
+    """``data`` holding ``dataset`` with ``events`` events, kept between runs: when it holds
+    anything else, the dataset is ingested afresh from ``sources()`` (one ingest per path)."""
+    use_source_tree()
+    from rootsift import Rootsift
+
+    if data.exists():
+        with Rootsift(data, read_only=True) as rs:
+            if [(d.name, d.events) for d in rs.datasets()] == [(dataset, events)]:
+                return data
+    paths = sources()
+    with Rootsift(data) as rs:
+        if dataset in {d.name for d in rs.datasets()}:
+            rs.backend.drop_dataset(dataset)
+        for i, path in enumerate(paths, 1):
+            started = time.perf_counter()
+            summary = rs.ingest(path, dataset)
+            print(f"ingest {i}/{len(paths)}: {summary.events:,} events in {time.perf_counter() - started:.1f} s")
+    return data

@@ -20,7 +20,7 @@ import json
 import time
 from pathlib import Path
 
-from common import BENCH, median, use_source_tree
+from common import BENCH, kept_store, median, use_source_tree
 from gen import cached_jsonl
 
 use_source_tree()
@@ -37,21 +37,7 @@ SELECT = "duration_ms > 1000"
 
 def store(out: Path, n: int, copies: int) -> Path:
     """A data directory holding the n-event file ingested ``copies`` times (made once, kept)."""
-    data = out / f"explain-{n}x{copies}"
-    want = n * copies
-    if data.exists():
-        with Rootsift(data, read_only=True) as rs:
-            if rs.datasets() and rs.datasets()[0].events == want:
-                return data
-    source = cached_jsonl(out, n)
-    with Rootsift(data) as rs:
-        if DATASET in {d.name for d in rs.datasets()}:
-            rs.backend.drop_dataset(DATASET)
-        for i in range(copies):
-            started = time.perf_counter()
-            summary = rs.ingest(source, DATASET)
-            print(f"ingest {i + 1}/{copies}: {summary.events:,} events in {time.perf_counter() - started:.1f} s")
-    return data
+    return kept_store(out / f"explain-{n}x{copies}", DATASET, n * copies, lambda: [cached_jsonl(out, n)] * copies)
 
 
 def naive(rs: Rootsift) -> tuple[float, int]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 
-from common import BENCH, median, use_source_tree
+from common import BENCH, kept_store, median, use_source_tree
 from gen import cached_jsonl
 
 use_source_tree()
@@ -48,17 +48,7 @@ def planted(out: Path, n: int) -> Path:
 
 
 def store(out: Path, n: int) -> Path:
-    data = out / f"investigate-{n}"
-    if data.exists():
-        with Rootsift(data, read_only=True) as rs:
-            if rs.datasets() and rs.datasets()[0].events == n:
-                return data
-    source = planted(out, n)
-    with Rootsift(data) as rs:
-        if DATASET in {d.name for d in rs.datasets()}:
-            rs.backend.drop_dataset(DATASET)
-        rs.ingest(source, DATASET)
-    return data
+    return kept_store(out / f"investigate-{n}", DATASET, n, lambda: [planted(out, n)])
 
 
 def main() -> None:

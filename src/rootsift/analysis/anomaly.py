@@ -74,7 +74,7 @@ class Anomaly:
 
 def bad_thresholds(frame: Frame, measure: str) -> list[float]:
     """The measure's ``BAD_QUANTILES`` over the range (distinct values only)."""
-    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    rel = frame.relation_sql
     where, params = frame.range_filter()
     qs = ", ".join(str(q) for q in BAD_QUANTILES)
     row = frame.backend.execute_sql(
@@ -94,26 +94,31 @@ def completion_column(frame: Frame) -> str:
 
 def series(frame: Frame, bad_sql: str, bad_params: list[Any], width: timedelta, time: str = TIME_COLUMN) -> Series:
     """Events and bad events per bucket of ``width`` (by the ``time`` field) over the frame's range."""
-    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    return series_of(frame, [(bad_sql, bad_params)], width, time)[0]
+
+
+def series_of(
+    frame: Frame, bads: list[tuple[str, list[Any]]], width: timedelta, time: str = TIME_COLUMN
+) -> list[Series]:
+    """One ``Series`` per definition of a bad event (SQL, params), all from one pass over the data."""
     where, params = frame.range_filter()
     us = max(1, int(width / timedelta(microseconds=1)))
     ts = ident(time)
+    counts = "".join(f", count(*) FILTER (WHERE {sql})" for sql, _ in bads)
     sql = (
-        f"SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT) AS b, count(*), count(*) FILTER (WHERE {bad_sql}) "
-        f"FROM {rel} WHERE ({where}) AND {ts} IS NOT NULL GROUP BY 1 ORDER BY 1"
+        f"SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT) AS b, count(*){counts} "
+        f"FROM {frame.relation_sql} WHERE ({where}) AND {ts} IS NOT NULL GROUP BY 1 ORDER BY 1"
     )
-    rows = frame.backend.execute_sql(sql, [*bad_params, *params]).rows
+    rows = frame.backend.execute_sql(sql, [*(p for _, bound in bads for p in bound), *params]).rows
     if not rows:
-        return Series([], width, np.zeros(0), np.zeros(0))
+        return [Series([], width, np.zeros(0), np.zeros(0)) for _ in bads]
     first, last = int(rows[0][0]), int(rows[-1][0])
-    events = np.zeros(last - first + 1)
-    bad = np.zeros(last - first + 1)
-    for b, n, k in rows:
-        events[int(b) - first] = n
-        bad[int(b) - first] = k or 0
+    grid = np.zeros((last - first + 1, 1 + len(bads)))
+    for row in rows:
+        grid[int(row[0]) - first] = [v or 0 for v in row[1:]]
     epoch = datetime(1970, 1, 1)
-    starts = [epoch + timedelta(microseconds=(first + i) * us) for i in range(len(events))]
-    return Series(starts, width, events, bad)
+    starts = [epoch + timedelta(microseconds=(first + i) * us) for i in range(len(grid))]
+    return [Series(starts, width, grid[:, 0], grid[:, 1 + k]) for k in range(len(bads))]
 
 
 def scan_shift(s: Series) -> tuple[int, int, float, float] | None:

@@ -64,7 +64,7 @@ def plan_fields(frame: Frame) -> FieldPlan:
             plan.skipped[name] = f"{info.type.lower()} values are not compared"
     if not candidates:
         return plan
-    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    rel = frame.relation_sql
     cols = ", ".join(ident(n) for n, _ in candidates)
     stats = ", ".join(f"approx_count_distinct({ident(n)}), count({ident(n)})" for n, _ in candidates)
     row = frame.backend.execute_sql(f"SELECT {stats} FROM (SELECT {cols} FROM {rel} LIMIT {PILOT_ROWS})", []).rows[0]

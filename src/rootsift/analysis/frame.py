@@ -39,6 +39,8 @@ class Frame:
     baseline: str | None = None
     fields: dict[str, FieldInfo] = field(init=False)
     weight: str | None = field(init=False)
+    relation_sql: str = field(init=False)
+    """The dataset's events over the range (segments pruned to it), as SQL: made once per frame."""
 
     def __post_init__(self) -> None:
         ranges = (
@@ -50,6 +52,8 @@ class Frame:
                 raise QuerySpecError(f"{name}: the start must be before the end")
         self.fields = {n: f for n, f in self.backend.fields(self.dataset).items() if not n.endswith(RAW_SUFFIX)}
         self.weight = self.backend.weight_field(self.dataset)
+        self._relation = self.backend.relation(self.dataset, self.start, self.end)
+        self.relation_sql = self._relation.sql(dialect="duckdb")
         self.sql()  # unknown fields and bad expressions fail here, before anything runs
 
     def has_selection(self) -> bool:
@@ -57,7 +61,7 @@ class Frame:
 
     def range_filter(self) -> tuple[str, list[Any]]:
         """The range and ``where`` as SQL over the dataset's relation (no selection): (text, params)."""
-        scope = qc.Compiler(self.fields, self.backend.relation(self.dataset, self.start, self.end))
+        scope = qc.Compiler(self.fields, self._relation)
         where = scope.where(self.start, self.end, self.where)
         return (where.sql(dialect="duckdb") if where is not None else "true"), list(scope.params)
 
@@ -84,21 +88,18 @@ class Frame:
         if self.weight:
             col = ident(self.weight)
             items.append(f"(CASE WHEN {col} >= 1 THEN {col} ELSE 1 END) AS {W}")
-        relation = self.backend.relation(self.dataset, self.start, self.end)
-        scope = qc.Compiler(self.fields, relation)
-        where = scope.where(self.start, self.end, self.where)
-        params += scope.params
-        where_sql = where.sql(dialect="duckdb") if where is not None else "true"
+        where_sql, scope_params = self.range_filter()
+        params += scope_params
         keep = "true"
         if self.baseline:  # the selection condition again, in the filter: bound again
             again = self._condition(self.select, self.select_from, self.select_to, params)
             base = self._condition(self.baseline, None, None, params)
             keep = f"COALESCE({again}, false) OR COALESCE({base}, false)"
-        text = f"SELECT {', '.join(items)} FROM {relation.sql(dialect='duckdb')} WHERE ({where_sql}) AND ({keep})"
+        text = f"SELECT {', '.join(items)} FROM {self.relation_sql} WHERE ({where_sql}) AND ({keep})"
         return text, params
 
     def _condition(self, text: str | None, lo: datetime | None, hi: datetime | None, params: list[Any]) -> str:
-        compiler = qc.Compiler(self.fields, self.backend.relation(self.dataset, None, None))
+        compiler = qc.Compiler(self.fields, self._relation)
         parts = []
         if text and text.strip():
             parts.append(

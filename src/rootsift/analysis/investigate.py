@@ -28,6 +28,7 @@ from rootsift.analysis.frame import Frame
 from rootsift.analysis.stalls import stall_events
 from rootsift.errors import UsageError
 from rootsift.store.duckdb import DuckDBBackend
+from rootsift.store.sqltext import ident
 
 MEASURES = ("duration_ms", "request_time_ms", "latency_ms", "response_time_ms", "query_time_ms", "elapsed_ms")
 ERROR_FIELDS = ("status", "status_code", "http_status")
@@ -109,24 +110,26 @@ def _find(
 ) -> an.Anomaly | None:
     width = max((end - start) / an.BUCKETS, timedelta(milliseconds=1))
     candidates: list[an.Anomaly] = []
-    if measure is not None:
-        thresholds = an.bad_thresholds(frame, measure)
-        for threshold in thresholds:
-            s = an.series(frame, f"{to.ident(measure)} > ?", [threshold], width)
-            hit = an.scan_shift(s)
-            p = min(1.0, hit[3] * len(thresholds)) if hit is not None else 1.0
-            if hit is not None and p < alpha:
-                i, j, llr, _ = hit
-                a = an.Anomaly("latency", s.starts[i], s.starts[j] + s.width, measure, threshold, llr, p)
-                a.detail["bucket_seconds"] = s.width.total_seconds()
-                candidates.append(a)
+    thresholds = an.bad_thresholds(frame, measure) if measure is not None else []
     status = next((f for f in ERROR_FIELDS if f in frame.fields and frame.fields[f].type in ("DOUBLE", "BIGINT")), None)
+    bads = [(f"{ident(str(measure))} > ?", [t]) for t in thresholds]
     if status is not None:
-        s = an.series(frame, f"{to.ident(status)} >= 500", [], width)
+        bads.append((f"{ident(status)} >= 500", []))
+    for k, s in enumerate(an.series_of(frame, bads, width) if bads else []):  # every line in one pass
         hit = an.scan_shift(s)
-        if hit is not None and hit[3] < alpha:
-            i, j, llr, p = hit
-            candidates.append(an.Anomaly("errors", s.starts[i], s.starts[j] + s.width, status, 500.0, llr, p))
+        if hit is None:
+            continue
+        i, j, llr, p = hit
+        if k < len(thresholds):  # a latency line: Bonferroni over the lines
+            p = min(1.0, p * len(thresholds))
+            kind, line, field_name = "latency", thresholds[k], measure
+        else:
+            kind, line, field_name = "errors", 500.0, status
+        if p < alpha:
+            a = an.Anomaly(kind, s.starts[i], s.starts[j] + s.width, field_name, line, llr, p)
+            if kind == "latency":
+                a.detail["bucket_seconds"] = s.width.total_seconds()
+            candidates.append(a)
     shift = min(candidates, key=lambda a: (a.p_value, -a.score)) if candidates else None
     if shift is not None and shift.kind == "latency":
         _median_shift(frame, shift, width)
@@ -147,9 +150,9 @@ def _median_shift(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
     """When the typical event (the median) changed: the first bucket of the region whose
     median reaches half-way from the median outside the region to the
     median of the region's second half, and stays there for the next three buckets."""
-    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    rel = frame.relation_sql
     where, params = frame.range_filter()
-    ts, col = to.ident("timestamp"), to.ident(str(a.measure))
+    ts, col = ident("timestamp"), ident(str(a.measure))
     us = max(1, int(width / timedelta(microseconds=1)))
     half = a.start + (a.end - a.start) / 2
     row = frame.backend.execute_sql(
@@ -181,9 +184,9 @@ def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
     it (normal behaviour's tail, not the incident's), and the onset walks back over the
     buckets already above that line: the first slow requests count even when the worst
     come later."""
-    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    rel = frame.relation_sql
     where, params = frame.range_filter()
-    ts, col = to.ident("timestamp"), to.ident(str(a.measure))
+    ts, col = ident("timestamp"), ident(str(a.measure))
     row = frame.backend.execute_sql(
         f"SELECT quantile_cont({col}, {NORMAL_QUANTILE}) FROM {rel} WHERE ({where}) AND ({ts} < ? OR {ts} >= ?)",
         [*params, a.start, a.end],
@@ -231,7 +234,7 @@ def _onset_end(frame: Frame, a: an.Anomaly, bad_sql: str, bad: list[Any]) -> dat
     ``ONSET_MIN_EVENTS``): where the cause shows before its consequences spread."""
     rel = frame.backend.relation(frame.dataset, a.start, a.end).sql(dialect="duckdb")
     where, params = frame.range_filter()
-    ts = to.ident("timestamp")
+    ts = ident("timestamp")
     inside = f"({where}) AND {ts} >= ? AND {ts} < ? AND {bad_sql}"
     args = [*params, a.start, a.end, *bad]
     total = int(frame.backend.execute_sql(f"SELECT count(*) FROM {rel} WHERE {inside}", args).rows[0][0])
@@ -251,7 +254,7 @@ def _explain_region(frame: Frame, a: an.Anomaly, alpha: float, out: Investigatio
         a.detail["completion_field"] = an.completion_column(frame)
         result = _explain(frame, alpha, select_from=a.start, select_to=a.end + settle, baseline=_outside(a))
     else:
-        column = to.ident(str(a.measure))
+        column = ident(str(a.measure))
         bad_sql, bad = (f"{column} > ?", [a.threshold]) if a.kind == "latency" else (f"{column} >= 500", [])
         onset_end = _onset_end(frame, a, bad_sql, bad)
         text = f"{to.ident_text(str(a.measure))} {'>' if a.kind == 'latency' else '>='} {a.threshold if a.kind == 'latency' else 500!r}"

@@ -47,7 +47,7 @@ def stall_events(
     if name is None:
         return []
     col, ts = ident(name), ident(completion)
-    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    rel = frame.relation_sql
     where, params = frame.range_filter()
     inside = f"{ts} >= ? AND {ts} < ?"
     window = [start, end + settle]
@@ -84,7 +84,7 @@ def stall_events(
 
 
 def _count_outside(frame: Frame, window: list[Any], ts: str) -> int:
-    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    rel = frame.relation_sql
     where, params = frame.range_filter()
     sql = f"SELECT count(*) FROM {rel} WHERE ({where}) AND NOT ({ts} >= ? AND {ts} < ?)"
     return int(frame.backend.execute_sql(sql, [*params, *window]).rows[0][0])

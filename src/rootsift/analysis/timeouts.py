@@ -55,7 +55,7 @@ def duration_fields(frame: Frame) -> list[str]:
 def inferred_ceilings(frame: Frame, fields: list[str]) -> list[Ceiling]:
     """Pile-ups at the top of each field's distribution (see the module docstring)."""
     out = []
-    rel = frame.backend.relation(frame.dataset, frame.start, frame.end).sql(dialect="duckdb")
+    rel = frame.relation_sql
     where, params = frame.range_filter()
     for name in fields:
         col = ident(name)

@@ -21,7 +21,7 @@ def explanation(console: Console, result: Explanation, limit: int = 20) -> None:
     if not result.findings:
         console.print("[dim]no significant difference between the selection and the baseline[/dim]")
     else:
-        rows = [(f.describe(), *_sides(f), f"{f.q_value:.2g}") for f in result.findings[:limit]]
+        rows = [(f.describe(), *sides(f), f"{f.q_value:.2g}") for f in result.findings[:limit]]
         _table(console, result.findings[:limit], rows)
         if len(result.findings) > limit:
             console.print(f"[dim]{len(result.findings) - limit} more findings: --limit or --json[/dim]")
@@ -53,17 +53,22 @@ def _group(name: str, g: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def _sides(f: Finding) -> tuple[str, str]:
-    """Shares for values; p50 and p99 for measures."""
+def sides(f: Finding, quantiles: tuple[str, ...] | None = ("p50", "p99")) -> tuple[str, str]:
+    """(selection, baseline) as table cells: shares for values, counts for a stall's events,
+    ``quantiles`` (all when None) for measures."""
+    if f.kind == "stall":
+        return f"{f.selection_count:,.0f} in stall", f"{f.baseline_count:,.0f} elsewhere"
     if f.kind != "measure":
         return _pct(f.selection_fraction), _pct(f.baseline_fraction)
-    q = f.detail.get("quantiles", {})
-    sel = " ".join(f"{k} {_num(v['selection'])}" for k, v in q.items() if k in ("p50", "p99"))
-    base = " ".join(f"{k} {_num(v['baseline'])}" for k, v in q.items() if k in ("p50", "p99"))
-    return sel, base
+    q = {k: v for k, v in f.detail.get("quantiles", {}).items() if quantiles is None or k in quantiles}
+    return (
+        " ".join(f"{k} {num(v['selection'])}" for k, v in q.items()),
+        " ".join(f"{k} {num(v['baseline'])}" for k, v in q.items()),
+    )
 
 
-def _num(x: float | None) -> str:
+def num(x: float | None) -> str:
+    """A measured value: thousands separated from 100 up, three significant digits below."""
     if x is None:
         return "∅"
     return f"{x:,.0f}" if abs(x) >= 100 else fmt(float(f"{x:.3g}"))
@@ -79,10 +84,10 @@ def investigation(console: Console, result: Investigation, limit: int = 20, grid
     if a is None:
         console.print("[bold]no anomalous region found[/bold]")
     else:
-        what = {"latency": f"{a.measure} above {_num(a.threshold)}", "errors": f"{a.measure} >= 500"}.get(a.kind, "")
+        bad = {"latency": f"{a.measure} above {num(a.threshold)}", "errors": f"{a.measure} >= 500"}.get(a.kind, "")
         console.print(
             f"[bold]{a.kind}[/bold] from {iso(a.start)} to {iso(a.end)}"
-            + (f": more events with {what}" if what else ": events stopped, then completed in a burst")
+            + (f": more events with {bad}" if bad else ": events stopped, then completed in a burst")
             + f" (scan LLR {a.score:.1f}, p ≤ {a.p_value:.2g})"
         )
         if grid is not None:
@@ -92,22 +97,17 @@ def investigation(console: Console, result: Investigation, limit: int = 20, grid
         console.print(_group("baseline", result.baseline))
     if result.findings:
         shown = result.findings[:limit]
-        rows = [(_what(f), *_investigated(f), "" if f.kind == "stall" else f"{f.q_value:.2g}") for f in shown]
+        rows = [(what(f), *sides(f), "" if f.kind == "stall" else f"{f.q_value:.2g}") for f in shown]
         _table(console, shown, rows)
     warnings(console, result.warnings)
 
 
-def _what(f: Finding) -> str:
+def what(f: Finding) -> str:
+    """What a finding points at, in words (the field and value, the stall's event, the timeout)."""
     if f.kind == "stall":
         return f"{f.field} = {show(f.value)} (+{f.detail['seconds_after_stall_end']:.3f} s)"
     if f.kind == "timeout":
         who = " and ".join(f"{c['field']} = {show(c['value'])}" for c in f.conditions or [])
-        past = f"{f.detail['events_past']:,} past {f.detail['field']} ≈ {_num(f.detail['ceiling'])}"
+        past = f"{f.detail['events_past']:,} past {f.detail['field']} ≈ {num(f.detail['ceiling'])}"
         return past + (f": {who}" if who else "")
     return f.describe()
-
-
-def _investigated(f: Finding) -> tuple[str, str]:
-    if f.kind == "stall":
-        return f"{f.selection_count:,.0f} in stall", f"{f.baseline_count:,.0f} elsewhere"
-    return _sides(f)

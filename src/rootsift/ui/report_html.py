@@ -16,6 +16,7 @@ from typing import Any
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.investigate import Investigation
 from rootsift.query.engine import Heatmap
+from rootsift.ui.findings import num, sides, what
 from rootsift.ui.terminal import PALETTE
 
 TOP = 8
@@ -46,7 +47,7 @@ def render(result: Investigation, grid: Heatmap | None, command: list[str]) -> s
         parts.append(
             f"<h2>{_e(a.kind)} from {_e(iso(a.start))} to {_e(iso(a.end))}</h2>"
             f"<p class=sub>scan log-likelihood ratio {a.score:.1f}, p ≤ {a.p_value:.2g}"
-            + (f"; bad = {_e(a.measure)} above {_num(a.threshold)}" if a.kind == "latency" else "")
+            + (f"; bad = {_e(a.measure)} above {num(a.threshold)}" if a.kind == "latency" else "")
             + (f"; the median moved at {_e(a.detail['median_shift_at'])}" if "median_shift_at" in a.detail else "")
             + "</p>"
         )
@@ -94,7 +95,7 @@ def heatmap_svg(grid: Heatmap, mark: tuple[Any, Any] | None, width: int = 1000, 
             if count <= 0:
                 continue
             level = int(math.log1p(count) / math.log1p(peak) * (len(PALETTE) - 1)) if peak > 0 else 0
-            tip = f"{iso(grid.times[c])}: {count:g} events ≥ {_num(grid.bucket_edges[r])}"
+            tip = f"{iso(grid.times[c])}: {count:g} events ≥ {num(grid.bucket_edges[r])}"
             out.append(
                 f'<rect class="cell" x="{left + c * cw:.1f}" y="{y:.1f}" width="{cw + 0.3:.1f}" height="{ch + 0.3:.1f}" '
                 f'fill="{PALETTE[level]}"><title>{_e(tip)}</title></rect>'
@@ -102,7 +103,7 @@ def heatmap_svg(grid: Heatmap, mark: tuple[Any, Any] | None, width: int = 1000, 
     for r in range(0, rows, max(1, rows // 6)):
         y = (rows - 1 - r) * ch + ch / 2 + 4
         out.append(
-            f'<text x="{left - 6}" y="{y:.1f}" font-size="11" text-anchor="end">{_e(_num(grid.bucket_edges[r]))}</text>'
+            f'<text x="{left - 6}" y="{y:.1f}" font-size="11" text-anchor="end">{_e(num(grid.bucket_edges[r]))}</text>'
         )
     out.append(f'<text x="{left}" y="{height - 6}" font-size="11">{_e(iso(grid.times[0]))}</text>')
     out.append(f'<text x="{width}" y="{height - 6}" font-size="11" text-anchor="end">{_e(iso(grid.times[-1]))}</text>')
@@ -115,10 +116,10 @@ def _table(findings: list[Finding]) -> str:
         "<table><tr><th>#</th><th>kind</th><th>what</th><th>selection</th><th>baseline</th><th>score</th><th>q</th></tr>"
     ]
     for i, f in enumerate(findings, 1):
-        sel, base = _sides(f)
+        sel, base = sides(f, quantiles=None)
         q = "" if f.kind == "stall" else f"{f.q_value:.2g}"
         rows.append(
-            f"<tr><td class=n>{i}</td><td>{_e(f.kind)}</td><td>{_e(_what(f))}</td><td class=n>{_e(sel)}</td>"
+            f"<tr><td class=n>{i}</td><td>{_e(f.kind)}</td><td>{_e(what(f))}</td><td class=n>{_e(sel)}</td>"
             f"<td class=n>{_e(base)}</td><td class=n>{f.score:.3f}</td><td class=n>{q}</td></tr>"
         )
     rows.append("</table>")
@@ -128,7 +129,7 @@ def _table(findings: list[Finding]) -> str:
 def _finding(f: Finding, result: Investigation, command: list[str]) -> str:
     chart = _quantile_bars(f) if f.kind == "measure" else _share_bars(f)
     return (
-        f"<div class=finding><b>{_e(f.kind)}: {_e(_what(f))}</b>{chart}"
+        f"<div class=finding><b>{_e(f.kind)}: {_e(what(f))}</b>{chart}"
         f"<div class=sub>reproduce: <code>{_e(shlex.join(_reproduce(f, result, command)))}</code></div></div>"
     )
 
@@ -167,8 +168,8 @@ def _quantile_bars(f: Finding) -> str:
             y = 6 + (2 * i + j) * 18
             out.append(
                 f'<text x="0" y="{y + 12}" font-size="12">{name} {label}</text>'
-                f'<rect class="bar" x="120" y="{y}" width="{w:.1f}" height="14" fill="{colour}"><title>{name} {label}: {_num(v)}</title></rect>'
-                f'<text x="{126 + w:.1f}" y="{y + 12}" font-size="12">{_num(v)}</text>'
+                f'<rect class="bar" x="120" y="{y}" width="{w:.1f}" height="14" fill="{colour}"><title>{name} {label}: {num(v)}</title></rect>'
+                f'<text x="{126 + w:.1f}" y="{y + 12}" font-size="12">{num(v)}</text>'
             )
     height = 12 + 2 * len(q) * 18
     return f'<div><svg xmlns="http://www.w3.org/2000/svg" width="640" height="{height}">{"".join(out)}</svg></div>'
@@ -211,41 +212,11 @@ def _reproduce(f: Finding, result: Investigation, command: list[str]) -> list[st
     return out + tail
 
 
-def _what(f: Finding) -> str:
-    if f.kind == "stall":
-        return f"{f.field} = {f.value} (completed +{f.detail['seconds_after_stall_end']:.3f} s after the stall)"
-    if f.kind == "timeout":
-        who = " and ".join(f"{c['field']} = {c['value']}" for c in f.conditions or [])
-        return f"{f.detail['events_past']:,} past {f.detail['field']} ≈ {_num(f.detail['ceiling'])}" + (
-            f": {who}" if who else ""
-        )
-    return f.describe()
-
-
-def _sides(f: Finding) -> tuple[str, str]:
-    if f.kind == "measure":
-        q = f.detail.get("quantiles", {})
-        return (
-            " ".join(f"{k} {_num(v['selection'])}" for k, v in q.items()),
-            " ".join(f"{k} {_num(v['baseline'])}" for k, v in q.items()),
-        )
-    if f.kind == "stall":
-        return f"{f.selection_count:,.0f} in stall", f"{f.baseline_count:,.0f} elsewhere"
-    pct = lambda x: "" if x is None else f"{100 * x:.1f} %"  # noqa: E731
-    return pct(f.selection_fraction), pct(f.baseline_fraction)
-
-
 def _describe(group: dict[str, Any]) -> str:
     bits = [f"where {group['where']}"] if group.get("where") else ["the rest of the range"]
     if group.get("from") or group.get("to"):
         bits.append(f"from {group.get('from') or 'the start'} to {group.get('to') or 'the end'}")
     return " ".join(bits)
-
-
-def _num(x: float | None) -> str:
-    if x is None:
-        return "∅"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def _e(text: Any) -> str:
