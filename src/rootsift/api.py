@@ -174,12 +174,14 @@ class Rootsift:
         where: str | None = None,
         measure: str | None = None,
         timeouts: dict[str, float] | None = None,
+        timestamp_at: str = "start",
         alpha: float = ALPHA,
         now: datetime | None = None,
     ) -> Investigation:
         """Find the anomalous region of ``dataset`` (a latency or error-rate shift, or a
         stall) and explain it; ``timeouts`` are configured limits per duration field, in
-        the field's own unit (else they are inferred). docs/investigate.md."""
+        the field's own unit (else they are inferred); ``timestamp_at`` says whether an
+        event's timestamp is its start or its end. docs/investigate.md."""
         now = now or datetime.now(UTC)
         return investigate(
             self.backend,
@@ -189,6 +191,7 @@ class Rootsift:
             where=where,
             measure=measure,
             timeouts=timeouts,
+            timestamp_at=timestamp_at,
             alpha=alpha,
         )
 

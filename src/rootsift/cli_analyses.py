@@ -85,6 +85,13 @@ def explain(
     metavar="FIELD=DURATION",
     help="A configured timeout, e.g. upstream_connect_time_ms=500ms (repeatable; default: inferred).",
 )
+@click.option(
+    "--timestamp-at",
+    type=click.Choice(["start", "end"]),
+    default="start",
+    show_default=True,
+    help="What an event's timestamp marks: its start (spans, JSON events) or its end (nginx access logs).",
+)
 @click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False discovery rate for findings.")
 @click.option("--limit", type=int, default=20, show_default=True, help="Findings shown in the terminal.")
 @click.option(
@@ -103,17 +110,26 @@ def investigate(
     measure: str | None,
     where: str | None,
     timeouts: tuple[str, ...],
+    timestamp_at: str,
     alpha: float,
     limit: int,
     report: Path | None,
 ) -> None:
     """Find when things went wrong (a latency or error-rate shift, or a stall) and explain
-    it: what is different about the bad events, timeouts not respected.
+    it: what is different about the bad events, where the time went (waiting vs service),
+    pools or workers held at their limit, timeouts not respected.
 
     Example: rootsift investigate api --from -6h
     """
     result = rs.investigate(
-        dataset, start=start, end=end, where=where, measure=measure, timeouts=parse_timeouts(timeouts), alpha=alpha
+        dataset,
+        start=start,
+        end=end,
+        where=where,
+        measure=measure,
+        timeouts=parse_timeouts(timeouts),
+        timestamp_at=timestamp_at,
+        alpha=alpha,
     )
     grid = None
     field = measure or (result.anomaly.measure if result.anomaly and result.anomaly.kind == "latency" else None)
@@ -162,6 +178,7 @@ def _investigate(rs: Rootsift, p: dict[str, Any]) -> Any:
         where=p["where"],
         measure=p["measure"],
         timeouts=parse_timeouts(p["timeouts"]),
+        timestamp_at=p["timestamp_at"],
         alpha=p["alpha"],
     )
 

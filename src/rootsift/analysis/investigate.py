@@ -10,7 +10,10 @@
    statistics; findings on a status field (a 499, a 502: what the slowness produced)
    come after the others. For a stall, the events in and right after it, earliest first
    (``stalls.py``).
-4. Timeouts not respected (``timeouts.py``): durations that pile up at a ceiling and the
+4. Saturation (``saturation.py``): where the region's extra time went (waiting vs
+   service, when the measure has parts), and processes whose in-flight count held at a
+   ceiling (a pool or worker limit) during it.
+5. Timeouts not respected (``timeouts.py``): durations that pile up at a ceiling and the
    events that ran past it.
 """
 
@@ -21,6 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from rootsift.analysis import anomaly as an
+from rootsift.analysis import saturation as sat
 from rootsift.analysis import timeouts as to
 from rootsift.analysis.explain import ALPHA, Explanation, explain
 from rootsift.analysis.findings import Finding, iso
@@ -68,6 +72,7 @@ def investigate(
     where: str | None = None,
     measure: str | None = None,
     timeouts: dict[str, float] | None = None,
+    timestamp_at: str = "start",
     alpha: float = ALPHA,
 ) -> Investigation:
     """Find the dataset's anomalous region and explain it (see the module docstring)."""
@@ -85,6 +90,7 @@ def investigate(
     out.anomaly = found
     if found is not None:
         _explain_region(frame, found, alpha, out)
+        _saturation(frame, found, measure, timestamp_at, alpha, out)
     past = []
     for ceiling in to.given_ceilings(frame, timeouts or {}) or to.inferred_ceilings(frame, to.duration_fields(frame)):
         finding = to.past_ceiling(frame, ceiling, lambda **kw: _explain(frame, alpha, **kw))
@@ -94,6 +100,20 @@ def investigate(
     if found is None:
         out.warnings.append("no anomalous region stands out (no latency or error shift, no stall)")
     return out
+
+
+def _saturation(
+    frame: Frame, a: an.Anomaly, measure: str | None, timestamp_at: str, alpha: float, out: Investigation
+) -> None:
+    if timestamp_at not in ("start", "end"):
+        raise UsageError(f"--timestamp-at must be start or end, not {timestamp_at!r}")
+    if measure is None:
+        return
+    split = sat.decomposition(frame, a, measure, to.duration_fields(frame), alpha)
+    parts = [str(p["field"]) for p in split.detail["parts"]] if split is not None else []
+    if split is not None:
+        out.findings.append(split)
+    out.findings.extend(sat.in_flight(frame, a, [measure, *parts], timestamp_at))
 
 
 def _default_measure(frame: Frame) -> str | None:

@@ -163,7 +163,12 @@ class ApiGateway(Scenario):
             (out / "nginx" / f"{inst.name}.access.log").write_text("\n".join(lines) + "\n")
             (out / "metrics" / f"{inst.name}.prom").write_text("".join(scrapes[inst.name]))
             sources.append(
-                Source("gateway_access", f"nginx/{inst.name}.access.log", "nginx", {"log_format": LOG_FORMAT})
+                Source(
+                    "gateway_access",
+                    f"nginx/{inst.name}.access.log",
+                    "nginx",
+                    {"log_format": LOG_FORMAT, "labels": {"host": inst.name}},
+                )
             )
             sources.append(Source("gateway_metrics", f"metrics/{inst.name}.prom", "prometheus", {"host": inst.name}))
         # The per-service client settings as the configuration service exported them at the
@@ -184,7 +189,14 @@ class ApiGateway(Scenario):
         (out / "config" / "upstreams.jsonl").write_text("".join(json.dumps(c) + "\n" for c in config))
         sources.append(Source("gateway_config", "config/upstreams.jsonl", "jsonl"))
         notes = f"{len(instances)} instances over {DURATION / 3600:.0f} h from {start.isoformat()}"
-        return Manifest(self.name, self.seed, self.scale, sources, notes, [["investigate", "gateway_access"]])
+        return Manifest(
+            self.name,
+            self.seed,
+            self.scale,
+            sources,
+            notes,
+            [["investigate", "gateway_access", "--timestamp-at", "end"]],
+        )
 
     def _truth(
         self,

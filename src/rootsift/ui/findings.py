@@ -28,14 +28,17 @@ def explanation(console: Console, result: Explanation, limit: int = 20) -> None:
     warnings(console, result.warnings)
 
 
-def _table(console: Console, shown: list[Finding], rows: list[tuple[str, str, str, str]]) -> None:
-    """Ranked findings: #, kind, what, selection, baseline, score, q (rows give what…q)."""
+def _table(
+    console: Console, shown: list[Finding], rows: list[tuple[str, str, str, str]], ranks: list[int] | None = None
+) -> None:
+    """Ranked findings: #, kind, what, selection, baseline, score, q (rows give what…q;
+    ``ranks`` the numbers shown, 1, 2, 3… by default)."""
     t = Table(show_edge=False, header_style="bold")
     for col, justify in (("#", "right"), ("kind", "left"), ("what", "left"), ("selection", "right")):
         t.add_column(col, justify=justify)  # type: ignore[arg-type]
     for col in ("baseline", "score", "q"):
         t.add_column(col, justify="right")
-    for i, (f, (what, sel, base, q)) in enumerate(zip(shown, rows, strict=True), 1):
+    for i, f, (what, sel, base, q) in zip(ranks or range(1, len(shown) + 1), shown, rows, strict=True):
         t.add_row(str(i), f.kind, what, sel, base, f"{f.score:.3f}", q)
     console.print(t)
 
@@ -58,6 +61,8 @@ def sides(f: Finding, quantiles: tuple[str, ...] | None = ("p50", "p99")) -> tup
     ``quantiles`` (all when None) for measures."""
     if f.kind == "stall":
         return f"{f.selection_count:,.0f} in stall", f"{f.baseline_count:,.0f} elsewhere"
+    if f.kind == "decomposition":
+        return f"mean {num(f.detail['region_mean'])}", f"mean {num(f.detail['outside_mean'])}"
     if f.kind != "measure":
         return _pct(f.selection_fraction), _pct(f.baseline_fraction)
     q = {k: v for k, v in f.detail.get("quantiles", {}).items() if quantiles is None or k in quantiles}
@@ -96,16 +101,39 @@ def investigation(console: Console, result: Investigation, limit: int = 20, grid
         console.print(_group("selection", result.selection))
         console.print(_group("baseline", result.baseline))
     if result.findings:
-        shown = result.findings[:limit]
-        rows = [(what(f), *sides(f), "" if f.kind == "stall" else f"{f.q_value:.2g}") for f in shown]
-        _table(console, shown, rows)
+        # the first ``limit``, and every finding about saturation or timeouts (few, and not
+        # ranked against the explanation's)
+        ranks = [i for i, f in enumerate(result.findings, 1) if i <= limit or f.kind in ALWAYS_SHOWN]
+        shown = [result.findings[i - 1] for i in ranks]
+        rows = [(what(f), *sides(f), q_cell(f)) for f in shown]
+        _table(console, shown, rows, ranks)
     warnings(console, result.warnings)
+
+
+ALWAYS_SHOWN = ("decomposition", "saturation", "timeout")
+
+
+def q_cell(f: Finding) -> str:
+    """The q-value as shown; blank for descriptive findings (a stall's events, an in-flight ceiling)."""
+    return "" if f.kind in ("stall", "saturation") else f"{f.q_value:.2g}"
 
 
 def what(f: Finding) -> str:
     """What a finding points at, in words (the field and value, the stall's event, the timeout)."""
     if f.kind == "stall":
         return f"{f.field} = {show(f.value)} (+{f.detail['seconds_after_stall_end']:.3f} s)"
+    if f.kind == "decomposition":
+        parts = ", ".join(
+            f"{p['field']}{' (wait)' if p['role'] == 'wait' else ''} {100 * (p['share_of_rise'] or 0):.0f} %"
+            for p in f.detail["parts"]
+        )
+        return f"{f.detail['measure']} +{num(f.detail['rise'])}: {parts}"
+    if f.kind == "saturation":
+        who = f"{f.field} = {show(f.value)}" if f.field else "all events"
+        return (
+            f"{who}: {num(f.detail['in_flight_ceiling'])} in flight ({f.detail['duration']}) "
+            f"held up to {num(f.detail['longest_at_ceiling_seconds'])} s"
+        )
     if f.kind == "timeout":
         who = " and ".join(f"{c['field']} = {show(c['value'])}" for c in f.conditions or [])
         past = f"{f.detail['events_past']:,} past {f.detail['field']} ≈ {num(f.detail['ceiling'])}"

@@ -9,14 +9,16 @@ is the exact command that reproduces it. Hovering a cell or a bar shows its numb
 from __future__ import annotations
 
 import html
+import json
 import math
 import shlex
 from typing import Any
 
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.investigate import Investigation
+from rootsift.analysis.timeouts import ident_text
 from rootsift.query.engine import Heatmap
-from rootsift.ui.findings import num, sides, what
+from rootsift.ui.findings import num, q_cell, sides, what
 from rootsift.ui.terminal import PALETTE
 
 TOP = 8
@@ -117,7 +119,7 @@ def _table(findings: list[Finding]) -> str:
     ]
     for i, f in enumerate(findings, 1):
         sel, base = sides(f, quantiles=None)
-        q = "" if f.kind == "stall" else f"{f.q_value:.2g}"
+        q = q_cell(f)
         rows.append(
             f"<tr><td class=n>{i}</td><td>{_e(f.kind)}</td><td>{_e(what(f))}</td><td class=n>{_e(sel)}</td>"
             f"<td class=n>{_e(base)}</td><td class=n>{f.score:.3f}</td><td class=n>{q}</td></tr>"
@@ -127,7 +129,7 @@ def _table(findings: list[Finding]) -> str:
 
 
 def _finding(f: Finding, result: Investigation, command: list[str]) -> str:
-    chart = _quantile_bars(f) if f.kind == "measure" else _share_bars(f)
+    chart = {"measure": _quantile_bars, "decomposition": _part_bars}.get(f.kind, _share_bars)(f)
     return (
         f"<div class=finding><b>{_e(f.kind)}: {_e(what(f))}</b>{chart}"
         f"<div class=sub>reproduce: <code>{_e(shlex.join(_reproduce(f, result, command)))}</code></div></div>"
@@ -149,6 +151,23 @@ def _share_bars(f: Finding) -> str:
             f'<text x="{86 + w:.1f}" y="{18 + i * 22}" font-size="12">{100 * share:.1f} %</text>'
         )
     return f'<div><svg xmlns="http://www.w3.org/2000/svg" width="560" height="52">{"".join(bars)}</svg></div>'
+
+
+def _part_bars(f: Finding) -> str:
+    """Each part's share of the measure's rise (nested timings can add up to more than 100 %)."""
+    out = []
+    for i, p in enumerate(f.detail["parts"]):
+        share = max(0.0, min(1.0, float(p["share_of_rise"] or 0)))
+        w, y = 400 * share, 6 + i * 22
+        colour = "#d7263d" if p["role"] == "wait" else "#2b66a8"
+        out.append(
+            f'<text x="0" y="{y + 12}" font-size="12">{_e(p["field"])}</text>'
+            f'<rect class="bar" x="220" y="{y}" width="{w:.1f}" height="16" fill="{colour}">'
+            f"<title>{_e(p['field'])} ({_e(p['role'])}): +{num(p['rise'])}</title></rect>"
+            f'<text x="{226 + w:.1f}" y="{y + 12}" font-size="12">{100 * share:.0f} % ({_e(p["role"])})</text>'
+        )
+    height = 12 + 22 * len(f.detail["parts"])
+    return f'<div><svg xmlns="http://www.w3.org/2000/svg" width="720" height="{height}">{"".join(out)}</svg></div>'
 
 
 def _quantile_bars(f: Finding) -> str:
@@ -195,6 +214,14 @@ def _reproduce(f: Finding, result: Investigation, command: list[str]) -> list[st
             "count",
             *tail,
         ]
+    if f.kind in ("decomposition", "saturation") and result.anomaly is not None:
+        a = result.anomaly
+        fields = [f.detail["measure"], *(p["field"] for p in f.detail["parts"])] if f.kind == "decomposition" else []
+        calcs = [x for name in fields for x in ("-c", f"avg({name})")] or ["-c", "count", "-g", "1m"]
+        same = f"{ident_text(str(f.field))} = {json.dumps(f.value)}"
+        where = ["--where", same] if f.kind == "saturation" and f.field else []
+        region = ["--from", str(iso(a.start)), "--to", str(iso(a.end))]
+        return ["rootsift", "query", result.dataset, *region, *where, *calcs, *tail]
     if f.kind == "timeout":
         limit = f"`{f.detail['field']}` > {f.detail['ceiling'] * 1.05!r}"
         within = f"`{f.detail['field']}` <= {f.detail['ceiling'] * 1.05!r}"

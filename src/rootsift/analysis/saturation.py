@@ -1,0 +1,314 @@
+"""Saturation: the limit the work ran into, and where the extra time went.
+
+**In flight.** From each event's start and end, the number of events in progress at
+``SAMPLES`` instants over a window around the region, per unit (the events' ``host``,
+``instance``, ``server``…: a worker or connection pool is a per-process limit). A limit
+shows as a *flat top*: the count climbs to a level and stays there while the queue behind
+it grows, where unlimited load thins out towards its top and touches it only briefly
+(``_plateau`` has the rule). The numbers are descriptive: consecutive samples of a count
+are not independent, so no p-value is claimed for them.
+
+An event's interval is ``[timestamp, end_time]`` when it has a completion field, else the
+timestamp and a duration: ``timestamp`` is the start by default (spans, wide events, the
+MySQL slow log) or the end (``timestamp_at="end"``: an nginx access log writes
+``$time_local`` when the request completes). The durations tried are the measure and each
+of its parts (below), a part assumed to sit at the same end of the event as the timestamp
+says (an upstream call ends with its request): what a pool holds is often a part (the
+upstream call, the database connection) while the whole also counts the wait for it.
+
+**Waiting vs service.** When the measure has parts among the other duration fields
+(``pool_wait_ms``, ``db_time_ms``: fields never larger than the measure on the same
+event), the rise of the measure's mean in the region is split into each part's rise, with
+a Welch test per part (Bonferroni over the parts). Parts can be nested (nginx's upstream
+connect time is inside its header time, inside its response time), so the shares need
+not add up to one. A part named like waiting (``wait``, ``queue``, ``pending``,
+``acquire``, ``connect``) that carries most of the rise says the time went to waiting
+for a resource, not to doing the work.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from rootsift.analysis.anomaly import COMPLETION, Anomaly
+from rootsift.analysis.findings import Finding, iso
+from rootsift.analysis.frame import Frame
+from rootsift.store.base import TIME_COLUMN
+from rootsift.store.sqltext import ident
+
+UNITS = ("instance", "host", "hostname", "host.name", "server", "pod", "node", "container", "service.instance.id")
+"""Fields naming the process a limit belongs to, in order of preference."""
+MAX_UNITS = 200
+SAMPLES = 1000
+"""Instants at which in-flight counts are taken across the window."""
+CEILING_TOLERANCE = 0.05
+MIN_CEILING = 2
+MIN_SHARE_AT_CEILING = 0.10
+MIN_RUN = 5
+ABOVE_MAX = 0.05
+PILE_UP = 1.5
+SHOWN_UNITS = 5
+WAIT_WORDS = ("wait", "queue", "pending", "blocked", "acquire", "connect")
+UNIT_SCALE_US = {"_ms": 1_000.0, "_us": 1.0, "_sec": 1_000_000.0, "_seconds": 1_000_000.0, "_s": 1_000_000.0}
+
+
+def unit_field(frame: Frame) -> str | None:
+    """The field naming each event's process (the first of ``UNITS`` the dataset has as text)."""
+    return next((u for u in UNITS if u in frame.fields and frame.fields[u].type == "VARCHAR"), None)
+
+
+def micros_per_unit(name: str) -> float | None:
+    """Microseconds in one unit of a duration field, from its name (``_ms``, ``_s``…); None if unknown."""
+    low = name.lower()
+    for suffix, us in UNIT_SCALE_US.items():
+        if low.endswith(suffix):
+            return us
+    return 1_000.0 if "duration" in low or "latency" in low else None
+
+
+def interval_sql(frame: Frame, measure: str | None, timestamp_at: str) -> tuple[str, str] | None:
+    """SQL for each event's (start, end) in epoch microseconds; None when the events have no duration."""
+    ts = f"epoch_us({ident(TIME_COLUMN)})"
+    done = next((c for c in COMPLETION if c in frame.fields and frame.fields[c].type == "TIMESTAMP"), None)
+    if done is not None:
+        return ts, f"epoch_us({ident(done)})"
+    if measure is None or (scale := micros_per_unit(measure)) is None:
+        return None
+    length = f"CAST({ident(measure)} * {scale} AS BIGINT)"
+    return (ts, f"{ts} + {length}") if timestamp_at == "start" else (f"{ts} - {length}", ts)
+
+
+def in_flight(frame: Frame, a: Anomaly, durations: list[str], timestamp_at: str) -> list[Finding]:
+    """Units whose in-flight count held at a ceiling during the region, for the interval
+    each of ``durations`` spans (see the module docstring)."""
+    spans = {d: s for d in durations if (s := interval_sql(frame, d, timestamp_at)) is not None}
+    if not spans or frame.start is None or frame.end is None:
+        return []
+    length = a.end - a.start
+    lo, hi = max(frame.start, a.start - length), min(frame.end, a.end + length)
+    window = Frame(frame.backend, frame.dataset, lo, hi, frame.where)
+    unit = unit_field(frame)
+    width = timedelta(microseconds=max(1, int((hi - lo) / timedelta(microseconds=1) / SAMPLES)))
+    counts = _start_end_counts(window, unit, list(spans.values()), lo, width)
+    i0 = int((a.start - lo) / width)
+    i1 = min(SAMPLES, max(i0 + 1, int(math.ceil((a.end - lo) / width))))
+    found = []
+    for (k, name), level in counts.items():
+        held = _plateau(level, i0, i1)
+        if held is None:
+            continue
+        share_in, share_out, ceiling, run, first = held
+        outside = np.concatenate([level[:i0], level[i1:]])
+        found.append(
+            Finding(
+                "saturation",
+                share_in - share_out,
+                1.0,
+                field=unit,
+                value=name,
+                selection_fraction=share_in,
+                baseline_fraction=share_out,
+                effect=share_in - share_out,
+                detail={
+                    "duration": list(spans)[k],
+                    "in_flight_ceiling": ceiling,
+                    "in_flight_median_outside": float(np.median(outside)) if outside.size else None,
+                    "first_at_ceiling": iso(lo + first * width),
+                    "longest_at_ceiling_seconds": round(run * width.total_seconds(), 3),
+                    "sample_seconds": round(width.total_seconds(), 6),
+                    "timestamp_at": timestamp_at,
+                },
+            )
+        )
+    # one finding per unit: the interval whose ceiling held longest
+    best: dict[Any, Finding] = {}
+    for f in sorted(found, key=lambda f: (-f.score, str(f.detail["duration"]))):
+        best.setdefault(f.value, f)
+    shown = sorted(best.values(), key=lambda f: (-f.score, str(f.value)))
+    for f in shown:
+        f.detail["units_at_ceiling"] = len(shown)
+    return shown[:SHOWN_UNITS]
+
+
+def _start_end_counts(
+    window: Frame, unit: str | None, spans: list[tuple[str, str]], origin: datetime, width: timedelta
+) -> dict[tuple[int, Any], np.ndarray]:
+    """Per (interval, unit): the in-flight count at the start of each of ``SAMPLES``
+    buckets: the events started before it and not yet ended."""
+    rel = window.relation_sql
+    where, params = window.range_filter()
+    o = int((origin - datetime(1970, 1, 1)) / timedelta(microseconds=1))
+    us = int(width / timedelta(microseconds=1))
+    u = ident(unit) if unit else "NULL"
+    if unit:
+        n = window.backend.execute_sql(f"SELECT approx_count_distinct({u}) FROM {rel} WHERE {where}", params).rows
+        if n[0][0] is None or int(n[0][0]) > MAX_UNITS:
+            return {}
+
+    def bucket(x: str) -> str:  # -1 before the window, SAMPLES after it
+        return f"least({SAMPLES}, greatest(-1, CAST(floor(({x} - {o}) / {us}) AS BIGINT)))"
+
+    parts = []
+    for k, (start, end) in enumerate(spans):
+        keep = f"({where}) AND {start} IS NOT NULL AND {end} IS NOT NULL"
+        parts.append(f"SELECT {k} AS i, {u} AS u, 0 AS side, {bucket(start)} AS b FROM {rel} WHERE {keep}")
+        parts.append(f"SELECT {k} AS i, {u} AS u, 1 AS side, {bucket(end)} AS b FROM {rel} WHERE {keep}")
+    sql = f"SELECT i, u, side, b, count(*) FROM ({' UNION ALL '.join(parts)}) GROUP BY ALL"
+    rows = window.backend.execute_sql(sql, params * len(parts)).rows
+    grid: dict[tuple[int, Any], np.ndarray] = {}
+    for i, name, side, b, n in rows:
+        g = grid.setdefault((int(i), name), np.zeros((2, SAMPLES + 2)))
+        g[int(side), int(b) + 1] += n
+    # in flight at the start of bucket k: started in an earlier bucket, not ended before it
+    return {key: (np.cumsum(g[0]) - np.cumsum(g[1]))[:SAMPLES] for key, g in grid.items()}
+
+
+def _plateau(level: np.ndarray, i0: int, i1: int) -> tuple[float, float, float, int, int] | None:
+    """(share of the region at the ceiling, share outside, the ceiling, longest run, its
+    first sample) when the count was held at a ceiling in the region; None otherwise.
+
+    The ceiling is the level whose band (± ``CEILING_TOLERANCE``, at least 1) holds the
+    most of the region's time with at most ``ABOVE_MAX`` of it above the band: a limit,
+    give or take timestamp jitter. It counts when the band holds ``MIN_SHARE_AT_CEILING``
+    of the region, ``PILE_UP`` times as much as the band of the same width just below it
+    (unlimited load thins out towards its top; a clipped one piles up there), at least
+    twice its share outside the region, in a run of ``MIN_RUN`` samples."""
+    inside = level[i0:i1]
+    if inside.size < MIN_RUN or inside.max() < MIN_CEILING:
+        return None
+    values = np.sort(inside)
+    n = float(values.size)
+    best: tuple[float, float, int] | None = None
+    for v in np.unique(values):
+        tol = max(1, math.floor(CEILING_TOLERANCE * v))
+        above = n - np.searchsorted(values, v + tol, side="right")
+        if above > ABOVE_MAX * n:
+            continue
+        band = np.searchsorted(values, v + tol, side="right") - np.searchsorted(values, v - tol, side="left")
+        if best is None or band > best[1]:
+            best = (float(v), float(band), tol)
+    if best is None or best[0] < MIN_CEILING:
+        return None
+    ceiling, band, tol = best
+    below = np.searchsorted(values, ceiling - tol, side="left") - np.searchsorted(
+        values, ceiling - 3 * tol - 1, side="left"
+    )
+    at = np.abs(level - ceiling) <= tol
+    share_in = band / n
+    outside = np.concatenate([at[:i0], at[i1:]])
+    share_out = float(outside.mean()) if outside.size else 0.0
+    run, longest, first = 0, 0, i0
+    for k in range(i0, i1):
+        run = run + 1 if at[k] else 0
+        if run > longest:
+            longest, first = run, k - run + 1
+    if share_in < MIN_SHARE_AT_CEILING or band < PILE_UP * below or share_in < 2 * share_out or longest < MIN_RUN:
+        return None
+    return share_in, share_out, ceiling, longest, first
+
+
+def decomposition(frame: Frame, a: Anomaly, measure: str, parts: list[str], alpha: float) -> Finding | None:
+    """The rise of the measure's mean in the region split into its parts (see the module docstring)."""
+    m = micros_per_unit(measure)
+    scaled = {p: s for p in parts if p != measure and (s := micros_per_unit(p)) is not None}
+    if m is None or not scaled:
+        return None
+    per: float = m
+    rel = frame.relation_sql
+    where, params = frame.range_filter()
+    ts = ident(TIME_COLUMN)
+    inside = f"({ts} >= ? AND {ts} < ?)"
+    cols = {measure: ident(measure), **{p: f"({ident(p)} * {s / per})" for p, s in scaled.items()}}
+    items = []
+    for name, col in cols.items():
+        for side in ("", "NOT "):
+            items += [
+                f"count({col}) FILTER (WHERE {side}{inside})",
+                f"avg({col}) FILTER (WHERE {side}{inside})",
+                f"var_samp({col}) FILTER (WHERE {side}{inside})",
+            ]
+        if name != measure:  # a part is never larger than the whole on the same event
+            items.append(
+                f"avg(CASE WHEN {col} <= {cols[measure]} * 1.01 + 0.001 THEN 1.0 ELSE 0.0 END) "
+                f"FILTER (WHERE {col} IS NOT NULL AND {cols[measure]} IS NOT NULL)"
+            )
+    row = frame.backend.execute_sql(  # six aggregates per field, each bound to the region
+        f"SELECT {', '.join(items)} FROM {rel} WHERE {where}", [a.start, a.end] * (6 * len(cols)) + params
+    ).rows[0]
+    stats, k = {}, 0
+    for name in cols:
+        stats[name] = row[k : k + 6]
+        k += 6
+        if name != measure:
+            contained = row[k]
+            k += 1
+            if contained is None or contained < 0.99:
+                stats.pop(name)
+    whole = _rise(stats[measure])
+    if whole is None or whole[0] <= 0 or whole[1] >= alpha:
+        return None
+    rise, p_whole, n_in, n_out = whole
+    shares: list[dict[str, Any]] = []
+    for name in stats:
+        if name == measure:
+            continue
+        got = _rise(stats[name])
+        if got is None:
+            continue
+        part_rise, p, _, _ = got
+        shares.append(
+            {
+                "field": name,
+                "role": "wait" if any(w in name.lower() for w in WAIT_WORDS) else "service",
+                "region_mean": _r(stats[name][1]),
+                "outside_mean": _r(stats[name][4]),
+                "rise": _r(part_rise),
+                "share_of_rise": _r(part_rise / rise),
+                "p_value": float(f"{min(1.0, p * len(scaled)):.4g}"),
+            }
+        )
+    if not any(float(s["p_value"]) < alpha and float(s["rise"] or 0) > 0 for s in shares):
+        return None  # no part took the extra time: nothing to split
+    shares.sort(key=lambda s: -float(s["share_of_rise"] or 0))
+    top = shares[0]
+    return Finding(
+        "decomposition",
+        float(top["share_of_rise"] or 0),
+        p_whole,
+        q_value=p_whole,
+        field=str(top["field"]),
+        value=None,
+        selection_count=n_in,
+        baseline_count=n_out,
+        effect=float(top["share_of_rise"] or 0),
+        detail={
+            "measure": measure,
+            "region_mean": _r(stats[measure][1]),
+            "outside_mean": _r(stats[measure][4]),
+            "rise": _r(rise),
+            "parts": shares,
+            "dominated_by": top["role"] if top["p_value"] < alpha and (top["share_of_rise"] or 0) >= 0.5 else None,
+        },
+    )
+
+
+def _rise(s: tuple[Any, ...]) -> tuple[float, float, float, float] | None:
+    """(mean inside − mean outside, Welch p-value one-sided, n inside, n outside) from count/mean/variance."""
+    n1, m1, v1, n0, m0, v0 = s
+    if not n1 or not n0 or n1 < 2 or n0 < 2 or m1 is None or m0 is None:
+        return None
+    se = math.sqrt((v1 or 0.0) / n1 + (v0 or 0.0) / n0)
+    diff = float(m1) - float(m0)
+    if se == 0:
+        return diff, 0.0 if diff > 0 else 1.0, float(n1), float(n0)
+    df = se**4 / (((v1 or 0.0) / n1) ** 2 / (n1 - 1) + ((v0 or 0.0) / n0) ** 2 / (n0 - 1) or 1e-300)
+    return diff, float(sps.t.sf(diff / se, df)), float(n1), float(n0)
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 6)
