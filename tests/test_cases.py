@@ -95,11 +95,13 @@ def metric(result: Result, name: str) -> dict[str, Any]:
 
 def cascade_latency(result: Result, truth: Truth) -> None:
     """API latency: a stall's window (each `flush logs` stall is the same mechanism, and
-    requests wait for the pool until a second after it), and pool wait (not DB time) the
-    measure that moved most."""
+    requests wait for the pool until a second after it), pool wait (not DB time) the
+    measure that moved most, and the part of the latency's rise that went to it."""
     anomaly = result["anomaly"]
     assert any(overlaps(anomaly["from"], anomaly["to"], s["start"], shifted(s["end"], 1 / 60)) for s in truth["stalls"])
     cascade_wait(result, truth)
+    split = of_kind(result, "decomposition")
+    assert split and split[0]["field"] == truth["latency_dominated_by"]
 
 
 def cascade_wait(result: Result, truth: Truth) -> None:
@@ -140,7 +142,8 @@ def gateway_slow(result: Result, truth: Truth) -> None:
     workers saturate (a minute after the first dropped SYNs): by then every upstream on
     that AZ is slow, so the AZ may rank first with the upstream right behind it. Both
     must lead the findings (the drawn case, which ends before saturation, wants the
-    upstream itself first)."""
+    upstream itself first). The limited AZ's instances, and only they, hold their
+    workers at the limit."""
     anomaly = result["anomaly"]
     assert abs((when(anomaly["from"]) - when(truth["onset"])).total_seconds()) <= 300
     ranked = of_kind(result, "dimension", "combination")[:3]
@@ -153,6 +156,8 @@ def gateway_slow(result: Result, truth: Truth) -> None:
         points_at(timeouts[0], truth["upstream_field"], truth["slow_upstream"])
         or points_at(timeouts[0], truth["client_field"], truth["client_ignoring_connect_timeout"])
     )
+    held = of_kind(result, "saturation")
+    assert held and {f["value"] for f in held} <= set(truth["slow_instances"])
 
 
 def gateway_upstream(result: Result, truth: Truth) -> None:

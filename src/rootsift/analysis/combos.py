@@ -9,6 +9,11 @@ parts (and, for a triple, each of its pairs) and each condition still matters gi
 others: among the events matching the other conditions, the value is more common in the
 selection (at ``alpha``; the conjunction's own test joins the run's false-discovery
 correction like every other).
+
+The same counts show **nesting**: a value all of whose events have another field's value
+(a host inside its availability zone). When it is no more common in the selection than
+the rest of that enclosing value (the same conditional test), it adds nothing to it: it
+is marked ``within`` the enclosing value and listed after the findings that are not.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ COMBO_METHOD = (
 def search_combinations(
     frame: Frame, significant: list[Finding], scale: Scale, alpha: float
 ) -> tuple[list[Finding], list[Finding]]:
-    """(conjunctions kept, every conjunction tested); see the module docstring."""
+    """(conjunctions kept, every conjunction tested); see the module docstring. Candidates
+    nested in another that explains them get ``detail["within"]``."""
     candidates = _candidates(significant)
     fields = list(dict.fromkeys(str(f.field) for f in candidates))
     if len(fields) < 2:
@@ -53,6 +59,7 @@ def search_combinations(
     combos = [c for c in combos if len({items[i][0] for i in c}) == len(c)]
     if not combos:
         return [], []
+    _mark_nested(items, masks, sel_w, base_w, scale, alpha)
     tested: list[Finding] = []
     kept: list[Finding] = []
     pair_scores: dict[tuple[int, ...], float] = {}
@@ -75,6 +82,28 @@ def search_combinations(
             kept.append(finding)
     kept.sort(key=lambda f: -f.score)
     return kept[:MAX_SHOWN], tested
+
+
+def _mark_nested(
+    items: list[tuple[int, int, Finding]],
+    masks: list[np.ndarray],
+    sel_w: np.ndarray,
+    base_w: np.ndarray,
+    scale: Scale,
+    alpha: float,
+) -> None:
+    """Mark each candidate whose events all share another field's candidate value and
+    that adds nothing within it (``detail["within"]``); the enclosing one scores higher."""
+    seen = (sel_w + base_w) > 0
+    for i, (fi, _, inner) in enumerate(items):
+        for j, (fj, _, outer) in enumerate(items):
+            if fi == fj or outer.score < inner.score or "within" in inner.detail:
+                continue
+            if np.any(masks[i] & ~masks[j] & seen):
+                continue  # not nested
+            a_w, b_w = float(sel_w[masks[i]].sum()), float(base_w[masks[i]].sum())
+            if _still_matters((i, j), i, masks, sel_w, base_w, a_w, b_w, scale) >= alpha:
+                inner.detail["within"] = {"field": outer.field, "value": outer.value}
 
 
 def _candidates(significant: list[Finding]) -> list[Finding]:

@@ -136,7 +136,8 @@ def explain(
     # significant, and an effect that stands clear of zero (a score of 0 is a difference
     # the counts cannot tell from none, such as one unusual value on one event)
     kept = [f for f in singles + combos if f.q_value < alpha and f.score > 0]
-    out.findings = sorted(_drop_complements(kept), key=lambda f: (-f.score, f.p_value))
+    # a value nested in another that explains it (a host in its zone) comes after the rest
+    out.findings = sorted(_drop_complements(kept), key=lambda f: ("within" in f.detail, -f.score, f.p_value))
     out.method["tests"] = len(everything)
     return out
 

@@ -11,10 +11,10 @@ are not independent, so no p-value is claimed for them.
 An event's interval is ``[timestamp, end_time]`` when it has a completion field, else the
 timestamp and a duration: ``timestamp`` is the start by default (spans, wide events, the
 MySQL slow log) or the end (``timestamp_at="end"``: an nginx access log writes
-``$time_local`` when the request completes). The durations tried are the measure and each
-of its parts (below), a part assumed to sit at the same end of the event as the timestamp
-says (an upstream call ends with its request): what a pool holds is often a part (the
-upstream call, the database connection) while the whole also counts the wait for it.
+``$time_local`` when the request completes). The intervals tried are the whole event's and
+each of its parts' (below): what a pool holds is often a part (the upstream call, the
+database connection), while the whole also counts the wait for it. A waiting part is
+placed at the event's start, any other at its end (``interval_sql``).
 
 **Waiting vs service.** When the measure has parts among the other duration fields
 (``pool_wait_ms``, ``db_time_ms``: fields never larger than the measure on the same
@@ -71,22 +71,43 @@ def micros_per_unit(name: str) -> float | None:
     return 1_000.0 if "duration" in low or "latency" in low else None
 
 
-def interval_sql(frame: Frame, measure: str | None, timestamp_at: str) -> tuple[str, str] | None:
-    """SQL for each event's (start, end) in epoch microseconds; None when the events have no duration."""
+def role(part: str) -> str:
+    """``wait`` for a part named like waiting, else ``service``."""
+    return "wait" if any(w in part.lower() for w in WAIT_WORDS) else "service"
+
+
+def interval_sql(frame: Frame, measure: str | None, part: str | None, timestamp_at: str) -> tuple[str, str] | None:
+    """SQL for the (start, end) of each event, or of its ``part``, in epoch microseconds;
+    None when it cannot be placed (no duration, or a unit the name does not give).
+
+    A waiting part sits at the event's start, any other at its end: waiting comes before
+    the work waited for (the pool wait before the query, the queue before the upstream
+    call), and the work is what a pool or worker holds."""
     ts = f"epoch_us({ident(TIME_COLUMN)})"
     done = next((c for c in COMPLETION if c in frame.fields and frame.fields[c].type == "TIMESTAMP"), None)
     if done is not None:
-        return ts, f"epoch_us({ident(done)})"
-    if measure is None or (scale := micros_per_unit(measure)) is None:
+        start, end = ts, f"epoch_us({ident(done)})"
+    elif measure is not None and (scale := micros_per_unit(measure)) is not None:
+        length = f"CAST({ident(measure)} * {scale} AS BIGINT)"
+        start, end = (ts, f"{ts} + {length}") if timestamp_at == "start" else (f"{ts} - {length}", ts)
+    else:
         return None
-    length = f"CAST({ident(measure)} * {scale} AS BIGINT)"
-    return (ts, f"{ts} + {length}") if timestamp_at == "start" else (f"{ts} - {length}", ts)
+    if part is None or part == measure:
+        return start, end
+    if (part_scale := micros_per_unit(part)) is None:
+        return None
+    held = f"CAST({ident(part)} * {part_scale} AS BIGINT)"
+    return (start, f"{start} + {held}") if role(part) == "wait" else (f"{end} - {held}", end)
 
 
-def in_flight(frame: Frame, a: Anomaly, durations: list[str], timestamp_at: str) -> list[Finding]:
-    """Units whose in-flight count held at a ceiling during the region, for the interval
-    each of ``durations`` spans (see the module docstring)."""
-    spans = {d: s for d in durations if (s := interval_sql(frame, d, timestamp_at)) is not None}
+def in_flight(frame: Frame, a: Anomaly, measure: str | None, parts: list[str], timestamp_at: str) -> list[Finding]:
+    """Units whose in-flight count held at a ceiling during the region: of whole events, or
+    of one of their ``parts`` (see the module docstring)."""
+    spans = {
+        d or "(whole event)": s
+        for d in [measure, *parts]
+        if (s := interval_sql(frame, measure, d, timestamp_at)) is not None
+    }
     if not spans or frame.start is None or frame.end is None:
         return []
     length = a.end - a.start
@@ -264,7 +285,7 @@ def decomposition(frame: Frame, a: Anomaly, measure: str, parts: list[str], alph
         shares.append(
             {
                 "field": name,
-                "role": "wait" if any(w in name.lower() for w in WAIT_WORDS) else "service",
+                "role": role(name),
                 "region_mean": _r(stats[name][1]),
                 "outside_mean": _r(stats[name][4]),
                 "rise": _r(part_rise),

@@ -138,4 +138,5 @@ def what(f: Finding) -> str:
         who = " and ".join(f"{c['field']} = {show(c['value'])}" for c in f.conditions or [])
         past = f"{f.detail['events_past']:,} past {f.detail['field']} ≈ {num(f.detail['ceiling'])}"
         return past + (f": {who}" if who else "")
-    return f.describe()
+    within = f.detail.get("within")
+    return f.describe() + (f" (within {within['field']} = {show(within['value'])})" if within else "")

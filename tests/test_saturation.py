@@ -1,0 +1,120 @@
+"""Saturation on planted queues: hosts serving requests with a bounded worker pool (FIFO),
+one of them slowed down for ten minutes. With a bound, its busy workers hold at the bound
+and the extra time is waiting; without one, nothing holds and the extra time is service."""
+
+from __future__ import annotations
+
+import heapq
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rootsift import Rootsift
+from rootsift.analysis.saturation import _plateau
+from rootsift.cli import main
+from test_explain import write_events
+
+START = datetime(2024, 6, 1, tzinfo=UTC)
+SLOW_FROM, SLOW_TO = 1500.0, 2100.0
+
+
+def served(seed: int, workers: int | None, stamp: str = "start", minutes: int = 60) -> list[dict[str, Any]]:
+    """Three hosts, 3 requests/s each, FIFO over ``workers`` (None: unbounded); h2's
+    service is 80 times slower from ``SLOW_FROM`` to ``SLOW_TO``. ``stamp`` says whether
+    an event's timestamp is its arrival or its completion."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for host in ("h1", "h2", "h3"):
+        n = int(minutes * 60 * 3)
+        arrivals = np.sort(rng.random(n)) * minutes * 60
+        free: list[float] = [0.0] * (workers or 0)
+        for t in arrivals:
+            service = float(rng.lognormal(np.log(0.05), 0.4))
+            if host == "h2" and SLOW_FROM <= t < SLOW_TO:
+                service *= 80
+            begin = max(float(t), heapq.heappop(free)) if workers else float(t)
+            end = begin + service
+            if workers:
+                heapq.heappush(free, end)
+            when = float(t) if stamp == "start" else end
+            rows.append(
+                {
+                    "timestamp": (START + timedelta(seconds=when)).isoformat(),
+                    "host": host,
+                    "endpoint": str(rng.choice(["/a", "/b", "/c"])),
+                    "queue_wait_ms": round((begin - float(t)) * 1000, 3),
+                    "service_ms": round(service * 1000, 3),
+                    "duration_ms": round((end - float(t)) * 1000, 3),
+                }
+            )
+    rows.sort(key=lambda r: r["timestamp"])
+    return rows
+
+
+@pytest.fixture
+def rs(tmp_path: Path) -> Rootsift:
+    store = Rootsift(tmp_path / "data")
+    yield store
+    store.close()
+
+
+def kinds(result: Any, kind: str) -> list[Any]:
+    return [f for f in result.findings if f.kind == kind]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_bounded_pool_holds_at_its_size(rs: Rootsift, tmp_path: Path, seed: int) -> None:
+    rs.ingest(write_events(tmp_path / "r.jsonl", served(seed, workers=8)), "api")
+    result = rs.investigate("api")
+    assert result.anomaly is not None and result.anomaly.kind == "latency"
+    held = kinds(result, "saturation")
+    assert [f.value for f in held] == ["h2"]
+    f = held[0]
+    assert f.field == "host" and f.detail["duration"] == "service_ms"
+    assert 7 <= f.detail["in_flight_ceiling"] <= 8
+    assert f.selection_fraction > 0.5
+    split = kinds(result, "decomposition")[0]
+    assert split.detail["dominated_by"] == "wait" and split.field == "queue_wait_ms"
+
+
+def test_unbounded_service_holds_nothing(rs: Rootsift, tmp_path: Path) -> None:
+    rs.ingest(write_events(tmp_path / "r.jsonl", served(3, workers=None)), "api")
+    result = rs.investigate("api")
+    assert result.anomaly is not None and result.anomaly.kind == "latency"
+    assert kinds(result, "saturation") == []
+    split = kinds(result, "decomposition")[0]
+    assert split.detail["dominated_by"] == "service" and split.field == "service_ms"
+
+
+def test_timestamp_at_end(tmp_path: Path) -> None:
+    """An access log stamps completions: placed from the end, the pool is found the same."""
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(write_events(tmp_path / "r.jsonl", served(4, workers=8, stamp="end")), "api")
+    out = CliRunner().invoke(
+        main, ["investigate", "api", "--timestamp-at", "end", "--json", "--data", str(tmp_path / "data")]
+    )
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    held = [f for f in doc["findings"] if f["kind"] == "saturation"]
+    assert [f["value"] for f in held] == ["h2"] and held[0]["timestamp_at"] == "end"
+    assert 7 <= held[0]["in_flight_ceiling"] <= 8
+
+
+def test_bad_timestamp_at(tmp_path: Path) -> None:
+    out = CliRunner().invoke(main, ["investigate", "api", "--timestamp-at", "middle", "--data", str(tmp_path)])
+    assert out.exit_code == 2 and "--timestamp-at" in out.output
+
+
+def test_plateau_rule() -> None:
+    """Clipped counts pile up at the bound; Poisson counts and a ramp thin out at their top."""
+    rng = np.random.default_rng(0)
+    quiet = rng.poisson(3, 500).astype(float)
+    clipped = np.minimum(rng.poisson(30, 500), 12).astype(float)
+    assert _plateau(np.r_[quiet, clipped, quiet], 500, 1000) is not None
+    for busy in (rng.poisson(30, 500).astype(float), np.linspace(3, 40, 500).round()):
+        assert _plateau(np.r_[quiet, busy, quiet], 500, 1000) is None
