@@ -145,11 +145,13 @@ class Rootsift:
         baseline: str | None = None,
         alpha: float = ALPHA,
         top_values: int = TOP_VALUES,
+        sampled: bool = False,
         now: datetime | None = None,
     ) -> Explanation:
         """What is different about the selected events: ``select`` (a filter) and/or the
         ``select_from``…``select_to`` sub-range, against the rest of ``start``…``end`` (the
-        whole dataset by default) or the events matching ``baseline``. docs/explain.md."""
+        whole dataset by default) or the events matching ``baseline``; ``sampled`` reads
+        the baseline from the store's uniform sample. docs/explain.md."""
         now = now or datetime.now(UTC)
         return explain(
             self.backend,
@@ -163,6 +165,7 @@ class Rootsift:
             baseline=baseline,
             alpha=alpha,
             top_values=top_values,
+            sampled=sampled,
         )
 
     def investigate(

@@ -30,6 +30,11 @@ from rootsift.ui import report_html
 @click.option("--where", default=None, help="Only look at events matching this filter.")
 @click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False discovery rate for findings.")
 @click.option("--top", "top_values", type=int, default=TOP_VALUES, show_default=True, help="Values tested per field.")
+@click.option(
+    "--sampled",
+    is_flag=True,
+    help="Baseline from the store's 1-in-64 uniform sample (selection exact); the error is stated.",
+)
 @click.option("--limit", type=int, default=20, show_default=True, help="Findings shown in the terminal.")
 @common(read_only=True)
 def explain(
@@ -45,6 +50,7 @@ def explain(
     where: str | None,
     alpha: float,
     top_values: int,
+    sampled: bool,
     limit: int,
 ) -> None:
     """What is different about the selected events: each field's values and each
@@ -63,6 +69,7 @@ def explain(
         baseline=baseline,
         alpha=alpha,
         top_values=top_values,
+        sampled=sampled,
     )
     if as_json:
         emit_json(result.as_dict())
@@ -184,7 +191,7 @@ def _investigate(rs: Rootsift, p: dict[str, Any]) -> Any:
 
 
 def _explain(rs: Rootsift, p: dict[str, Any]) -> Any:
-    keys = ("start", "end", "where", "select", "select_from", "select_to", "baseline", "alpha", "top_values")
+    keys = ("start", "end", "where", "select", "select_from", "select_to", "baseline", "alpha", "top_values", "sampled")
     return rs.explain(p["dataset"], **{k: p[k] for k in keys})
 
 

@@ -150,7 +150,7 @@ def _cube(frame: Frame, fields: list[str], candidates: list[Finding]) -> tuple[n
         columns.append((f"CASE {' '.join(whens)} ELSE -1 END", f"__c{i}", params))
     source, params = frame.sql(columns)
     keys = ", ".join(ident(f"__c{i}") for i in range(len(fields)))
-    weight = f"sum({W})" if frame.weight else "count(*)"
+    weight = f"sum({W})" if frame.weighted else "count(*)"
     sql = (
         f"SELECT {keys}, coalesce({weight} FILTER (WHERE {SEL}), 0), coalesce({weight} FILTER (WHERE NOT {SEL}), 0) "
         f"FROM ({source}) GROUP BY ALL"

@@ -148,7 +148,7 @@ def _aggregates(frame: Frame) -> tuple[list[str], list[str]]:
     sel = f"FILTER (WHERE {SEL})"
     aggs = ["count(*) AS n_all", f"count(*) {sel} AS sn"]
     derived = ["n_all - sn AS bn"]
-    if not frame.weight:
+    if not frame.weighted:
         return aggs, derived + ["sn AS sw", "n_all - sn AS bw"]
     aggs += [
         f"sum({W}) AS w_all",
@@ -175,7 +175,7 @@ def _cell(row: Any, col: dict[str, int], weighted: bool) -> Cell:
 
 def _parse(result: Any, owner: dict[int, tuple[str, int]], frame: Frame, plan: FieldPlan, top_values: int) -> Counts:
     col = {name: i for i, name in enumerate(result.columns)}
-    weighted = frame.weight is not None
+    weighted = frame.weighted
     counts = Counts(Cell(), 0.0, 0.0)
     values: dict[str, list[tuple[Any, Cell]]] = defaultdict(list)
     bins: dict[str, list[tuple[int | None, Cell]]] = defaultdict(list)
@@ -247,7 +247,7 @@ def _selection_repeats(frame: Frame, plan: FieldPlan, counts: Counts) -> None:
             continue
         value = row[col[f"__f{k}"]]
         if value is not None:
-            cell = _cell(row, col, frame.weight is not None)
+            cell = _cell(row, col, frame.weighted)
             cell.among_common = False
             counts.values.setdefault(names[k], []).append((value, cell))
 

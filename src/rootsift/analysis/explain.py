@@ -10,6 +10,7 @@ docs/explain.md explains the statistics in plain words.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -24,6 +25,7 @@ from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame
 from rootsift.errors import UsageError
 from rootsift.store.duckdb import DuckDBBackend
+from rootsift.store.segment import SAMPLE_EVERY
 
 ALPHA = 0.05
 TOP_VALUES = 50
@@ -97,15 +99,17 @@ def explain(
     baseline: str | None = None,
     alpha: float = ALPHA,
     top_values: int = TOP_VALUES,
+    sampled: bool = False,
 ) -> Explanation:
     """Compare the selection (``select`` and/or ``select_from``…``select_to``) with the
     baseline (the rest of the range, or the events matching ``baseline``); return the
-    fields and values that tell them apart, most explanatory first."""
+    fields and values that tell them apart, most explanatory first. ``sampled``: the
+    baseline from the store's uniform sample (the selection stays exact)."""
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha} must be between 0 and 1")
     if top_values < 1:
         raise UsageError(f"--top {top_values} must be at least 1")
-    frame = Frame(backend, dataset, start, end, where, select, select_from, select_to, baseline)
+    frame = Frame(backend, dataset, start, end, where, select, select_from, select_to, baseline, sampled)
     if not frame.has_selection():
         raise UsageError("say what to explain: --select EXPR and/or --select-from/--select-to")
     plan = plan_fields(frame)
@@ -119,13 +123,17 @@ def explain(
     )
     out = Explanation(
         dataset,
-        _group(total.sel_n, total.sel_w, scale.sel_eff, select or None, select_from, select_to, frame.weight),
-        _group(total.base_n, total.base_w, scale.base_eff, baseline or None, None, None, frame.weight),
+        _group(total.sel_n, total.sel_w, scale.sel_eff, select or None, select_from, select_to, frame.weighted),
+        _group(total.base_n, total.base_w, scale.base_eff, baseline or None, None, None, frame.weighted),
         [],
         _warnings(total, scale, frame),
         _fields_summary(plan, counts, scale),
-        _method(alpha, top_values),
+        _method(alpha, top_values, frame, total.base_n),
     )
+    if sampled and not frame.sampled:
+        out.warnings.append(
+            "the store has no sample of these events yet (it was opened read-only since it was written; any write, such as an ingest, makes one): exact"
+        )
     if total.sel_n == 0 or total.base_n == 0:
         return out
     singles = _dimension_findings(counts, scale, alpha) + _measure_findings(counts, scale)
@@ -242,10 +250,10 @@ def _set_q(findings: list[Finding]) -> None:
 
 
 def _group(
-    n: float, w: float, eff: float, where: str | None, lo: datetime | None, hi: datetime | None, weight: str | None
+    n: float, w: float, eff: float, where: str | None, lo: datetime | None, hi: datetime | None, weighted: bool
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"where": where, "from": iso(lo), "to": iso(hi), "events": int(n)}
-    if weight:
+    if weighted:
         out["weighted_events"] = round(w, 3)
         out["effective_events"] = round(eff, 1)
     return out
@@ -295,9 +303,22 @@ def _fields_summary(plan: Any, counts: Counts, scale: Scale) -> dict[str, Any]:
     return out
 
 
-def _method(alpha: float, top_values: int) -> dict[str, Any]:
-    return {
-        "exact": True,
+def _method(alpha: float, top_values: int, frame: Frame, base_rows: float) -> dict[str, Any]:
+    out: dict[str, Any] = {"exact": not frame.sampled}
+    if frame.sampled:
+        bound = 1.96 * 0.5 / math.sqrt(max(base_rows, 1.0))
+        out["sampling"] = {
+            "baseline": f"the store's uniform sample, 1 event in {SAMPLE_EVERY} (each weighing {SAMPLE_EVERY})",
+            "selection": "every event (exact)",
+            "baseline_sample_events": int(base_rows),
+            "share_error_95": float(f"{bound:.3g}"),
+            "statement": (
+                f"baseline shares estimated from {int(base_rows):,} sampled events: each within "
+                f"±{bound:.2g} (95 %, the worst case p = 0.5; ±1.96·√(p(1−p)/n) for a share p); the tests use "
+                "the sample's size, so their p-values already account for it"
+            ),
+        }
+    return out | {
         "alpha": alpha,
         "dimensions": (
             f"each value's share in selection vs baseline, missing counted as a value; the {top_values} values "

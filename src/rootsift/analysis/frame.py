@@ -2,7 +2,10 @@
 as selection or baseline (or neither, and then left out), with its weight.
 
 ``Frame`` renders that as one SQL sub-query with bound parameters; the analyses put their
-aggregates on top. User text reaches SQL only as compiled filters (values bound) and
+aggregates on top. A *sampled* frame reads its selection from every event and its
+baseline from the store's uniform sample (one event in ``SAMPLE_EVERY``), each sampled
+event weighing ``SAMPLE_EVERY``: the weighted counts estimate the baseline's, and the
+effective sizes the statistics use are the sample's. User text reaches SQL only as compiled filters (values bound) and
 quoted identifiers of known fields.
 """
 
@@ -18,6 +21,7 @@ from rootsift.query.filters import compile_filter, parse_filter
 from rootsift.query.filters import fields as filter_fields
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
 from rootsift.store.duckdb import DuckDBBackend
+from rootsift.store.segment import SAMPLE_EVERY
 from rootsift.store.sqltext import ident
 
 SEL = '"__sel"'
@@ -37,6 +41,8 @@ class Frame:
     select_from: datetime | None = None
     select_to: datetime | None = None
     baseline: str | None = None
+    sampled: bool = False
+    """Baseline from the stored sample (set back to False when the store has none)."""
     fields: dict[str, FieldInfo] = field(init=False)
     weight: str | None = field(init=False)
     relation_sql: str = field(init=False)
@@ -54,7 +60,15 @@ class Frame:
         self.weight = self.backend.weight_field(self.dataset)
         self._relation = self.backend.relation(self.dataset, self.start, self.end)
         self.relation_sql = self._relation.sql(dialect="duckdb")
+        sample = self.backend.sample_relation(self.dataset, self.start, self.end) if self.sampled else None
+        self.sampled = sample is not None
+        self.sample_sql = sample.sql(dialect="duckdb") if sample is not None else None
         self.sql()  # unknown fields and bad expressions fail here, before anything runs
+
+    @property
+    def weighted(self) -> bool:
+        """Events carry a weight column ``__w`` (a sample rate, or the stored sample's)."""
+        return self.weight is not None or self.sampled
 
     def has_selection(self) -> bool:
         return bool(self.select and self.select.strip()) or self.select_from is not None or self.select_to is not None
@@ -78,6 +92,17 @@ class Frame:
 
         ``columns`` are (SQL expression, alias, its parameters) over the dataset's columns.
         """
+        if not self.sampled:
+            return self._marked(columns, self.relation_sql, "both")
+        selected, p1 = self._marked(columns, self.relation_sql, "selection")
+        base, p2 = self._marked(columns, str(self.sample_sql), "baseline")
+        return f"{selected} UNION ALL {base}", p1 + p2
+
+    def _marked(
+        self, columns: list[tuple[str, str, list[Any]]] | None, relation: str, keep_only: str
+    ) -> tuple[str, list[Any]]:
+        """The marked events of ``relation``: ``both`` groups, only the ``selection`` or only the
+        ``baseline`` (from the stored sample: weighted by ``SAMPLE_EVERY``)."""
         params: list[Any] = []
         items = []
         for expr, alias, bound in columns or []:
@@ -85,17 +110,22 @@ class Frame:
             params += bound
         sel = self._condition(self.select, self.select_from, self.select_to, params)
         items.append(f"COALESCE({sel}, false) AS {SEL}")
+        every = SAMPLE_EVERY if keep_only == "baseline" else 1
         if self.weight:
             col = ident(self.weight)
-            items.append(f"(CASE WHEN {col} >= 1 THEN {col} ELSE 1 END) AS {W}")
+            items.append(f"(CASE WHEN {col} >= 1 THEN {col} ELSE 1 END) * {every} AS {W}")
+        elif self.sampled:
+            items.append(f"CAST({every} AS DOUBLE) AS {W}")
         where_sql, scope_params = self.range_filter()
         params += scope_params
-        keep = "true"
-        if self.baseline:  # the selection condition again, in the filter: bound again
-            again = self._condition(self.select, self.select_from, self.select_to, params)
-            base = self._condition(self.baseline, None, None, params)
-            keep = f"COALESCE({again}, false) OR COALESCE({base}, false)"
-        text = f"SELECT {', '.join(items)} FROM {self.relation_sql} WHERE ({where_sql}) AND ({keep})"
+        # the selection condition again, in the filter: bound again
+        again = f"COALESCE({self._condition(self.select, self.select_from, self.select_to, params)}, false)"
+        if keep_only == "selection":
+            keep = again
+        else:
+            base = f"COALESCE({self._condition(self.baseline, None, None, params)}, false)" if self.baseline else "true"
+            keep = f"{again} OR {base}" if keep_only == "both" else f"NOT {again} AND {base}"
+        text = f"SELECT {', '.join(items)} FROM {relation} WHERE ({where_sql}) AND ({keep})"
         return text, params
 
     def _condition(self, text: str | None, lo: datetime | None, hi: datetime | None, params: list[Any]) -> str:

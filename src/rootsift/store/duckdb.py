@@ -36,7 +36,7 @@ from rootsift.store.base import (
     check_dataset_name,
 )
 from rootsift.store.driver import translate
-from rootsift.store.segment import Segment, segment_file, segment_id
+from rootsift.store.segment import SAMPLE_SQL, SAMPLE_TABLE, Segment, segment_file, segment_id
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
@@ -180,8 +180,19 @@ class DuckDBBackend(Backend):
                 self._con.execute(
                     f"CREATE TABLE IF NOT EXISTS {alias}._fields (name VARCHAR, path VARCHAR[], type VARCHAR)"
                 )
+                # a segment written before samples were kept gets one now, once
+                self._con.execute(
+                    f"CREATE TABLE IF NOT EXISTS {alias}.{SAMPLE_TABLE} AS "
+                    f"SELECT * FROM {alias}.events WHERE {SAMPLE_SQL}"
+                )
             seg = Segment(seg_id, path, alias)
             seg.columns = self.columns_of(seg)
+            seg.has_sample = bool(
+                self._con.execute(
+                    "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = ?",
+                    [alias, SAMPLE_TABLE],
+                ).fetchone()[0]  # type: ignore[index]
+            )
             rows, lo, hi = self._con.execute(
                 f"SELECT count(*), min({ident(TIME_COLUMN)}), max({ident(TIME_COLUMN)}) FROM {alias}.events"
             ).fetchone() or (0, None, None)
@@ -246,18 +257,31 @@ class DuckDBBackend(Backend):
 
     # -- reading -----------------------------------------------------------------
     def relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expr:
+        """The dataset's events in the segments that may hold [start, end), as one relation."""
+        rel = self._relation(dataset, start, end, "events")
+        assert rel is not None
+        return rel
+
+    def sample_relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expr | None:
+        """The stored uniform sample of the dataset's events (one in ``SAMPLE_EVERY``) over
+        the same segments; None when a segment has none (opened read-only before it was made)."""
+        return self._relation(dataset, start, end, SAMPLE_TABLE)
+
+    def _relation(self, dataset: str, start: datetime | None, end: datetime | None, table: str) -> exp.Expr | None:
         state = self.state(dataset)
         with self._lock:
             segs = [s for s in state.segments if s.overlaps(start, end)] or state.segments[:1]
         if not segs:
             # An empty dataset: a relation with only the time column and no rows.
             return sqlglot.parse_one(f"(SELECT CAST(NULL AS TIMESTAMP) AS {ident(TIME_COLUMN)} WHERE false)")
+        if table != "events" and not all(s.has_sample for s in segs):
+            return None
         # Fields added after a segment was written are absent from it: they read as NULL.
         present = set().union(*(s.columns for s in segs))
         missing = [f for f in state.fields.values() if f.name.lower() not in present]
         if len(segs) == 1 and not missing:
-            return exp.Table(this=exp.to_identifier("events"), db=exp.to_identifier(segs[0].alias))
-        union = " UNION ALL BY NAME ".join(f"SELECT * FROM {s.alias}.events" for s in segs)
+            return exp.Table(this=exp.to_identifier(table), db=exp.to_identifier(segs[0].alias))
+        union = " UNION ALL BY NAME ".join(f"SELECT * FROM {s.alias}.{table}" for s in segs)
         if missing:
             nulls = ", ".join(f"CAST(NULL AS {f.type}) AS {ident(f.name)}" for f in missing)
             union = f"SELECT *, {nulls} FROM ({union})"
@@ -337,6 +361,12 @@ class DuckDBBackend(Backend):
                     [cutoff],
                 )
                 self._con.execute(f"CREATE TABLE rewrite_tmp._fields AS SELECT * FROM {seg.alias}._fields")
+                if seg.has_sample:
+                    self._con.execute(
+                        f"CREATE TABLE rewrite_tmp.{SAMPLE_TABLE} AS SELECT * FROM {seg.alias}.{SAMPLE_TABLE} "
+                        f"WHERE {ident(TIME_COLUMN)} >= ?",
+                        [cutoff],
+                    )
                 kept = self._con.execute("SELECT count(*) FROM rewrite_tmp.events").fetchone()
                 self._con.execute("DETACH rewrite_tmp")
                 self._con.execute(f"DETACH {seg.alias}")

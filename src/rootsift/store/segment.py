@@ -11,6 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+SAMPLE_TABLE = "events_sample"
+SAMPLE_EVERY = 64
+"""Each segment keeps about one event in ``SAMPLE_EVERY``, chosen independently at random
+when it is written, in ``SAMPLE_TABLE`` (same columns): explain's sampled mode reads its
+baseline from there (docs/storage.md)."""
+SAMPLE_SQL = f"random() < {1 / SAMPLE_EVERY!r}"
+
 
 @dataclass
 class Segment:
@@ -23,6 +30,8 @@ class Segment:
     min_ts: datetime | None = None
     max_ts: datetime | None = None
     columns: set[str] = field(default_factory=set)
+    has_sample: bool = False
+    """The file holds ``SAMPLE_TABLE``, a uniform sample of its events."""
 
     def overlaps(self, start: datetime | None, end: datetime | None) -> bool:
         """True when the segment may hold events in [start, end)."""

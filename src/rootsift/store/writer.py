@@ -12,7 +12,7 @@ import duckdb
 
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
 from rootsift.store.driver import translate
-from rootsift.store.segment import Segment
+from rootsift.store.segment import SAMPLE_SQL, SAMPLE_TABLE, Segment
 from rootsift.store.sqltext import ident
 
 if TYPE_CHECKING:
@@ -127,6 +127,10 @@ class SegmentWriter:
                     cur.execute("ROLLBACK")
                     return None
                 self._register(seg, columns, new_fields)
+                cur.execute(
+                    f"INSERT INTO {seg.alias}.{SAMPLE_TABLE} BY NAME "
+                    f"SELECT * FROM {seg.alias}.events WHERE rowid >= {before} AND {SAMPLE_SQL}"
+                )
                 cur.execute("COMMIT")
             except duckdb.Error:
                 with contextlib.suppress(duckdb.Error):
@@ -151,6 +155,9 @@ class SegmentWriter:
         self._add_columns(seg, stage_cols)
         self._register(seg, stage_cols, item.new_fields)
         self.cur.execute(f"INSERT INTO {seg.alias}.events BY NAME SELECT * FROM {ident(item.table)}")
+        self.cur.execute(
+            f"INSERT INTO {seg.alias}.{SAMPLE_TABLE} BY NAME SELECT * FROM {ident(item.table)} WHERE {SAMPLE_SQL}"
+        )
 
     def _add_columns(self, seg: Segment, columns: dict[str, str]) -> None:
         have = {r[0]: r[1] for r in self.cur.execute(f"DESCRIBE {seg.alias}.events").fetchall()}
@@ -158,13 +165,14 @@ class SegmentWriter:
         if not missing:
             return
         row = self.cur.execute(f"SELECT count(*) FROM {seg.alias}.events").fetchone()
-        if row is not None and row[0] == 0:  # an empty segment: one CREATE is cheaper than many ALTERs
-            cols = ", ".join(f"{ident(c)} {t}" for c, t in {**have, **missing}.items())
-            self.cur.execute(f"DROP TABLE {seg.alias}.events")
-            self.cur.execute(f"CREATE TABLE {seg.alias}.events ({cols})")
-            return
-        for col, ctype in missing.items():
-            self.cur.execute(f"ALTER TABLE {seg.alias}.events ADD COLUMN {ident(col)} {ctype}")
+        for table in ("events", SAMPLE_TABLE):  # the sample keeps the same columns
+            if row is not None and row[0] == 0:  # an empty segment: one CREATE is cheaper than many ALTERs
+                cols = ", ".join(f"{ident(c)} {t}" for c, t in {**have, **missing}.items())
+                self.cur.execute(f"DROP TABLE {seg.alias}.{table}")
+                self.cur.execute(f"CREATE TABLE {seg.alias}.{table} ({cols})")
+                continue
+            for col, ctype in missing.items():
+                self.cur.execute(f"ALTER TABLE {seg.alias}.{table} ADD COLUMN {ident(col)} {ctype}")
 
     def _register(self, seg: Segment, columns: dict[str, str], new_fields: list[FieldInfo]) -> None:
         """Record each field's path and type in the segment's ``_fields`` (same transaction)."""

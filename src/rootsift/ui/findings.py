@@ -18,10 +18,13 @@ def explanation(console: Console, result: Explanation, limit: int = 20) -> None:
     """The selection and baseline, then the findings (most explanatory first) and warnings."""
     console.print(_group("selection", result.selection))
     console.print(_group("baseline", result.baseline))
+    sampling = result.method.get("sampling")
+    if sampling:
+        console.print(f"[dim]sampled: {sampling['statement']}[/dim]")
     if not result.findings:
         console.print("[dim]no significant difference between the selection and the baseline[/dim]")
     else:
-        rows = [(f.describe(), *sides(f), f"{f.q_value:.2g}") for f in result.findings[:limit]]
+        rows = [(what(f), *sides(f), f"{f.q_value:.2g}") for f in result.findings[:limit]]
         _table(console, result.findings[:limit], rows)
         if len(result.findings) > limit:
             console.print(f"[dim]{len(result.findings) - limit} more findings: --limit or --json[/dim]")
