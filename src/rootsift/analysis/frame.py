@@ -118,13 +118,11 @@ class Frame:
             items.append(f"CAST({every} AS DOUBLE) AS {W}")
         where_sql, scope_params = self.range_filter()
         params += scope_params
-        # the selection condition again, in the filter: bound again
-        again = f"COALESCE({self._condition(self.select, self.select_from, self.select_to, params)}, false)"
-        if keep_only == "selection":
-            keep = again
-        else:
+        keep = "true"  # both groups, the baseline being the rest
+        if keep_only != "both" or self.baseline:  # the selection condition again, in the filter: bound again
+            again = f"COALESCE({self._condition(self.select, self.select_from, self.select_to, params)}, false)"
             base = f"COALESCE({self._condition(self.baseline, None, None, params)}, false)" if self.baseline else "true"
-            keep = f"{again} OR {base}" if keep_only == "both" else f"NOT {again} AND {base}"
+            keep = {"both": f"{again} OR {base}", "selection": again, "baseline": f"NOT {again} AND {base}"}[keep_only]
         text = f"SELECT {', '.join(items)} FROM {relation} WHERE ({where_sql}) AND ({keep})"
         return text, params
 
