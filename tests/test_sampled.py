@@ -126,3 +126,19 @@ def test_sampled_a_a_calibration(tmp_path: Path) -> None:
                 with_findings += bool(result.findings)
     assert runs == 60
     assert with_findings <= 6, f"{with_findings} of {runs} sampled A/A runs reported a finding"
+
+
+def test_a_large_selection_is_read_from_the_sample_too(big: Rootsift) -> None:
+    """A selection the sample already holds 1,000 times over is read from the sample (a
+    scattered selection costs nearly a full scan), and says so with its own error."""
+    exact = big.explain("api", select="queue_ms > 2")
+    fast = big.explain("api", select="queue_ms > 2", sampled=True)
+    sampling = fast.method["sampling"]
+    assert sampling["selection"].startswith("the store's uniform sample")
+    assert within_binomial(fast.selection["events"], exact.selection["events"])
+    assert 0 < sampling["share_error_95"] < 0.05 and 0 < sampling["selection_share_error_95"] < 0.05
+    assert fast.selection["weighted_events"] == SAMPLE_EVERY * fast.selection["events"]
+    # fewer events, less power: what it finds, the exact run finds too
+    assert {(f.kind, f.field, repr(f.value)) for f in fast.findings} <= {
+        (f.kind, f.field, repr(f.value)) for f in exact.findings
+    }

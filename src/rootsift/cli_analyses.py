@@ -33,7 +33,7 @@ from rootsift.ui import report_html
 @click.option(
     "--sampled",
     is_flag=True,
-    help="Baseline from the store's 1-in-64 uniform sample (selection exact); the error is stated.",
+    help="Read from the store's 1-in-64 uniform sample (a rare selection exactly); the error is stated.",
 )
 @click.option("--limit", type=int, default=20, show_default=True, help="Findings shown in the terminal.")
 @common(read_only=True)

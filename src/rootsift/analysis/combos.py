@@ -150,7 +150,8 @@ def _cube(frame: Frame, fields: list[str], candidates: list[Finding]) -> tuple[n
         columns.append((f"CASE {' '.join(whens)} ELSE -1 END", f"__c{i}", params))
     source, params = frame.sql(columns)
     keys = ", ".join(ident(f"__c{i}") for i in range(len(fields)))
-    weight = f"sum({W})" if frame.weighted else "count(*)"
+    weight = f"sum({W})" if frame.weight else "count(*)"
+    f1, f0 = (1.0, 1.0) if frame.weight else frame.factors
     sql = (
         f"SELECT {keys}, coalesce({weight} FILTER (WHERE {SEL}), 0), coalesce({weight} FILTER (WHERE NOT {SEL}), 0) "
         f"FROM ({source}) GROUP BY ALL"
@@ -158,7 +159,7 @@ def _cube(frame: Frame, fields: list[str], candidates: list[Finding]) -> tuple[n
     rows = frame.backend.execute_sql(sql, params).rows
     n = len(fields)
     codes = np.array([r[:n] for r in rows], dtype=np.int64).reshape(len(rows), n)
-    return codes, np.array([float(r[n]) for r in rows]), np.array([float(r[n + 1]) for r in rows])
+    return codes, np.array([float(r[n]) * f1 for r in rows]), np.array([float(r[n + 1]) * f0 for r in rows])
 
 
 def _finding(parts: list[Finding], a_w: float, b_w: float, scale: Scale) -> Finding:

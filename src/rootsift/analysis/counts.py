@@ -148,8 +148,9 @@ def _aggregates(frame: Frame) -> tuple[list[str], list[str]]:
     sel = f"FILTER (WHERE {SEL})"
     aggs = ["count(*) AS n_all", f"count(*) {sel} AS sn"]
     derived = ["n_all - sn AS bn"]
-    if not frame.weighted:
-        return aggs, derived + ["sn AS sw", "n_all - sn AS bw"]
+    if not frame.weight:  # constant weights per group (frame.factors): counts times them
+        f1, f0 = frame.factors
+        return aggs, derived + [f"sn * {f1} AS sw", f"(n_all - sn) * {f0} AS bw"]
     aggs += [
         f"sum({W}) AS w_all",
         f"sum({W}) {sel} AS sw_",
@@ -165,23 +166,25 @@ def _aggregates(frame: Frame) -> tuple[list[str], list[str]]:
     return aggs, derived
 
 
-def _cell(row: Any, col: dict[str, int], weighted: bool) -> Cell:
+def _cell(row: Any, col: dict[str, int], frame: Frame) -> Cell:
     sn, bn = float(row[col["sn"]] or 0), float(row[col["bn"]] or 0)
     cell = Cell(sn, bn, float(row[col["sw"]] or 0), float(row[col["bw"]] or 0))
-    cell.sel_w2 = float(row[col["sw2"]] or 0) if weighted else sn
-    cell.base_w2 = float(row[col["bw2"]] or 0) if weighted else bn
+    if frame.weight:
+        cell.sel_w2, cell.base_w2 = float(row[col["sw2"]] or 0), float(row[col["bw2"]] or 0)
+    else:  # constant weights: the sum of squares is the count times the square
+        f1, f0 = frame.factors
+        cell.sel_w2, cell.base_w2 = sn * f1 * f1, bn * f0 * f0
     return cell
 
 
 def _parse(result: Any, owner: dict[int, tuple[str, int]], frame: Frame, plan: FieldPlan, top_values: int) -> Counts:
     col = {name: i for i, name in enumerate(result.columns)}
-    weighted = frame.weighted
     counts = Counts(Cell(), 0.0, 0.0)
     values: dict[str, list[tuple[Any, Cell]]] = defaultdict(list)
     bins: dict[str, list[tuple[int | None, Cell]]] = defaultdict(list)
     heavy = list(plan.heavy)
     for row in result.rows:
-        cell = _cell(row, col, weighted)
+        cell = _cell(row, col, frame)
         gid = int(row[col["__g"]])
         if gid not in owner:  # the grand total
             counts.total = cell
@@ -247,7 +250,7 @@ def _selection_repeats(frame: Frame, plan: FieldPlan, counts: Counts) -> None:
             continue
         value = row[col[f"__f{k}"]]
         if value is not None:
-            cell = _cell(row, col, frame.weighted)
+            cell = _cell(row, col, frame)
             cell.among_common = False
             counts.values.setdefault(names[k], []).append((value, cell))
 

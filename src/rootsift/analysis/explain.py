@@ -128,7 +128,7 @@ def explain(
         [],
         _warnings(total, scale, frame),
         _fields_summary(plan, counts, scale),
-        _method(alpha, top_values, frame, total.base_n),
+        _method(alpha, top_values, frame, total.sel_n, total.base_n),
     )
     if sampled and not frame.sampled:
         out.warnings.append(
@@ -303,19 +303,26 @@ def _fields_summary(plan: Any, counts: Counts, scale: Scale) -> dict[str, Any]:
     return out
 
 
-def _method(alpha: float, top_values: int, frame: Frame, base_rows: float) -> dict[str, Any]:
+def _method(alpha: float, top_values: int, frame: Frame, sel_rows: float, base_rows: float) -> dict[str, Any]:
     out: dict[str, Any] = {"exact": not frame.sampled}
     if frame.sampled:
-        bound = 1.96 * 0.5 / math.sqrt(max(base_rows, 1.0))
+
+        def bound(n: float) -> float:  # the 95 % error of a share estimated from n sampled events, at worst
+            return float(f"{1.96 * 0.5 / math.sqrt(max(n, 1.0)):.3g}")
+
+        sample = f"the store's uniform sample, 1 event in {SAMPLE_EVERY} (each weighing {SAMPLE_EVERY})"
+        sel = f"selection shares from {int(sel_rows):,} sampled events within ±{bound(sel_rows):.2g}, "
         out["sampling"] = {
-            "baseline": f"the store's uniform sample, 1 event in {SAMPLE_EVERY} (each weighing {SAMPLE_EVERY})",
-            "selection": "every event (exact)",
+            "baseline": sample,
+            "selection": sample if frame.selection_sampled else "every event (exact)",
             "baseline_sample_events": int(base_rows),
-            "share_error_95": float(f"{bound:.3g}"),
+            "share_error_95": bound(base_rows),
+            "selection_share_error_95": bound(sel_rows) if frame.selection_sampled else 0.0,
             "statement": (
-                f"baseline shares estimated from {int(base_rows):,} sampled events: each within "
-                f"±{bound:.2g} (95 %, the worst case p = 0.5; ±1.96·√(p(1−p)/n) for a share p); the tests use "
-                "the sample's size, so their p-values already account for it"
+                (sel if frame.selection_sampled else "selection exact, ")
+                + f"baseline shares from {int(base_rows):,} sampled events within ±{bound(base_rows):.2g} "
+                "(95 %, at worst; ±1.96·√(p(1−p)/n) for a share p); the tests use the sample's sizes, so their "
+                "p-values account for it"
             ),
         }
     return out | {

@@ -2,10 +2,13 @@
 as selection or baseline (or neither, and then left out), with its weight.
 
 ``Frame`` renders that as one SQL sub-query with bound parameters; the analyses put their
-aggregates on top. A *sampled* frame reads its selection from every event and its
-baseline from the store's uniform sample (one event in ``SAMPLE_EVERY``), each sampled
-event weighing ``SAMPLE_EVERY``: the weighted counts estimate the baseline's, and the
-effective sizes the statistics use are the sample's. User text reaches SQL only as compiled filters (values bound) and
+aggregates on top. A *sampled* frame reads its baseline from the store's uniform sample
+(one event in ``SAMPLE_EVERY``), each sampled event weighing ``SAMPLE_EVERY``: the
+weighted counts estimate the baseline's, and the effective sizes the statistics use are
+the sample's. Its selection is read from every event, unless the sample already holds
+``SAMPLED_SELECTION_MIN`` selected events: then from the sample too. (Reading a
+selection scattered over the whole range costs nearly a full scan of every column, since
+almost every block holds one of its events.) User text reaches SQL only as compiled filters (values bound) and
 quoted identifiers of known fields.
 """
 
@@ -23,6 +26,8 @@ from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.segment import SAMPLE_EVERY
 from rootsift.store.sqltext import ident
+
+SAMPLED_SELECTION_MIN = 1000
 
 SEL = '"__sel"'
 W = '"__w"'
@@ -43,6 +48,8 @@ class Frame:
     baseline: str | None = None
     sampled: bool = False
     """Baseline from the stored sample (set back to False when the store has none)."""
+    selection_sampled: bool = field(init=False, default=False)
+    """The selection from the stored sample as well (it holds enough selected events)."""
     fields: dict[str, FieldInfo] = field(init=False)
     weight: str | None = field(init=False)
     relation_sql: str = field(init=False)
@@ -64,11 +71,26 @@ class Frame:
         self.sampled = sample is not None
         self.sample_sql = sample.sql(dialect="duckdb") if sample is not None else None
         self.sql()  # unknown fields and bad expressions fail here, before anything runs
+        if self.sample_sql is not None:
+            text, params = self._marked([], self.sample_sql, "selection", 1)
+            found = self.backend.execute_sql(f"SELECT count(*) FROM ({text})", params).rows[0][0]
+            self.selection_sampled = (
+                int(found) >= SAMPLED_SELECTION_MIN
+            )  # unknown fields and bad expressions fail here, before anything runs
 
     @property
     def weighted(self) -> bool:
-        """Events carry a weight column ``__w`` (a sample rate, or the stored sample's)."""
+        """Weighted counts differ from the counts (a sample rate, or the stored sample)."""
         return self.weight is not None or self.sampled
+
+    @property
+    def factors(self) -> tuple[float, float]:
+        """What each selected and each baseline event weighs beyond its sample rate: the
+        stored sample's ``SAMPLE_EVERY`` for a group read from it, else 1. Without a sample
+        rate field the weights are these constants, and counts times them are the weighted
+        counts: no per-event weight column is summed."""
+        every = float(SAMPLE_EVERY)
+        return (every if self.selection_sampled else 1.0, every if self.sampled else 1.0)
 
     def has_selection(self) -> bool:
         return bool(self.select and self.select.strip()) or self.select_from is not None or self.select_to is not None
@@ -92,17 +114,19 @@ class Frame:
 
         ``columns`` are (SQL expression, alias, its parameters) over the dataset's columns.
         """
-        if not self.sampled:
-            return self._marked(columns, self.relation_sql, "both")
-        selected, p1 = self._marked(columns, self.relation_sql, "selection")
-        base, p2 = self._marked(columns, str(self.sample_sql), "baseline")
+        if self.sample_sql is None:
+            return self._marked(columns, self.relation_sql, "both", 1)
+        if self.selection_sampled:
+            return self._marked(columns, self.sample_sql, "both", SAMPLE_EVERY)
+        selected, p1 = self._marked(columns, self.relation_sql, "selection", 1)
+        base, p2 = self._marked(columns, self.sample_sql, "baseline", SAMPLE_EVERY)
         return f"{selected} UNION ALL {base}", p1 + p2
 
     def _marked(
-        self, columns: list[tuple[str, str, list[Any]]] | None, relation: str, keep_only: str
+        self, columns: list[tuple[str, str, list[Any]]] | None, relation: str, keep_only: str, every: int
     ) -> tuple[str, list[Any]]:
-        """The marked events of ``relation``: ``both`` groups, only the ``selection`` or only the
-        ``baseline`` (from the stored sample: weighted by ``SAMPLE_EVERY``)."""
+        """The marked events of ``relation``: ``both`` groups, only the ``selection`` or only
+        the ``baseline``, each weighing ``every`` (times its sample rate)."""
         params: list[Any] = []
         items = []
         for expr, alias, bound in columns or []:
@@ -110,19 +134,18 @@ class Frame:
             params += bound
         sel = self._condition(self.select, self.select_from, self.select_to, params)
         items.append(f"COALESCE({sel}, false) AS {SEL}")
-        every = SAMPLE_EVERY if keep_only == "baseline" else 1
         if self.weight:
             col = ident(self.weight)
             items.append(f"(CASE WHEN {col} >= 1 THEN {col} ELSE 1 END) * {every} AS {W}")
-        elif self.sampled:
-            items.append(f"CAST({every} AS DOUBLE) AS {W}")
         where_sql, scope_params = self.range_filter()
         params += scope_params
         keep = "true"  # both groups, the baseline being the rest
         if keep_only != "both" or self.baseline:  # the selection condition again, in the filter: bound again
-            again = f"COALESCE({self._condition(self.select, self.select_from, self.select_to, params)}, false)"
+            cond = self._condition(self.select, self.select_from, self.select_to, params)
+            again = f"COALESCE({cond}, false)"
             base = f"COALESCE({self._condition(self.baseline, None, None, params)}, false)" if self.baseline else "true"
-            keep = {"both": f"{again} OR {base}", "selection": again, "baseline": f"NOT {again} AND {base}"}[keep_only]
+            # the selection alone as a bare predicate (NULL drops the row), so DuckDB pushes it into the scan
+            keep = {"both": f"{again} OR {base}", "selection": cond, "baseline": f"NOT {again} AND {base}"}[keep_only]
         text = f"SELECT {', '.join(items)} FROM {relation} WHERE ({where_sql}) AND ({keep})"
         return text, params
 

@@ -36,7 +36,7 @@ from rootsift.store.base import (
     check_dataset_name,
 )
 from rootsift.store.driver import translate
-from rootsift.store.segment import SAMPLE_SQL, SAMPLE_TABLE, Segment, segment_file, segment_id
+from rootsift.store.segment import SAMPLE_TABLE, Segment, sample_sql, segment_file, segment_id
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ class DuckDBBackend(Backend):
                 # a segment written before samples were kept gets one now, once
                 self._con.execute(
                     f"CREATE TABLE IF NOT EXISTS {alias}.{SAMPLE_TABLE} AS "
-                    f"SELECT * FROM {alias}.events WHERE {SAMPLE_SQL}"
+                    f"SELECT * FROM {alias}.events WHERE {sample_sql(seg_id)}"
                 )
             seg = Segment(seg_id, path, alias)
             seg.columns = self.columns_of(seg)

@@ -13,10 +13,16 @@ from pathlib import Path
 
 SAMPLE_TABLE = "events_sample"
 SAMPLE_EVERY = 64
-"""Each segment keeps about one event in ``SAMPLE_EVERY``, chosen independently at random
-when it is written, in ``SAMPLE_TABLE`` (same columns): explain's sampled mode reads its
-baseline from there (docs/storage.md)."""
-SAMPLE_SQL = f"random() < {1 / SAMPLE_EVERY!r}"
+"""Each segment keeps about one event in ``SAMPLE_EVERY`` in ``SAMPLE_TABLE`` (same
+columns), chosen when it is written: explain's sampled mode reads from there
+(docs/storage.md)."""
+
+
+def sample_sql(seg_id: int) -> str:
+    """Whether a row of segment ``seg_id``'s ``events`` is in its sample: a hash of its row
+    number and the segment's id, so the choice is independent of the row's content (and of
+    every other row), yet the same each time the same input is ingested."""
+    return f"hash(rowid, {int(seg_id)}) % {SAMPLE_EVERY} = 0"
 
 
 @dataclass

@@ -12,7 +12,7 @@ import duckdb
 
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
 from rootsift.store.driver import translate
-from rootsift.store.segment import SAMPLE_SQL, SAMPLE_TABLE, Segment
+from rootsift.store.segment import SAMPLE_TABLE, Segment, sample_sql
 from rootsift.store.sqltext import ident
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ class SegmentWriter:
                 self._register(seg, columns, new_fields)
                 cur.execute(
                     f"INSERT INTO {seg.alias}.{SAMPLE_TABLE} BY NAME "
-                    f"SELECT * FROM {seg.alias}.events WHERE rowid >= {before} AND {SAMPLE_SQL}"
+                    f"SELECT * FROM {seg.alias}.events WHERE rowid >= {before} AND {sample_sql(seg.id)}"
                 )
                 cur.execute("COMMIT")
             except duckdb.Error:
@@ -154,9 +154,12 @@ class SegmentWriter:
         stage_cols = {r[0]: r[1] for r in self.cur.execute(f"DESCRIBE {ident(item.table)}").fetchall()}
         self._add_columns(seg, stage_cols)
         self._register(seg, stage_cols, item.new_fields)
+        row = self.cur.execute(f"SELECT count(*) FROM {seg.alias}.events").fetchone()
+        before = int(row[0]) if row else 0
         self.cur.execute(f"INSERT INTO {seg.alias}.events BY NAME SELECT * FROM {ident(item.table)}")
         self.cur.execute(
-            f"INSERT INTO {seg.alias}.{SAMPLE_TABLE} BY NAME SELECT * FROM {ident(item.table)} WHERE {SAMPLE_SQL}"
+            f"INSERT INTO {seg.alias}.{SAMPLE_TABLE} BY NAME "
+            f"SELECT * FROM {seg.alias}.events WHERE rowid >= {before} AND {sample_sql(seg.id)}"
         )
 
     def _add_columns(self, seg: Segment, columns: dict[str, str]) -> None:
