@@ -59,6 +59,8 @@ def main() -> None:
     args = parser.parse_args()
     data = store(args.out, args.n)
     heat = QuerySpec(DATASET, calculations=[Calculation.parse("heatmap(duration_ms)")])
+    with Rootsift(data) as rs:  # a store kept from before samples were stored gets them (once)
+        rs.datasets()
     with Rootsift(data, read_only=True) as rs:
         rs.investigate(DATASET)
         rs.query(heat)

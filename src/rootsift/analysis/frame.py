@@ -143,7 +143,9 @@ class Frame:
         if keep_only != "both" or self.baseline:  # the selection condition again, in the filter: bound again
             cond = self._condition(self.select, self.select_from, self.select_to, params)
             again = f"COALESCE({cond}, false)"
-            base = f"COALESCE({self._condition(self.baseline, None, None, params)}, false)" if self.baseline else "true"
+            base = "true"
+            if self.baseline and keep_only != "selection":  # bound only where it is used
+                base = f"COALESCE({self._condition(self.baseline, None, None, params)}, false)"
             # the selection alone as a bare predicate (NULL drops the row), so DuckDB pushes it into the scan
             keep = {"both": f"{again} OR {base}", "selection": cond, "baseline": f"NOT {again} AND {base}"}[keep_only]
         text = f"SELECT {', '.join(items)} FROM {relation} WHERE ({where_sql}) AND ({keep})"

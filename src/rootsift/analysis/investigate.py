@@ -40,6 +40,9 @@ NORMAL_QUANTILE = 0.99
 ONSET_SHARE = 0.02
 ONSET_MIN_EVENTS = 30
 """The onset is the region's earliest bad events: the first 2 % of them, at least 30."""
+SAMPLED_FROM = 5_000_000
+"""From this many events in range, explanations read their baseline from the stored sample
+(explain --sampled: about 80,000 sampled events and more, shares within ±0.0035)."""
 
 
 @dataclass
@@ -82,6 +85,9 @@ def investigate(
     start = start or first
     end = end or last + timedelta(microseconds=1)
     frame = Frame(backend, dataset, start, end, where)
+    rows, params = frame.range_filter()
+    events = int(backend.execute_sql(f"SELECT count(*) FROM {frame.relation_sql} WHERE {rows}", params).rows[0][0])
+    sampled = events >= SAMPLED_FROM
     measure = measure or _default_measure(frame)
     if measure is not None and measure not in frame.fields:
         raise UsageError(f"--measure {measure!r} is not a field of {dataset}")
@@ -89,11 +95,11 @@ def investigate(
     found = _find(frame, measure, start, end, alpha, out.warnings)
     out.anomaly = found
     if found is not None:
-        _explain_region(frame, found, alpha, out)
+        _explain_region(frame, found, alpha, sampled, out)
         _saturation(frame, found, measure, timestamp_at, alpha, out)
     past = []
     for ceiling in to.given_ceilings(frame, timeouts or {}) or to.inferred_ceilings(frame, to.duration_fields(frame)):
-        finding = to.past_ceiling(frame, ceiling, lambda **kw: _explain(frame, alpha, **kw))
+        finding = to.past_ceiling(frame, ceiling, lambda **kw: _explain(frame, alpha, sampled, **kw))
         if finding is not None:
             past.append(finding)
     out.findings.extend(sorted(past, key=lambda f: -f.selection_count))  # the most violated first
@@ -241,8 +247,17 @@ def _find_stall(frame: Frame, start: datetime, end: datetime, alpha: float) -> a
     return a
 
 
-def _explain(frame: Frame, alpha: float, **kw: Any) -> Explanation:
-    return explain(frame.backend, frame.dataset, start=frame.start, end=frame.end, where=frame.where, alpha=alpha, **kw)
+def _explain(frame: Frame, alpha: float, sampled: bool, **kw: Any) -> Explanation:
+    return explain(
+        frame.backend,
+        frame.dataset,
+        start=frame.start,
+        end=frame.end,
+        where=frame.where,
+        alpha=alpha,
+        sampled=sampled,
+        **kw,
+    )
 
 
 def _outside(a: an.Anomaly) -> str:
@@ -267,21 +282,27 @@ def _onset_end(frame: Frame, a: an.Anomaly, bad_sql: str, bad: list[Any]) -> dat
     return min(a.end, row[0][0] + timedelta(microseconds=1)) if row else a.end
 
 
-def _explain_region(frame: Frame, a: an.Anomaly, alpha: float, out: Investigation) -> None:
+def _explain_region(frame: Frame, a: an.Anomaly, alpha: float, sampled: bool, out: Investigation) -> None:
     if a.kind == "stall":
         settle = timedelta(seconds=2 * float(a.detail["bucket_seconds"]))
         out.findings.extend(stall_events(frame, a.start, a.end, settle, an.completion_column(frame)))
         a.detail["completion_field"] = an.completion_column(frame)
-        result = _explain(frame, alpha, select_from=a.start, select_to=a.end + settle, baseline=_outside(a))
+        result = _explain(frame, alpha, sampled, select_from=a.start, select_to=a.end + settle, baseline=_outside(a))
     else:
         column = ident(str(a.measure))
         bad_sql, bad = (f"{column} > ?", [a.threshold]) if a.kind == "latency" else (f"{column} >= 500", [])
         onset_end = _onset_end(frame, a, bad_sql, bad)
         text = f"{to.ident_text(str(a.measure))} {'>' if a.kind == 'latency' else '>='} {a.threshold if a.kind == 'latency' else 500!r}"
-        result = _explain(frame, alpha, select=text, select_from=a.start, select_to=onset_end, baseline=_outside(a))
+        result = _explain(
+            frame, alpha, sampled, select=text, select_from=a.start, select_to=onset_end, baseline=_outside(a)
+        )
         a.detail["onset_to"] = iso(onset_end)
     out.explanation = result
     out.selection, out.baseline = result.selection, result.baseline
+    if "sampling" in result.method:
+        out.warnings.append(
+            f"sampled ({SAMPLED_FROM:,} events or more in range): {result.method['sampling']['statement']}"
+        )
     # a status (499, 502) is what slowness produced: kept, but after where it happened
     causes = [f for f in result.findings if not to.outcome(f)]
     outcomes = [f for f in result.findings if to.outcome(f)]

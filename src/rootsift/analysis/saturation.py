@@ -18,7 +18,8 @@ placed at the event's start, any other at its end (``interval_sql``).
 
 **Waiting vs service.** When the measure has parts among the other duration fields
 (``pool_wait_ms``, ``db_time_ms``: fields never larger than the measure on the same
-event), the rise of the measure's mean in the region is split into each part's rise, with
+event), the rise of the measure's mean in the region over the same length before and
+after it (``around``) is split into each part's rise, with
 a Welch test per part (Bonferroni over the parts). Parts can be nested (nginx's upstream
 connect time is inside its header time, inside its response time), so the shares need
 not add up to one. A part named like waiting (``wait``, ``queue``, ``pending``,
@@ -110,9 +111,9 @@ def in_flight(frame: Frame, a: Anomaly, measure: str | None, parts: list[str], t
     }
     if not spans or frame.start is None or frame.end is None:
         return []
-    length = a.end - a.start
-    lo, hi = max(frame.start, a.start - length), min(frame.end, a.end + length)
-    window = Frame(frame.backend, frame.dataset, lo, hi, frame.where)
+    window = around(frame, a)
+    lo, hi = window.start, window.end
+    assert lo is not None and hi is not None
     unit = unit_field(frame)
     width = timedelta(microseconds=max(1, int((hi - lo) / timedelta(microseconds=1) / SAMPLES)))
     counts = _start_end_counts(window, unit, list(spans.values()), lo, width)
@@ -154,6 +155,15 @@ def in_flight(frame: Frame, a: Anomaly, measure: str | None, parts: list[str], t
     for f in shown:
         f.detail["units_at_ceiling"] = len(shown)
     return shown[:SHOWN_UNITS]
+
+
+def around(frame: Frame, a: Anomaly) -> Frame:
+    """The region and as long again on each side (within the frame's range): where its
+    in-flight counts and its parts are compared with what came before and after."""
+    length = a.end - a.start
+    lo = a.start - length if frame.start is None else max(frame.start, a.start - length)
+    hi = a.end + length if frame.end is None else min(frame.end, a.end + length)
+    return Frame(frame.backend, frame.dataset, lo, hi, frame.where)
 
 
 def _start_end_counts(
@@ -240,8 +250,9 @@ def decomposition(frame: Frame, a: Anomaly, measure: str, parts: list[str], alph
     if m is None or not scaled:
         return None
     per: float = m
-    rel = frame.relation_sql
-    where, params = frame.range_filter()
+    window = around(frame, a)
+    rel = window.relation_sql
+    where, params = window.range_filter()
     ts = ident(TIME_COLUMN)
     inside = f"({ts} >= ? AND {ts} < ?)"
     cols = {measure: ident(measure), **{p: f"({ident(p)} * {s / per})" for p, s in scaled.items()}}
