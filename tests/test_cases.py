@@ -250,8 +250,10 @@ CASES = [
 
 KNOWN = {
     ("gateway-investigate", 4): (
-        "investigate explains the onset with bad = slower than normal's p99 (1.3 s here), which on this seed "
-        "takes in the limited AZ's other slow upstreams: the AZ leads, the upstream is not in the top 3 (issue 5)"
+        "the onset's earliest bad events are taken in completion order (nginx stamps the end), and on this seed "
+        "the first 30 already run past the workers' first saturation: the limited AZ's other upstreams are in "
+        "them, the AZ leads and the upstream is 4th. Ordering the onset by start time (timestamp - duration) "
+        "would take the events that started first"
     ),
 }
 """Cases whose command exists but does not yet find the truth: strict xfail with the reason."""
