@@ -248,14 +248,7 @@ CASES = [
 ]
 
 
-KNOWN = {
-    ("gateway-investigate", 4): (
-        "the onset's earliest bad events are taken in completion order (nginx stamps the end), and on this seed "
-        "the first 30 already run past the workers' first saturation: the limited AZ's other upstreams are in "
-        "them, the AZ leads and the upstream is 4th. Ordering the onset by start time (timestamp - duration) "
-        "would take the events that started first"
-    ),
-}
+KNOWN: dict[tuple[str, int], str] = {}
 """Cases whose command exists but does not yet find the truth: strict xfail with the reason."""
 
 

@@ -103,6 +103,10 @@ def test_timestamp_at_end(tmp_path: Path) -> None:
     held = [f for f in doc["findings"] if f["kind"] == "saturation"]
     assert [f["value"] for f in held] == ["h2"] and held[0]["timestamp_at"] == "end"
     assert 7 <= held[0]["in_flight_ceiling"] <= 8
+    # the onset: the bad requests that started first, not those logged first
+    assert doc["selection"]["time"] == "start: timestamp - duration_ms"
+    first = min(datetime.fromisoformat(f["first_at_ceiling"].replace("Z", "+00:00")) for f in held)
+    assert SLOW_FROM <= (first - START).total_seconds() < SLOW_TO
 
 
 def test_bad_timestamp_at(tmp_path: Path) -> None:

@@ -100,16 +100,21 @@ def explain(
     alpha: float = ALPHA,
     top_values: int = TOP_VALUES,
     sampled: bool = False,
+    select_start_of: str | None = None,
 ) -> Explanation:
     """Compare the selection (``select`` and/or ``select_from``…``select_to``) with the
     baseline (the rest of the range, or the events matching ``baseline``); return the
     fields and values that tell them apart, most explanatory first. ``sampled``: the
-    baseline from the store's uniform sample (the selection stays exact)."""
+    baseline from the store's uniform sample (the selection stays exact).
+    ``select_start_of``: a duration field; the time box bounds each event's start
+    (timestamp less the duration, for logs stamped at completion)."""
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha} must be between 0 and 1")
     if top_values < 1:
         raise UsageError(f"--top {top_values} must be at least 1")
-    frame = Frame(backend, dataset, start, end, where, select, select_from, select_to, baseline, sampled)
+    frame = Frame(
+        backend, dataset, start, end, where, select, select_from, select_to, baseline, sampled, select_start_of
+    )
     if not frame.has_selection():
         raise UsageError("say what to explain: --select EXPR and/or --select-from/--select-to")
     plan = plan_fields(frame)
@@ -130,6 +135,8 @@ def explain(
         _fields_summary(plan, counts, scale),
         _method(alpha, top_values, frame, total.sel_n, total.base_n),
     )
+    if select_start_of and (select_from or select_to):
+        out.selection["time"] = f"start: timestamp - {select_start_of}"
     if sampled and not frame.sampled:
         out.warnings.append(
             "the store has no sample of these events yet (it was opened read-only since it was written; any write, such as an ingest, makes one): exact"

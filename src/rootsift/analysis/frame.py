@@ -48,6 +48,9 @@ class Frame:
     baseline: str | None = None
     sampled: bool = False
     """Baseline from the stored sample (set back to False when the store has none)."""
+    select_start_of: str | None = None
+    """A duration field: ``select_from``/``select_to`` bound each event's start, its
+    timestamp less that duration (the timestamp is the end), not the timestamp."""
     selection_sampled: bool = field(init=False, default=False)
     """The selection from the stored sample as well (it holds enough selected events)."""
     fields: dict[str, FieldInfo] = field(init=False)
@@ -91,6 +94,18 @@ class Frame:
         counts: no per-event weight column is summed."""
         every = float(SAMPLE_EVERY)
         return (every if self.selection_sampled else 1.0, every if self.sampled else 1.0)
+
+    def start_sql(self) -> str:
+        """SQL for the time the selection's time box bounds: the timestamp, or the event's
+        start (``select_start_of``)."""
+        ts = ident(TIME_COLUMN)
+        name = self.select_start_of
+        if name is None:
+            return ts
+        if name not in self.fields:
+            raise QuerySpecError(f"no field {name!r} to take the start from")
+        scale = 1000.0 if name.lower().endswith("_ms") else 1_000_000.0
+        return f"({ts} - to_microseconds(CAST(coalesce({ident(name)}, 0) * {scale} AS BIGINT)))"
 
     def has_selection(self) -> bool:
         return bool(self.select and self.select.strip()) or self.select_from is not None or self.select_to is not None
@@ -158,7 +173,7 @@ class Frame:
             parts.append(
                 f"({compile_filter(parse_filter(text), compiler.column, compiler.bind).sql(dialect='duckdb')})"
             )
-        ts = ident(TIME_COLUMN)
+        ts = self.start_sql() if lo is not None or hi is not None else ident(TIME_COLUMN)
         if lo is not None:
             parts.append(f"{ts} >= ?")
             compiler.params.append(lo)

@@ -79,6 +79,8 @@ def investigate(
     alpha: float = ALPHA,
 ) -> Investigation:
     """Find the dataset's anomalous region and explain it (see the module docstring)."""
+    if timestamp_at not in ("start", "end"):
+        raise UsageError(f"--timestamp-at must be start or end, not {timestamp_at!r}")
     first, last = backend.span(dataset)
     if first is None or last is None:
         return Investigation(dataset, None, [], warnings=["the dataset is empty"])
@@ -95,7 +97,8 @@ def investigate(
     found = _find(frame, measure, start, end, alpha, out.warnings)
     out.anomaly = found
     if found is not None:
-        _explain_region(frame, found, alpha, sampled, out)
+        start_of = measure if timestamp_at == "end" and found.kind != "stall" else None
+        _explain_region(frame, found, alpha, sampled, start_of, out)
         _saturation(frame, found, measure, timestamp_at, alpha, out)
     past = []
     for ceiling in to.given_ceilings(frame, timeouts or {}) or to.inferred_ceilings(frame, to.duration_fields(frame)):
@@ -111,8 +114,6 @@ def investigate(
 def _saturation(
     frame: Frame, a: an.Anomaly, measure: str | None, timestamp_at: str, alpha: float, out: Investigation
 ) -> None:
-    if timestamp_at not in ("start", "end"):
-        raise UsageError(f"--timestamp-at must be start or end, not {timestamp_at!r}")
     if measure is None:
         return
     split = sat.decomposition(frame, a, measure, to.duration_fields(frame), alpha)
@@ -266,10 +267,11 @@ def _outside(a: an.Anomaly) -> str:
 
 def _onset_end(frame: Frame, a: an.Anomaly, bad_sql: str, bad: list[Any]) -> datetime:
     """Just after the region's earliest bad events (``ONSET_SHARE`` of them, at least
-    ``ONSET_MIN_EVENTS``): where the cause shows before its consequences spread."""
+    ``ONSET_MIN_EVENTS``): where the cause shows before its consequences spread. Earliest
+    by start when the frame says where events start (their timestamp is the end)."""
     rel = frame.backend.relation(frame.dataset, a.start, a.end).sql(dialect="duckdb")
     where, params = frame.range_filter()
-    ts = ident("timestamp")
+    ts = frame.start_sql()
     inside = f"({where}) AND {ts} >= ? AND {ts} < ? AND {bad_sql}"
     args = [*params, a.start, a.end, *bad]
     total = int(frame.backend.execute_sql(f"SELECT count(*) FROM {rel} WHERE {inside}", args).rows[0][0])
@@ -282,7 +284,10 @@ def _onset_end(frame: Frame, a: an.Anomaly, bad_sql: str, bad: list[Any]) -> dat
     return min(a.end, row[0][0] + timedelta(microseconds=1)) if row else a.end
 
 
-def _explain_region(frame: Frame, a: an.Anomaly, alpha: float, sampled: bool, out: Investigation) -> None:
+def _explain_region(
+    frame: Frame, a: an.Anomaly, alpha: float, sampled: bool, start_of: str | None, out: Investigation
+) -> None:
+    """``start_of``: the duration field that gives each event's start (its timestamp is its end)."""
     if a.kind == "stall":
         settle = timedelta(seconds=2 * float(a.detail["bucket_seconds"]))
         out.findings.extend(stall_events(frame, a.start, a.end, settle, an.completion_column(frame)))
@@ -291,10 +296,18 @@ def _explain_region(frame: Frame, a: an.Anomaly, alpha: float, sampled: bool, ou
     else:
         column = ident(str(a.measure))
         bad_sql, bad = (f"{column} > ?", [a.threshold]) if a.kind == "latency" else (f"{column} >= 500", [])
-        onset_end = _onset_end(frame, a, bad_sql, bad)
+        starts = Frame(frame.backend, frame.dataset, frame.start, frame.end, frame.where, select_start_of=start_of)
+        onset_end = _onset_end(starts, a, bad_sql, bad)
         text = f"{to.ident_text(str(a.measure))} {'>' if a.kind == 'latency' else '>='} {a.threshold if a.kind == 'latency' else 500!r}"
         result = _explain(
-            frame, alpha, sampled, select=text, select_from=a.start, select_to=onset_end, baseline=_outside(a)
+            frame,
+            alpha,
+            sampled,
+            select=text,
+            select_from=a.start,
+            select_to=onset_end,
+            baseline=_outside(a),
+            select_start_of=start_of,
         )
         a.detail["onset_to"] = iso(onset_end)
     out.explanation = result
