@@ -215,3 +215,30 @@ def test_cli_json_contract(tmp_path: Path) -> None:
     assert text.exit_code == 0 and "selection" in text.output and "queue_ms" in text.output
     bad = CliRunner().invoke(main, ["explain", "api", "--data", str(data), "--select", "nope >", "--json"])
     assert bad.exit_code == 2 and "error" in json.loads(bad.stdout)
+
+
+def test_select_by_start(tmp_path: Path) -> None:
+    """Logs stamped at completion: the time box bounds each event's start instead."""
+    data = tmp_path / "data"
+    rows = homogeneous(9, 4000)
+    for r in rows:  # seconds-long requests, events 0.9 s apart: starts cross the box's edges
+        r["duration_ms"] = round(r["duration_ms"] * 100, 3)
+    with Rootsift(data) as rs:
+        rs.ingest(write_events(tmp_path / "e.jsonl", rows), "api")
+        box = {"select_from": START + timedelta(minutes=10), "select_to": START + timedelta(minutes=20)}
+        by_end = rs.explain("api", **box)
+        by_start = rs.explain("api", **box, select_start_of="duration_ms")
+        started = sum(
+            1
+            for r in rows
+            if box["select_from"]
+            <= datetime.fromisoformat(r["timestamp"]) - timedelta(milliseconds=r["duration_ms"])
+            < box["select_to"]
+        )
+    assert by_start.selection["events"] == started != by_end.selection["events"]
+    assert by_start.selection["time"] == "start: timestamp - duration_ms"
+    bad = CliRunner().invoke(
+        main,
+        ["explain", "api", "--select-from", "2024-06-01T00:10:00Z", "--select-by-start", "nope", "--data", str(data)],
+    )
+    assert bad.exit_code == 2 and "nope" in bad.output

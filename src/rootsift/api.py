@@ -146,6 +146,7 @@ class Rootsift:
         alpha: float = ALPHA,
         top_values: int = TOP_VALUES,
         sampled: bool = False,
+        select_start_of: str | None = None,
         now: datetime | None = None,
     ) -> Explanation:
         """What is different about the selected events: ``select`` (a filter) and/or the
@@ -166,6 +167,7 @@ class Rootsift:
             alpha=alpha,
             top_values=top_values,
             sampled=sampled,
+            select_start_of=select_start_of,
         )
 
     def investigate(

@@ -31,6 +31,13 @@ from rootsift.ui import report_html
 @click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False discovery rate for findings.")
 @click.option("--top", "top_values", type=int, default=TOP_VALUES, show_default=True, help="Values tested per field.")
 @click.option(
+    "--select-by-start",
+    "select_start_of",
+    metavar="FIELD",
+    default=None,
+    help="The time box bounds each event's start, its timestamp less this duration (logs stamped at completion).",
+)
+@click.option(
     "--sampled",
     is_flag=True,
     help="Read from the store's 1-in-64 uniform sample (a rare selection exactly); the error is stated.",
@@ -50,6 +57,7 @@ def explain(
     where: str | None,
     alpha: float,
     top_values: int,
+    select_start_of: str | None,
     sampled: bool,
     limit: int,
 ) -> None:
@@ -70,6 +78,7 @@ def explain(
         alpha=alpha,
         top_values=top_values,
         sampled=sampled,
+        select_start_of=select_start_of,
     )
     if as_json:
         emit_json(result.as_dict())
@@ -191,7 +200,10 @@ def _investigate(rs: Rootsift, p: dict[str, Any]) -> Any:
 
 
 def _explain(rs: Rootsift, p: dict[str, Any]) -> Any:
-    keys = ("start", "end", "where", "select", "select_from", "select_to", "baseline", "alpha", "top_values", "sampled")
+    keys = (
+        *("start", "end", "where", "select", "select_from", "select_to", "baseline"),
+        *("alpha", "top_values", "sampled", "select_start_of"),
+    )
     return rs.explain(p["dataset"], **{k: p[k] for k in keys})
 
 

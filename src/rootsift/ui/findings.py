@@ -56,6 +56,8 @@ def _group(name: str, g: dict[str, Any]) -> str:
         parts.append("(the rest of the range)")
     if g.get("from") or g.get("to"):
         parts.append(f"from {g.get('from') or 'the start'} to {g.get('to') or 'the end'}")
+    if g.get("time"):
+        parts.append(f"(by {g['time']})")
     return " ".join(parts)
 
 

@@ -234,6 +234,8 @@ def _reproduce(f: Finding, result: Investigation, command: list[str]) -> list[st
         out += ["--select-from", sel["from"]]
     if sel.get("to"):
         out += ["--select-to", sel["to"]]
+    if str(sel.get("time", "")).startswith("start: timestamp - "):
+        out += ["--select-by-start", sel["time"].removeprefix("start: timestamp - ")]
     if bl.get("where"):
         out += ["--baseline", bl["where"]]
     return out + tail
