@@ -187,9 +187,15 @@ def memleak_trends(result: Result, truth: Truth) -> None:
 
 
 def memleak_compare(result: Result, truth: Truth) -> None:
-    """5.0 (A) against 5.3 (B): less unreclaimable slab on 5.3, page cache the same."""
-    assert metric(result, "max(sunreclaim_bytes)")["verdict"] == "improvement"
-    assert metric(result, "max(active_file_bytes)")["verdict"] == "no change"
+    """5.0 (A) against 5.3 (B), one value per host: far less unreclaimable slab on 5.3. Page
+    cache is not the leak: it is not a regression (it may differ, as the leaking hosts
+    have less memory left to cache with; with four hosts a side it is not significant).
+    A cohort of two hosts cannot show anything at the metrics' Bonferroni level (Welch on
+    one degree of freedom): then the verdict must only not be a regression."""
+    slab = metric(result, "max(sunreclaim_bytes)")
+    assert slab["unit"] == "host"
+    assert slab["verdict"] == "improvement" if min(slab["n_a"], slab["n_b"]) >= 3 else slab["verdict"] != "regression"
+    assert metric(result, "max(active_file_bytes)")["verdict"] != "regression"
 
 
 # --- consul ----------------------------------------------------------------------------

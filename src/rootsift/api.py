@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from rootsift.analysis.compare import Comparison, Metric, compare, parse_metrics
 from rootsift.analysis.explain import ALPHA, TOP_VALUES, Explanation, explain
 from rootsift.analysis.investigate import Investigation, investigate
 from rootsift.ingest.formats.base import FormatOptions
@@ -168,6 +169,40 @@ class Rootsift:
             top_values=top_values,
             sampled=sampled,
             select_start_of=select_start_of,
+        )
+
+    def compare(
+        self,
+        dataset: str,
+        *,
+        a: str | None = None,
+        b: str | None = None,
+        a_from: Moment = None,
+        a_to: Moment = None,
+        b_from: Moment = None,
+        b_to: Moment = None,
+        where: str | None = None,
+        metrics: str | list[Metric] | None = None,
+        tolerance: dict[str, float] | None = None,
+        per: str | None = None,
+        alpha: float = ALPHA,
+        now: datetime | None = None,
+    ) -> Comparison:
+        """Cohort A (filter ``a`` and/or ``a_from``…``a_to``) against cohort B on each metric
+        (``p50(duration_ms),rate(status >= 500)``…), with a verdict. docs/compare.md."""
+        now = now or datetime.now(UTC)
+        return compare(
+            self.backend,
+            dataset,
+            a=a,
+            b=b,
+            a_range=(_moment(a_from, now), _moment(a_to, now)),
+            b_range=(_moment(b_from, now), _moment(b_to, now)),
+            where=where,
+            metrics=parse_metrics(metrics) if isinstance(metrics, str) else metrics,
+            tolerance=tolerance,
+            per=per,
+            alpha=alpha,
         )
 
     def investigate(

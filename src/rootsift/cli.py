@@ -300,6 +300,8 @@ def demo(rs: Rootsift, as_json: bool, name: str | None, out_dir: Path | None, se
             out.print(f"\n[bold]$ {command}[/bold]", highlight=False)
             if hasattr(result, "anomaly"):
                 findings_view.investigation(out, result, limit=5)
+            elif hasattr(result, "verdict"):
+                findings_view.comparison(out, result)
             else:
                 findings_view.explanation(out, result, limit=5)
     for w in warnings:

@@ -1,4 +1,4 @@
-"""The analysis commands of the CLI (``explain``), thin layers over the Python API."""
+"""The analysis commands of the CLI (explain, investigate, compare), thin layers over the Python API."""
 
 from __future__ import annotations
 
@@ -165,6 +165,92 @@ def investigate(
         out.print(f"report written to {report}")
 
 
+@main.command()
+@click.argument("dataset")
+@click.option("--a", "a", default=None, help="Cohort A (the baseline), a filter, e.g. 'version = \"1.4\"'.")
+@click.option("--b", "b", default=None, help="Cohort B (the change), a filter.")
+@click.option("--a-from", default=None, help="Start of cohort A's time range.")
+@click.option("--a-to", default=None, help="End of cohort A's time range.")
+@click.option("--b-from", default=None, help="Start of cohort B's time range.")
+@click.option("--b-to", default=None, help="End of cohort B's time range.")
+@click.option("--where", default=None, help="Only compare events matching this filter.")
+@click.option(
+    "--metrics",
+    default=None,
+    help="Comma-separated: pNN(field), avg(field), max(field), min(field), rate(filter) "
+    "(default: p50/p90/p99 of the duration field and the 5xx rate).",
+)
+@click.option(
+    "--tolerance",
+    "tolerances",
+    multiple=True,
+    metavar="METRIC=PCT",
+    help="A relative change that does not matter, e.g. 'p99(duration_ms)=10%' (repeatable).",
+)
+@click.option("--per", default=None, help="Compare one value per unit of this field (default: host for max/min).")
+@click.option("--alpha", type=float, default=ALPHA, show_default=True, help="Significance over all the metrics.")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when the verdict is a regression.")
+@common(read_only=True)
+def compare(
+    rs: Rootsift,
+    as_json: bool,
+    dataset: str,
+    a: str | None,
+    b: str | None,
+    a_from: str | None,
+    a_to: str | None,
+    b_from: str | None,
+    b_to: str | None,
+    where: str | None,
+    metrics: str | None,
+    tolerances: tuple[str, ...],
+    per: str | None,
+    alpha: float,
+    fail_on_regression: bool,
+) -> None:
+    """Cohort A against cohort B, metric by metric: values, change, interval, test and a
+    verdict (improvement, regression, no change, not enough data).
+
+    Example: rootsift compare api --a 'version = "1.4"' --b 'version = "1.5"'
+    """
+    result = rs.compare(
+        dataset,
+        a=a,
+        b=b,
+        a_from=a_from,
+        a_to=a_to,
+        b_from=b_from,
+        b_to=b_to,
+        where=where,
+        metrics=metrics,
+        tolerance=parse_tolerances(tolerances),
+        per=per,
+        alpha=alpha,
+    )
+    if as_json:
+        emit_json(result.as_dict())
+    else:
+        view.comparison(out, result)
+    if fail_on_regression and result.verdict == "regression":
+        sys.exit(1)
+
+
+def parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:
+    """``METRIC=PCT`` flags (``p99(duration_ms)=10%`` or ``=0.1``) as relative tolerances."""
+    out: dict[str, float] = {}
+    for item in items:
+        name, eq, text = item.rpartition("=")
+        text = text.strip()
+        try:
+            value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            value = -1.0
+        if not eq or not name.strip() or value < 0:
+            raise UsageError(f"--tolerance {item!r} is not METRIC=PCT (e.g. 'p99(duration_ms)=10%')")
+        out[name.strip()] = value
+    return out
+
+
 def parse_timeouts(items: tuple[str, ...]) -> dict[str, float]:
     """``FIELD=DURATION`` flags as limits in the field's unit (``_ms`` fields in milliseconds, else seconds)."""
     limits: dict[str, float] = {}
@@ -207,4 +293,13 @@ def _explain(rs: Rootsift, p: dict[str, Any]) -> Any:
     return rs.explain(p["dataset"], **{k: p[k] for k in keys})
 
 
-IN_PROCESS: dict[str, Callable[[Rootsift, dict[str, Any]], Any]] = {"investigate": _investigate, "explain": _explain}
+def _compare(rs: Rootsift, p: dict[str, Any]) -> Any:
+    keys = ("a", "b", "a_from", "a_to", "b_from", "b_to", "where", "metrics", "per", "alpha")
+    return rs.compare(p["dataset"], tolerance=parse_tolerances(p["tolerances"]), **{k: p[k] for k in keys})
+
+
+IN_PROCESS: dict[str, Callable[[Rootsift, dict[str, Any]], Any]] = {
+    "investigate": _investigate,
+    "explain": _explain,
+    "compare": _compare,
+}

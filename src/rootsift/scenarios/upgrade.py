@@ -99,7 +99,7 @@ class Upgrade(Scenario):
                 "upgrade_hosts",
                 *before_after,
                 "--where",
-                'name = "process_resident_memory_bytes"',
+                'metric = "process_resident_memory_bytes"',
                 "--metrics",
                 "avg(value)",
             ],

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from rootsift.analysis.compare import Comparison
 from rootsift.analysis.explain import Explanation
 from rootsift.analysis.findings import Finding, iso, show
 from rootsift.analysis.investigate import Investigation
@@ -145,3 +147,49 @@ def what(f: Finding) -> str:
         return past + (f": {who}" if who else "")
     within = f.detail.get("within")
     return f.describe() + (f" (within {within['field']} = {show(within['value'])})" if within else "")
+
+
+VERDICT_STYLE = {"regression": "bold red", "improvement": "bold green", "no change": "", "not enough data": "yellow"}
+
+
+def comparison(console: Console, result: Comparison) -> None:
+    """The cohorts, a row per metric (A, B, change with its interval, p, verdict), the
+    quantile curves, and the overall verdict."""
+    for name, g in (("A", result.a), ("B", result.b)):
+        console.print(_group(name, g))
+    t = Table(show_edge=False, header_style="bold")
+    for col in ("metric", "unit", "A", "B", "change", "interval", "p", "verdict"):
+        t.add_column(col, justify="left" if col in ("metric", "unit", "verdict") else "right")
+    for m in result.metrics:
+        t.add_row(
+            m["metric"],
+            str(m.get("unit", "")),
+            num(m.get("a")),
+            num(m.get("b")),
+            _change(m.get("relative_change")),
+            f"{_change(m['ci'][0])} … {_change(m['ci'][1])}",
+            f"{m['p_value']:.2g}",
+            f"[{VERDICT_STYLE.get(m['verdict'], '')}]{m['verdict']}[/]"
+            if VERDICT_STYLE.get(m["verdict"])
+            else m["verdict"],
+        )
+    console.print(t)
+    for m in result.metrics:
+        if m.get("curve"):
+            cells = "  ".join(
+                f"p{100 * c['q']:g} {_change(c['relative_change'])} [{_change(c['ci'][0])}, {_change(c['ci'][1])}]"
+                for c in m["curve"]
+            )
+            console.print(f"[dim]{m['field']} by quantile, B vs A: {cells}[/dim]")
+            break
+    style = VERDICT_STYLE.get(result.verdict, "")
+    console.print(f"verdict: [{style}]{result.verdict}[/]" if style else f"verdict: {result.verdict}")
+    warnings(console, result.warnings)
+
+
+def _change(x: float | None) -> str:
+    if x is None:
+        return "∅"
+    if math.isinf(x):
+        return "+∞" if x > 0 else "−∞"
+    return f"{100 * x:+.1f} %"

@@ -1,0 +1,525 @@
+"""compare: cohort A against cohort B, metric by metric, with a verdict a rollout can gate on.
+
+A cohort is a filter (``version = "1.4"``) and/or a time range (before a deploy). Each
+metric gets A's and B's values, the change (absolute and relative), a confidence
+interval, a test suited to it, and a verdict against a tolerance:
+
+- ``pNN(field)``: quantiles of the events. The estimate is exact (DuckDB's
+  ``quantile_cont``). The interval and the p-value come from a bootstrap of both cohorts
+  (multinomial resampling of their counts in log-spaced bins of 0.5 %, so the cost does
+  not grow with the events). A quantile field also gets the whole **curve**, p50 to
+  p99.9, with a band per quantile: "p85 and up regressed, p50 did not" is visible.
+- ``avg(field)``: the difference of means, Welch's interval and test.
+- ``rate(FILTER)``: the share of events matching the filter. Fisher's exact test and
+  Newcombe's interval for the difference; when A has none and B has some, the relative
+  change is infinite and the test decides alone (errors in B, none in A).
+- ``max(field)``, ``min(field)``: a per-unit statistic (a host's peak memory). The unit
+  is the events' host (``--per``), so several hosts per cohort are not pseudo-replicated:
+  Mann–Whitney on the units' values, the Hodges–Lehmann shift with Moses' interval.
+  ``--per FIELD`` compares any metric per unit (an ``avg`` per host).
+
+Verdicts, with ``tolerance`` the relative change that does not matter (defaults in
+``TOLERANCE``). Larger is worse (latency, memory, errors), unless the field's name says
+larger is better (``HIGHER_IS_BETTER``: available or free memory, throughput, hits):
+
+- **regression** / **improvement**: significant (after Bonferroni over the metrics) and
+  the estimated change beyond the tolerance;
+- **no change**: the whole interval within the tolerance, or significant but within it;
+- **not enough data**: neither (the interval reaches past the tolerance on a side
+  without the change being significant).
+
+The overall verdict is a regression if any metric regressed, else an improvement if any
+improved, else no change when all are unchanged, else not enough data.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from rootsift.analysis.findings import iso
+from rootsift.analysis.frame import Frame
+from rootsift.analysis.saturation import unit_field
+from rootsift.errors import QuerySpecError, UsageError
+from rootsift.store.duckdb import DuckDBBackend
+from rootsift.store.sqltext import ident
+
+ALPHA = 0.05
+TOLERANCE = {"quantile": 0.05, "avg": 0.05, "max": 0.05, "min": 0.05, "rate": 0.10}
+"""Relative changes that do not matter, per metric kind (``--tolerance`` overrides)."""
+BOOTSTRAP = 2000
+STEPS = 128
+"""Log-spaced bins per doubling for the quantile bootstrap: 0.54 % wide."""
+CURVE = (0.5, 0.75, 0.85, 0.9, 0.95, 0.99, 0.999)
+SEED = 20261121
+"""The bootstrap's seed: the same data give the same intervals."""
+HIGHER_IS_BETTER = ("available", "free", "throughput", "success", "hit", "rps", "qps", "goodput")
+_METRIC = re.compile(r"^(?:p(?P<q>\d+(?:\.\d+)?)|(?P<agg>avg|mean|max|min|rate))\((?P<arg>.*)\)$", re.S)
+
+
+@dataclass
+class Metric:
+    text: str
+    kind: str  # quantile | avg | max | min | rate
+    field: str | None = None
+    q: float | None = None
+    filter: str | None = None
+
+
+@dataclass
+class Comparison:
+    dataset: str
+    a: dict[str, Any]
+    b: dict[str, Any]
+    verdict: str
+    metrics: list[dict[str, Any]]
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    method: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "verdict": self.verdict,
+            "a": self.a,
+            "b": self.b,
+            "metrics": self.metrics,
+            "findings": self.findings,
+            "warnings": self.warnings,
+            "method": self.method,
+        }
+
+
+def parse_metrics(text: str) -> list[Metric]:
+    """``p50(duration_ms),avg(rss_bytes),rate(status >= 500)`` as metrics (commas inside
+    parentheses belong to the argument)."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text + ","):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            if text[start:i].strip():
+                items.append(text[start:i].strip())
+            start = i + 1
+    out = []
+    for item in items:
+        m = _METRIC.match(item)
+        if m is None or not m.group("arg").strip():
+            raise UsageError(
+                f"--metrics: {item!r} is not pNN(field), avg(field), max(field), min(field) or rate(filter)"
+            )
+        arg = m.group("arg").strip()
+        if m.group("q") is not None:
+            q = round(float(m.group("q")) / 100, 9)
+            if not 0 < q < 1:
+                raise UsageError(f"--metrics: {item!r}: the quantile must be between p0 and p100")
+            out.append(Metric(item, "quantile", arg, q=q))
+        elif m.group("agg") == "rate":
+            out.append(Metric(item, "rate", filter=arg))
+        else:
+            out.append(Metric(item, "avg" if m.group("agg") == "mean" else str(m.group("agg")), arg))
+    if not out:
+        raise UsageError("--metrics: no metric given")
+    return out
+
+
+def compare(
+    backend: DuckDBBackend,
+    dataset: str,
+    *,
+    a: str | None = None,
+    b: str | None = None,
+    a_range: tuple[datetime | None, datetime | None] = (None, None),
+    b_range: tuple[datetime | None, datetime | None] = (None, None),
+    where: str | None = None,
+    metrics: list[Metric] | None = None,
+    tolerance: dict[str, float] | None = None,
+    per: str | None = None,
+    alpha: float = ALPHA,
+) -> Comparison:
+    """Compare cohort A with cohort B on each metric (see the module docstring)."""
+    if not (a or b or any(a_range) or any(b_range)):
+        raise UsageError("say what the cohorts are: --a/--b filters and/or --a-from/--a-to, --b-from/--b-to")
+    frames = {
+        name: _cohort(backend, dataset, where, text, rng) for name, text, rng in (("a", a, a_range), ("b", b, b_range))
+    }
+    chosen = metrics or _default_metrics(frames["a"])
+    out = Comparison(dataset, _describe(frames["a"], a), _describe(frames["b"], b), "no change", [])
+    level = alpha / len(chosen)  # Bonferroni over the metrics: the verdict gates on any of them
+    out.method = {
+        "alpha": alpha,
+        "per_metric_level": level,
+        "correction": f"Bonferroni over {len(chosen)} metrics; intervals at {1 - level:.4g}",
+        "bootstrap": f"{BOOTSTRAP} multinomial resamples of log-spaced bins ({STEPS} per doubling), seed {SEED}",
+    }
+    for name, group in (("a", out.a), ("b", out.b)):
+        group["events"] = _count(frames[name])
+        if group["events"] == 0:
+            out.warnings.append(f"cohort {name.upper()} has no events: check its filter and time range")
+    if frames["a"].weight:
+        out.warnings.append(f"sample rates ({frames['a'].weight!r}) are not applied: each stored event counts once")
+    for metric in chosen:
+        tol = (tolerance or {}).get(metric.text, TOLERANCE[metric.kind])
+        unit = per or (unit_field(frames["a"]) if metric.kind in ("max", "min") else None)
+        out.metrics.append(_one(frames["a"], frames["b"], metric, tol, unit, level))
+    out.verdict = overall([m["verdict"] for m in out.metrics])
+    return out
+
+
+def overall(verdicts: list[str]) -> str:
+    for v in ("regression", "improvement"):
+        if v in verdicts:
+            return v
+    return "no change" if verdicts and all(v == "no change" for v in verdicts) else "not enough data"
+
+
+def verdict(change: float, lo: float, hi: float, p: float, tol: float, level: float) -> str:
+    """The verdict for a relative change ``change`` with interval [lo, hi] and p-value ``p``."""
+    if math.isnan(lo) or math.isnan(hi):
+        return "not enough data"
+    if -tol < lo and hi < tol:
+        return "no change"
+    if p < level:
+        if change > tol:
+            return "regression"
+        if change < -tol:
+            return "improvement"
+        return "no change"
+    return "not enough data"
+
+
+# --- cohorts -----------------------------------------------------------------------------
+
+
+def _cohort(
+    backend: DuckDBBackend,
+    dataset: str,
+    where: str | None,
+    text: str | None,
+    rng: tuple[datetime | None, datetime | None],
+) -> Frame:
+    parts = [f"({w})" for w in (where, text) if w and w.strip()]
+    return Frame(backend, dataset, rng[0], rng[1], " and ".join(parts) or None)
+
+
+def _describe(frame: Frame, text: str | None) -> dict[str, Any]:
+    return {"where": text, "from": _iso(frame.start), "to": _iso(frame.end)}
+
+
+def _iso(t: datetime | None) -> str | None:
+    return iso(t) if t is not None else None
+
+
+def _count(frame: Frame) -> int:
+    where, params = frame.range_filter()
+    return int(frame.backend.execute_sql(f"SELECT count(*) FROM {frame.relation_sql} WHERE {where}", params).rows[0][0])
+
+
+def _default_metrics(frame: Frame) -> list[Metric]:
+    from rootsift.analysis.investigate import ERROR_FIELDS, MEASURES
+
+    numeric = {n for n, f in frame.fields.items() if f.type in ("DOUBLE", "BIGINT")}
+    out = []
+    measure = next((m for m in MEASURES if m in numeric), None)
+    if measure:
+        out += [Metric(f"p{int(q * 100)}({measure})", "quantile", measure, q=q) for q in (0.5, 0.9, 0.99)]
+    status = next((s for s in ERROR_FIELDS if s in numeric), None)
+    if status:
+        out.append(Metric(f"rate({status} >= 500)", "rate", filter=f"{status} >= 500"))
+    if not out:
+        raise UsageError("no duration or status field to compare by default: name the metrics with --metrics")
+    return out
+
+
+# --- one metric --------------------------------------------------------------------------
+
+
+def _one(fa: Frame, fb: Frame, metric: Metric, tol: float, unit: str | None, level: float) -> dict[str, Any]:
+    if metric.field is not None and metric.field not in fa.fields:
+        raise QuerySpecError(f"--metrics {metric.text}: no field {metric.field!r} in {fa.dataset}")
+    if unit is not None and unit not in fa.fields:
+        raise QuerySpecError(f"--per {unit}: no field {unit!r} in {fa.dataset}")
+    if unit is not None and metric.kind != "rate":
+        got = _per_unit(fa, fb, metric, unit, level)
+    elif metric.kind == "quantile":
+        got = _quantile(fa, fb, metric, level)
+    elif metric.kind == "rate":
+        got = _rate(fa, fb, metric, level)
+    elif metric.kind == "avg":
+        got = _mean(fa, fb, metric, level)
+    else:  # an extreme over events: one value per cohort, nothing to test
+        got = _extreme(fa, fb, metric)
+    change, lo, hi, p = got["relative_change"], got["ci"][0], got["ci"][1], got["p_value"]
+    got["tolerance"] = tol
+    better = "higher" if higher_is_better(metric) else "lower"
+    got["better"] = better
+    signed = (-change, -hi, -lo) if better == "higher" else (change, lo, hi)  # worse is positive
+    enough = bool(got.get("n_a") and got.get("n_b"))
+    got["verdict"] = verdict(*signed, p, tol, level) if enough else "not enough data"
+    got["metric"] = metric.text
+    got["ci"] = [_r(lo), _r(hi)]
+    got["relative_change"] = _r(change)
+    got["p_value"] = float(f"{p:.4g}")
+    return {"metric": got.pop("metric"), "verdict": got.pop("verdict"), **got}
+
+
+def higher_is_better(metric: Metric) -> bool:
+    """A field named like available/free memory, throughput or hits: larger is better."""
+    name = (metric.field or metric.filter or "").lower()
+    return any(w in name for w in HIGHER_IS_BETTER)
+
+
+def _values(frame: Frame, expr: str) -> tuple[str, list[Any]]:
+    where, params = frame.range_filter()
+    return f"SELECT {expr} FROM {frame.relation_sql} WHERE ({where})", params
+
+
+def _quantile(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
+    col = ident(str(metric.field))
+    qs = sorted({*CURVE, float(metric.q or 0.5)})
+    exact, binned = {}, {}
+    for name, frame in (("a", fa), ("b", fb)):
+        sql, params = _values(frame, f"count({col}), quantile_cont({col}, {qs!r})")
+        n, values = frame.backend.execute_sql(sql, params).rows[0]
+        exact[name] = (int(n), dict(zip(qs, values or [None] * len(qs), strict=True)))
+        sql, params = _values(frame, f"{_bin(col)} AS k, count(*)")
+        rows = frame.backend.execute_sql(f"{sql} AND {col} IS NOT NULL GROUP BY 1", params).rows
+        binned[name] = (np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.int64))
+    n_a, q_a = exact["a"]
+    n_b, q_b = exact["b"]
+    q = float(metric.q or 0.5)
+    out: dict[str, Any] = {"kind": "quantile", "field": metric.field, "q": q, "unit": "event", "n_a": n_a, "n_b": n_b}
+    a_value, b_value = q_a.get(q), q_b.get(q)
+    out.update(a=_r(a_value), b=_r(b_value))
+    if not n_a or not n_b or a_value is None or b_value is None:
+        return out | {"relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
+    ratios = _bootstrap_ratios(binned["a"], binned["b"], qs)
+    curve = []
+    for k, qq in enumerate(qs):
+        av, bv = q_a[qq], q_b[qq]
+        change = _rel(av, bv)
+        lo, hi = np.quantile(ratios[:, k], [level / 2, 1 - level / 2]) - 1
+        p = _boot_p(ratios[:, k] - 1)
+        curve.append(
+            {"q": qq, "a": _r(av), "b": _r(bv), "relative_change": _r(change), "ci": [_r(lo), _r(hi)], "p_value": p}
+        )
+        if qq == q:
+            out.update(absolute_change=_r(bv - av), relative_change=change, ci=[float(lo), float(hi)], p_value=p)
+    out["test"] = "bootstrap of both cohorts (ratio of quantiles)"
+    out["curve"] = curve
+    return out
+
+
+def _bootstrap_ratios(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], qs: list[float]
+) -> np.ndarray:
+    """(BOOTSTRAP × len(qs)) resampled B quantile / A quantile, from binned counts."""
+    rng = np.random.default_rng(SEED)
+    draws = []
+    for keys, counts in (a, b):
+        centers = _centers(keys)
+        order = np.argsort(centers)
+        centers, counts = centers[order], counts[order]
+        n = int(counts.sum())
+        sample = rng.multinomial(n, counts / n, size=BOOTSTRAP)
+        cum = np.cumsum(sample, axis=1)
+        at = np.stack([(cum >= q * n).argmax(axis=1) for q in qs], axis=1)
+        draws.append(centers[at])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(draws[0] > 0, draws[1] / draws[0], np.nan)
+
+
+def _bin(col: str) -> str:
+    """Log-spaced bins, ``STEPS`` per doubling: keys ordered, 0 for zero and below."""
+    return f"(CASE WHEN {col} > 0 THEN CAST(floor(log2({col}) * {STEPS}) AS BIGINT) + 1000000 ELSE 0 END)"
+
+
+def _centers(keys: np.ndarray) -> np.ndarray:
+    mag = keys.astype(np.float64) - 1_000_000
+    return np.where(keys > 0, np.exp2((mag + 0.5) / STEPS), 0.0)
+
+
+def _boot_p(diff: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of no change: twice the smaller tail at zero."""
+    d = diff[~np.isnan(diff)]
+    if d.size == 0:
+        return 1.0
+    tail = min(float((d <= 0).mean()), float((d >= 0).mean()))
+    return float(f"{min(1.0, max(2 * tail, 1 / d.size)):.4g}")
+
+
+def _mean(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
+    col = ident(str(metric.field))
+    got = {}
+    for name, frame in (("a", fa), ("b", fb)):
+        sql, params = _values(frame, f"count({col}), avg({col}), var_samp({col})")
+        got[name] = frame.backend.execute_sql(sql, params).rows[0]
+    (n_a, m_a, v_a), (n_b, m_b, v_b) = got["a"], got["b"]
+    out: dict[str, Any] = {"kind": "avg", "field": metric.field, "unit": "event", "n_a": n_a, "n_b": n_b}
+    out.update(a=_r(m_a), b=_r(m_b))
+    if not n_a or not n_b or n_a < 2 or n_b < 2 or not m_a:
+        return out | {"relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
+    se = math.sqrt((v_a or 0) / n_a + (v_b or 0) / n_b)
+    diff = float(m_b) - float(m_a)
+    z = float(sps.norm.ppf(1 - level / 2))
+    p = float(2 * sps.norm.sf(abs(diff) / se)) if se > 0 else (0.0 if diff else 1.0)
+    base = abs(float(m_a))
+    return out | {
+        "absolute_change": _r(diff),
+        "relative_change": diff / base,
+        "ci": [(diff - z * se) / base, (diff + z * se) / base],
+        "p_value": p,
+        "test": "Welch (difference of means)",
+    }
+
+
+def _rate(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
+    got = {}
+    for name, frame in (("a", fa), ("b", fb)):
+        hit = Frame(
+            frame.backend,
+            frame.dataset,
+            frame.start,
+            frame.end,
+            f"({frame.where}) and ({metric.filter})" if frame.where else metric.filter,
+        )
+        got[name] = (_count(hit), _count(frame))
+    (k_a, n_a), (k_b, n_b) = got["a"], got["b"]
+    out: dict[str, Any] = {"kind": "rate", "filter": metric.filter, "unit": "event", "n_a": n_a, "n_b": n_b}
+    out.update(a=_r(k_a / n_a) if n_a else None, b=_r(k_b / n_b) if n_b else None, count_a=k_a, count_b=k_b)
+    if not n_a or not n_b:
+        return out | {"relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
+    p_a, p_b = k_a / n_a, k_b / n_b
+    p = float(sps.fisher_exact([[k_b, n_b - k_b], [k_a, n_a - k_a]])[1])
+    lo, hi = _newcombe(k_a, n_a, k_b, n_b, level)
+    if p_a > 0:
+        change, ci = (p_b - p_a) / p_a, [lo / p_a, hi / p_a]
+    else:  # none in A: any significant rate in B is beyond every tolerance
+        change = math.inf if p_b > 0 else 0.0
+        ci = [math.inf if lo > 0 else (0.0 if hi <= 0 else -math.inf), math.inf if hi > 0 else 0.0]
+    return out | {
+        "absolute_change": _r(p_b - p_a),
+        "absolute_ci": [_r(lo), _r(hi)],
+        "relative_change": change,
+        "ci": ci,
+        "p_value": p,
+        "test": "Fisher's exact (two proportions); Newcombe's interval for the difference",
+    }
+
+
+def _newcombe(k_a: int, n_a: int, k_b: int, n_b: int, level: float) -> tuple[float, float]:
+    """Newcombe's hybrid score interval for p_b − p_a (Wilson intervals of each)."""
+    z = float(sps.norm.ppf(1 - level / 2))
+
+    def wilson(k: int, n: int) -> tuple[float, float]:
+        p = k / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return centre - half, centre + half
+
+    (la, ua), (lb, ub) = wilson(k_a, n_a), wilson(k_b, n_b)
+    pa, pb = k_a / n_a, k_b / n_b
+    d = pb - pa
+    return d - math.sqrt((pb - lb) ** 2 + (ua - pa) ** 2), d + math.sqrt((ub - pb) ** 2 + (pa - la) ** 2)
+
+
+def _extreme(fa: Frame, fb: Frame, metric: Metric) -> dict[str, Any]:
+    col = ident(str(metric.field))
+    vals = []
+    for frame in (fa, fb):
+        sql, params = _values(frame, f"count({col}), {metric.kind}({col})")
+        vals.append(frame.backend.execute_sql(sql, params).rows[0])
+    (n_a, a), (n_b, b) = vals
+    return {
+        "kind": metric.kind,
+        "field": metric.field,
+        "unit": "event",
+        "n_a": n_a,
+        "n_b": n_b,
+        "a": _r(a),
+        "b": _r(b),
+        "relative_change": _rel(a, b) if a is not None and b is not None else math.nan,
+        "ci": [math.nan, math.nan],
+        "p_value": 1.0,
+        "test": "none: one extreme per cohort cannot be tested (give --per FIELD to compare units)",
+    }
+
+
+def _per_unit(fa: Frame, fb: Frame, metric: Metric, unit: str, level: float) -> dict[str, Any]:
+    """The metric per unit (host), then the units compared. Positive quantities (memory,
+    latency) vary across hosts by factors, so the test is Welch's on the logarithms: the
+    change is the ratio of geometric means, with its interval. With a few hosts per
+    cohort a rank test cannot reach significance at all (4 against 4: p ≥ 0.029)."""
+    col, u = ident(str(metric.field)), ident(unit)
+    agg = {"quantile": f"quantile_cont({col}, {metric.q})", "avg": f"avg({col})"}.get(
+        metric.kind, f"{metric.kind}({col})"
+    )
+    values = {}
+    for name, frame in (("a", fa), ("b", fb)):
+        sql, params = _values(frame, f"{u} AS u, {agg} AS v")
+        rows = frame.backend.execute_sql(f"{sql} AND {col} IS NOT NULL GROUP BY 1", params).rows
+        values[name] = {r[0]: float(r[1]) for r in rows if r[1] is not None}
+    xa, xb = np.array(list(values["a"].values())), np.array(list(values["b"].values()))
+    out: dict[str, Any] = {
+        "kind": metric.kind,
+        "field": metric.field,
+        "unit": unit,
+        "n_a": int(xa.size),
+        "n_b": int(xb.size),
+        "units_a": {str(k): _r(v) for k, v in sorted(values["a"].items(), key=lambda kv: str(kv[0]))},
+        "units_b": {str(k): _r(v) for k, v in sorted(values["b"].items(), key=lambda kv: str(kv[0]))},
+    }
+    if xa.size < 2 or xb.size < 2:
+        return out | {"a": None, "b": None, "relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
+    logs = bool((xa > 0).all() and (xb > 0).all())
+    ya, yb = (np.log(xa), np.log(xb)) if logs else (xa, xb)
+    va, vb = float(ya.var(ddof=1)) / xa.size, float(yb.var(ddof=1)) / xb.size
+    diff, se = float(yb.mean() - ya.mean()), math.sqrt(va + vb)
+    if se == 0:
+        p, lo, hi = (0.0 if diff else 1.0), diff, diff
+    else:
+        df = (va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1) or 1e-300)
+        t = float(sps.t.ppf(1 - level / 2, df))
+        p, lo, hi = float(2 * sps.t.sf(abs(diff) / se, df)), diff - t * se, diff + t * se
+    if logs:
+        a, b = float(np.exp(ya.mean())), float(np.exp(yb.mean()))
+        change, ci = math.expm1(diff), [math.expm1(lo), math.expm1(hi)]
+        test = f"Welch's t on the logarithms of one {metric.kind} per {unit} (ratio of geometric means)"
+    else:
+        a, b = float(ya.mean()), float(yb.mean())
+        base = abs(a) or 1.0
+        change, ci = diff / base, [lo / base, hi / base]
+        test = f"Welch's t on one {metric.kind} per {unit} (difference of means)"
+    return out | {
+        "a": _r(a),
+        "b": _r(b),
+        "absolute_change": _r(b - a),
+        "relative_change": change,
+        "ci": ci,
+        "p_value": p,
+        "test": test,
+    }
+
+
+def _rel(a: float | None, b: float | None) -> float:
+    if a is None or b is None:
+        return math.nan
+    if a == 0:
+        return 0.0 if b == 0 else math.copysign(math.inf, b)
+    return (b - a) / abs(a)
+
+
+def _r(x: float | None) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        return x
+    return float(f"{x:.6g}")

@@ -1,0 +1,176 @@
+"""compare on planted cohorts: a tail-only regression, errors that appear only in B,
+hosts as the unit, direction by name, A/A splits, and the CLI's contract."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rootsift import Rootsift
+from rootsift.analysis.compare import parse_metrics, verdict
+from rootsift.cli import main
+from rootsift.errors import UsageError
+from test_explain import write_events
+
+START = datetime(2024, 3, 1, tzinfo=UTC)
+
+
+def requests(seed: int, n: int = 20000, tail: float = 1.0, errors_b: int = 0) -> list[dict[str, Any]]:
+    """Versions 1 and 2 interleaved; v2's requests above the p85 of the distribution take
+    ``tail`` times longer; ``errors_b`` of v2's requests fail."""
+    rng = np.random.default_rng(seed)
+    line = float(np.exp(3 + 0.5 * 1.0364))  # p85 of lognormal(3, 0.5)
+    rows = []
+    for i in range(n):
+        version = "v1" if i % 2 else "v2"
+        d = float(rng.lognormal(3, 0.5))
+        if version == "v2" and d > line:
+            d *= tail
+        rows.append(
+            {
+                "timestamp": (START + timedelta(seconds=i * 0.1)).isoformat(),
+                "version": version,
+                "split": str(rng.choice(["x", "y"])),
+                "duration_ms": round(d, 3),
+                "status": 200,
+            }
+        )
+    failing = [r for r in rows if r["version"] == "v2"][:errors_b]
+    for r in failing:
+        r["status"] = 503
+    return rows
+
+
+def hosts(seed: int, ratio: float) -> list[dict[str, Any]]:
+    """Five hosts per kernel, 200 snapshots each; kernel B's slab is ``ratio`` of A's."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for kernel, scale in (("a", 1.0), ("b", ratio)):
+        for h in range(5):
+            level = float(rng.lognormal(np.log(2e9), 0.2)) * scale
+            for k in range(200):
+                rows.append(
+                    {
+                        "timestamp": (START + timedelta(minutes=k)).isoformat(),
+                        "host": f"{kernel}-{h}",
+                        "kernel": kernel,
+                        "slab_bytes": level * (0.5 + k / 400),
+                        "mem_available_bytes": 8e9 - level * (0.5 + k / 400),
+                    }
+                )
+    return rows
+
+
+@pytest.fixture
+def rs(tmp_path: Path) -> Rootsift:
+    store = Rootsift(tmp_path / "data")
+    yield store
+    store.close()
+
+
+def by_metric(result: Any) -> dict[str, dict[str, Any]]:
+    return {m["metric"]: m for m in result.metrics}
+
+
+def test_tail_regression_seen_on_the_curve(rs: Rootsift, tmp_path: Path) -> None:
+    rs.ingest(write_events(tmp_path / "r.jsonl", requests(1, tail=1.6)), "api")
+    metrics = "p50(duration_ms),p90(duration_ms),p99(duration_ms)"
+    result = rs.compare("api", a='version = "v1"', b='version = "v2"', metrics=metrics)
+    m = by_metric(result)
+    assert m["p50(duration_ms)"]["verdict"] == "no change"
+    assert m["p90(duration_ms)"]["verdict"] == "regression"
+    assert m["p99(duration_ms)"]["verdict"] == "regression"
+    assert result.verdict == "regression"
+    p99 = m["p99(duration_ms)"]
+    assert p99["ci"][0] < p99["relative_change"] < p99["ci"][1] and 0.4 < p99["relative_change"] < 0.8
+    curve = {c["q"]: c for c in m["p50(duration_ms)"]["curve"]}
+    assert abs(curve[0.5]["relative_change"]) < 0.03 and curve[0.95]["ci"][0] > 0.3
+
+
+def test_errors_only_in_b(rs: Rootsift, tmp_path: Path) -> None:
+    rs.ingest(write_events(tmp_path / "r.jsonl", requests(2, errors_b=25)), "api")
+    result = rs.compare("api", a='version = "v1"', b='version = "v2"', metrics="rate(status >= 500)")
+    m = result.metrics[0]
+    assert m["count_a"] == 0 and m["count_b"] == 25
+    assert m["verdict"] == "regression" and m["relative_change"] == float("inf")
+    assert m["absolute_ci"][0] > 0
+
+
+def test_a_a_splits_find_nothing(rs: Rootsift, tmp_path: Path) -> None:
+    """Random halves of the same traffic: no metric may regress or improve (20 splits,
+    4 metrics each, at alpha 0.05 over the metrics: expected wrong verdicts ≈ 1)."""
+    wrong = 0
+    for seed in range(20):
+        rows = requests(100 + seed, n=4000)
+        rs.ingest(write_events(tmp_path / f"r{seed}.jsonl", rows), f"d{seed}")
+        result = rs.compare(
+            f"d{seed}",
+            a='split = "x"',
+            b='split = "y"',
+            metrics="p50(duration_ms),p99(duration_ms),avg(duration_ms),rate(status >= 500)",
+        )
+        wrong += sum(m["verdict"] in ("regression", "improvement") for m in result.metrics)
+    assert wrong <= 3, f"{wrong} wrong verdicts in 80 A/A metric comparisons"
+
+
+def test_hosts_are_the_unit_for_extremes(rs: Rootsift, tmp_path: Path) -> None:
+    rs.ingest(write_events(tmp_path / "h.jsonl", hosts(3, ratio=0.4)), "mem")
+    result = rs.compare("mem", a='kernel = "a"', b='kernel = "b"', metrics="max(slab_bytes),min(mem_available_bytes)")
+    m = by_metric(result)
+    slab = m["max(slab_bytes)"]
+    assert slab["unit"] == "host" and slab["n_a"] == slab["n_b"] == 5
+    assert slab["verdict"] == "improvement" and -0.75 < slab["relative_change"] < -0.45
+    available = m["min(mem_available_bytes)"]
+    assert available["better"] == "higher" and available["verdict"] == "improvement"
+    # five hosts that differ by ~20 % cannot show that nothing moved by more than 5 %
+    same = rs.compare("mem", a='kernel = "a"', b='kernel = "a"', metrics="max(slab_bytes)")
+    assert same.metrics[0]["verdict"] == "not enough data" and same.metrics[0]["relative_change"] == 0
+
+
+def test_verdict_rules() -> None:
+    assert verdict(0.2, 0.1, 0.3, 0.001, 0.05, 0.05) == "regression"
+    assert verdict(-0.2, -0.3, -0.1, 0.001, 0.05, 0.05) == "improvement"
+    assert verdict(0.01, -0.02, 0.03, 0.4, 0.05, 0.05) == "no change"
+    assert verdict(0.02, 0.01, 0.03, 0.001, 0.05, 0.05) == "no change"  # real but within tolerance
+    assert verdict(0.2, -0.1, 0.5, 0.3, 0.05, 0.05) == "not enough data"
+
+
+def test_metric_parsing() -> None:
+    got = parse_metrics("p99.9(duration_ms), avg(rss_bytes), rate(status in (500, 502))")
+    assert [(m.kind, m.field, m.q, m.filter) for m in got] == [
+        ("quantile", "duration_ms", 0.999, None),
+        ("avg", "rss_bytes", None, None),
+        ("rate", None, None, "status in (500, 502)"),
+    ]
+    with pytest.raises(UsageError, match="median"):
+        parse_metrics("median(duration_ms)")
+
+
+def test_cli_contract(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with Rootsift(data) as rs:
+        rs.ingest(write_events(tmp_path / "r.jsonl", requests(4, tail=1.6)), "api")
+    base = ["compare", "api", "--a", 'version = "v1"', "--b", 'version = "v2"', "--data", str(data)]
+    run = CliRunner().invoke(main, [*base, "--metrics", "p99(duration_ms)", "--json"])
+    assert run.exit_code == 0, run.output
+    doc = json.loads(run.stdout)
+    assert set(doc) >= {"verdict", "metrics", "findings", "warnings"} and doc["verdict"] == "regression"
+    metric = doc["metrics"][0]
+    for key in ("metric", "verdict", "a", "b", "absolute_change", "relative_change", "ci", "p_value", "tolerance"):
+        assert key in metric
+    gate = CliRunner().invoke(main, [*base, "--metrics", "p99(duration_ms)", "--fail-on-regression"])
+    assert gate.exit_code == 1 and "regression" in gate.output
+    loose = CliRunner().invoke(
+        main, [*base, "--metrics", "p99(duration_ms)", "--tolerance", "p99(duration_ms)=200%", "--fail-on-regression"]
+    )
+    assert loose.exit_code == 0 and "no change" in loose.output
+    bad = CliRunner().invoke(main, [*base, "--metrics", "p99(nope)", "--json"])
+    assert bad.exit_code == 2 and "nope" in json.loads(bad.stdout)["error"]["message"]
+    none = CliRunner().invoke(main, ["compare", "api", "--data", str(data)])
+    assert none.exit_code == 2 and "cohorts" in none.output
