@@ -21,22 +21,27 @@ from test_explain import write_events
 START = datetime(2024, 3, 1, tzinfo=UTC)
 
 
-def requests(seed: int, n: int = 20000, tail: float = 1.0, errors_b: int = 0) -> list[dict[str, Any]]:
+def requests(
+    seed: int, n: int = 20000, tail: float = 1.0, errors_b: int = 0, only: str | None = None
+) -> list[dict[str, Any]]:
     """Versions 1 and 2 interleaved; v2's requests above the p85 of the distribution take
-    ``tail`` times longer; ``errors_b`` of v2's requests fail."""
+    ``tail`` times longer (on endpoint ``only``, else on all); ``errors_b`` of v2's
+    requests fail."""
     rng = np.random.default_rng(seed)
     line = float(np.exp(3 + 0.5 * 1.0364))  # p85 of lognormal(3, 0.5)
     rows = []
     for i in range(n):
         version = "v1" if i % 2 else "v2"
+        endpoint = str(rng.choice(["/a", "/b", "/c", "/d"]))
         d = float(rng.lognormal(3, 0.5))
-        if version == "v2" and d > line:
+        if version == "v2" and d > line and only in (None, endpoint):
             d *= tail
         rows.append(
             {
                 "timestamp": (START + timedelta(seconds=i * 0.1)).isoformat(),
                 "version": version,
                 "split": str(rng.choice(["x", "y"])),
+                "endpoint": endpoint,
                 "duration_ms": round(d, 3),
                 "status": 200,
             }
@@ -91,6 +96,15 @@ def test_tail_regression_seen_on_the_curve(rs: Rootsift, tmp_path: Path) -> None
     assert p99["ci"][0] < p99["relative_change"] < p99["ci"][1] and 0.4 < p99["relative_change"] < 0.8
     curve = {c["q"]: c for c in m["p50(duration_ms)"]["curve"]}
     assert abs(curve[0.5]["relative_change"]) < 0.03 and curve[0.95]["ci"][0] > 0.3
+
+
+def test_where_the_regression_concentrates(rs: Rootsift, tmp_path: Path) -> None:
+    rs.ingest(write_events(tmp_path / "r.jsonl", requests(5, tail=2.0, only="/c")), "api")
+    result = rs.compare("api", a='version = "v1"', b='version = "v2"', metrics="p99(duration_ms)")
+    assert result.verdict == "regression"
+    first = result.findings[0]
+    assert (first["field"], first["value"], first["explains"]) == ("endpoint", "/c", "p99(duration_ms)")
+    assert "above A's p99(duration_ms)" in result.method["findings"]
 
 
 def test_errors_only_in_b(rs: Rootsift, tmp_path: Path) -> None:

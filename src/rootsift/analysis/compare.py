@@ -168,7 +168,64 @@ def compare(
         unit = per or (unit_field(frames["a"]) if metric.kind in ("max", "min") else None)
         out.metrics.append(_one(frames["a"], frames["b"], metric, tol, unit, level))
     out.verdict = overall([m["verdict"] for m in out.metrics])
+    regressed = next((m for m in out.metrics if m["verdict"] == "regression" and m["unit"] == "event"), None)
+    if regressed is not None and regressed["kind"] in ("quantile", "rate"):
+        out.findings, note = _concentrates(frames["a"], frames["b"], a, b, where, regressed, alpha)
+        out.method["findings"] = note
     return out
+
+
+def _concentrates(
+    fa: Frame, fb: Frame, a: str | None, b: str | None, where: str | None, m: dict[str, Any], alpha: float
+) -> tuple[list[dict[str, Any]], str]:
+    """Where the first regressed metric's regression concentrates: explain (its statistics,
+    its corrections) on B's regressed part against A's events of the same kind."""
+    from rootsift.analysis.explain import explain
+
+    if m["kind"] == "quantile":
+        line = f"{_field_text(str(m['field']))} > {float(m['a'])!r}"
+        what = f"B's events above A's {m['metric']} ({m['a']}) against A's events above it"
+    else:
+        line = str(m["filter"])
+        what = f"B's events matching {m['filter']} against A's" + (
+            "" if m.get("count_a") else " (all of A's: A has none)"
+        )
+    a_part = _and(a, _time_text(fa), line if m["kind"] == "quantile" or m.get("count_a") else None)
+    starts = [t for t in (fa.start, fb.start) if t is not None]
+    ends = [t for t in (fa.end, fb.end) if t is not None]
+    result = explain(
+        fb.backend,
+        fb.dataset,
+        start=min(starts) if len(starts) == 2 else None,
+        end=max(ends) if len(ends) == 2 else None,
+        where=where,
+        select=_and(b, line),
+        select_from=fb.start,
+        select_to=fb.end,
+        baseline=a_part or "true",
+        alpha=alpha,
+    )
+    found = [f.as_dict() | {"explains": m["metric"]} for f in result.findings[:10]]
+    return found, f"explain: {what} ({result.selection['events']:,} against {result.baseline['events']:,} events)"
+
+
+def _and(*parts: str | None) -> str | None:
+    kept = [f"({p})" for p in parts if p and p.strip()]
+    return " and ".join(kept) or None
+
+
+def _field_text(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _time_text(frame: Frame) -> str | None:
+    """A cohort's time range as a filter (explain's baseline is a filter)."""
+    bits = []
+    if frame.start is not None:
+        bits.append(f'timestamp >= "{iso(frame.start)}"')
+    if frame.end is not None:
+        bits.append(f'timestamp < "{iso(frame.end)}"')
+    return " and ".join(bits) or None
 
 
 def overall(verdicts: list[str]) -> str:
