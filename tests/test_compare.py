@@ -107,6 +107,23 @@ def test_where_the_regression_concentrates(rs: Rootsift, tmp_path: Path) -> None
     assert "above A's p99(duration_ms)" in result.method["findings"]
 
 
+def test_spread_and_shape(rs: Rootsift, tmp_path: Path) -> None:
+    """Same median, wider: the median does not move, the spread and the shape test do."""
+    rng = np.random.default_rng(6)
+    rows = [
+        {"timestamp": (START + timedelta(seconds=i)).isoformat(), "v": v, "duration_ms": float(d)}
+        for v, sigma in (("v1", 0.5), ("v2", 0.5 * 1.5**0.5))
+        for i, d in enumerate(rng.lognormal(3, sigma, 20000))
+    ]
+    rs.ingest(write_events(tmp_path / "r.jsonl", rows), "api")
+    m = rs.compare("api", a='v = "v1"', b='v = "v2"', metrics="p50(duration_ms)").metrics[0]
+    assert m["verdict"] == "no change"
+    assert m["spread"]["ci"][0] > 0.1 and abs(m["spread"]["relative_change"] - (1.5**0.5 - 1)) < 0.05
+    assert m["shape"]["p_value"] < 1e-6
+    same = rs.compare("api", a='v = "v1"', b='v = "v1"', metrics="p50(duration_ms)").metrics[0]
+    assert same["shape"]["statistic"] == 0 and same["spread"]["relative_change"] == 0
+
+
 def test_errors_only_in_b(rs: Rootsift, tmp_path: Path) -> None:
     rs.ingest(write_events(tmp_path / "r.jsonl", requests(2, errors_b=25)), "api")
     result = rs.compare("api", a='version = "v1"', b='version = "v2"', metrics="rate(status >= 500)")

@@ -57,6 +57,8 @@ BOOTSTRAP = 2000
 STEPS = 128
 """Log-spaced bins per doubling for the quantile bootstrap: 0.54 % wide."""
 CURVE = (0.5, 0.75, 0.85, 0.9, 0.95, 0.99, 0.999)
+SPREAD = (0.1, 0.9)
+"""The spread of a quantile field is log(p90 / p10): its width on a log scale."""
 SEED = 20261121
 """The bootstrap's seed: the same data give the same intervals."""
 HIGHER_IS_BETTER = ("available", "free", "throughput", "success", "hit", "rps", "qps", "goodput")
@@ -338,7 +340,7 @@ def _values(frame: Frame, expr: str) -> tuple[str, list[Any]]:
 
 def _quantile(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
     col = ident(str(metric.field))
-    qs = sorted({*CURVE, float(metric.q or 0.5)})
+    qs = sorted({*CURVE, float(metric.q or 0.5), *SPREAD})
     exact, binned = {}, {}
     for name, frame in (("a", fa), ("b", fb)):
         sql, params = _values(frame, f"count({col}), quantile_cont({col}, {qs!r})")
@@ -355,9 +357,13 @@ def _quantile(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, A
     out.update(a=_r(a_value), b=_r(b_value))
     if not n_a or not n_b or a_value is None or b_value is None:
         return out | {"relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
-    ratios = _bootstrap_ratios(binned["a"], binned["b"], qs)
+    draws_a, draws_b = _bootstrap(binned["a"], binned["b"], qs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(draws_a > 0, draws_b / draws_a, np.nan)
     curve = []
     for k, qq in enumerate(qs):
+        if qq not in CURVE and qq != q:
+            continue
         av, bv = q_a[qq], q_b[qq]
         change = _rel(av, bv)
         lo, hi = np.quantile(ratios[:, k], [level / 2, 1 - level / 2]) - 1
@@ -369,13 +375,56 @@ def _quantile(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, A
             out.update(absolute_change=_r(bv - av), relative_change=change, ci=[float(lo), float(hi)], p_value=p)
     out["test"] = "bootstrap of both cohorts (ratio of quantiles)"
     out["curve"] = curve
+    out["spread"] = _spread(q_a, q_b, draws_a, draws_b, qs, level)
+    out["shape"] = _shape(binned["a"], binned["b"])
     return out
 
 
-def _bootstrap_ratios(
+def _spread(
+    q_a: dict[float, Any], q_b: dict[float, Any], da: np.ndarray, db: np.ndarray, qs: list[float], level: float
+) -> dict[str, Any] | None:
+    """The width of the distribution, log(p90 / p10), B's against A's, with a bootstrap
+    interval: a change in variance that the median does not show."""
+    lo_q, hi_q = SPREAD
+    if not all(v and v > 0 for v in (q_a[lo_q], q_a[hi_q], q_b[lo_q], q_b[hi_q])):
+        return None
+    i, j = qs.index(lo_q), qs.index(hi_q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boot = np.log(db[:, j] / db[:, i]) / np.log(da[:, j] / da[:, i]) - 1
+    boot = boot[np.isfinite(boot)]
+    width_a, width_b = math.log(q_a[hi_q] / q_a[lo_q]), math.log(q_b[hi_q] / q_b[lo_q])
+    if boot.size == 0 or width_a <= 0:
+        return None
+    lo, hi = np.quantile(boot, [level / 2, 1 - level / 2])
+    return {
+        "measure": "log(p90 / p10)",
+        "a": _r(width_a),
+        "b": _r(width_b),
+        "relative_change": _r(width_b / width_a - 1),
+        "ci": [_r(lo), _r(hi)],
+        "p_value": _boot_p(boot),
+    }
+
+
+def _shape(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
+    """Kolmogorov–Smirnov between the two binned distributions: any difference in shape
+    (bins of 0.54 % make it slightly conservative)."""
+    keys = np.union1d(a[0], b[0])
+    cdf = []
+    for k, c in (a, b):
+        counts = np.zeros(keys.size)
+        counts[np.searchsorted(keys, k)] = c
+        cdf.append(np.cumsum(counts) / counts.sum())
+    d = float(np.abs(cdf[0] - cdf[1]).max())
+    n_a, n_b = float(a[1].sum()), float(b[1].sum())
+    p = float(sps.kstwobign.sf(d * math.sqrt(n_a * n_b / (n_a + n_b))))
+    return {"test": "Kolmogorov-Smirnov (binned)", "statistic": _r(d), "p_value": float(f"{p:.4g}")}
+
+
+def _bootstrap(
     a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], qs: list[float]
-) -> np.ndarray:
-    """(BOOTSTRAP × len(qs)) resampled B quantile / A quantile, from binned counts."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """(BOOTSTRAP × len(qs)) resampled quantiles of A and of B, from binned counts."""
     rng = np.random.default_rng(SEED)
     draws = []
     for keys, counts in (a, b):
@@ -387,8 +436,7 @@ def _bootstrap_ratios(
         cum = np.cumsum(sample, axis=1)
         at = np.stack([(cum >= q * n).argmax(axis=1) for q in qs], axis=1)
         draws.append(centers[at])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(draws[0] > 0, draws[1] / draws[0], np.nan)
+    return draws[0], draws[1]
 
 
 def _bin(col: str) -> str:
