@@ -129,7 +129,7 @@ def test_errors_only_in_b(rs: Rootsift, tmp_path: Path) -> None:
     result = rs.compare("api", a='version = "v1"', b='version = "v2"', metrics="rate(status >= 500)")
     m = result.metrics[0]
     assert m["count_a"] == 0 and m["count_b"] == 25
-    assert m["verdict"] == "regression" and m["relative_change"] == float("inf")
+    assert m["verdict"] == "regression" and m["relative_change"] is None and "infinite" in m["note"]
     assert m["absolute_ci"][0] > 0
 
 
@@ -205,3 +205,39 @@ def test_cli_contract(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "nope" in json.loads(bad.stdout)["error"]["message"]
     none = CliRunner().invoke(main, ["compare", "api", "--data", str(data)])
     assert none.exit_code == 2 and "cohorts" in none.output
+
+
+def test_canary_gate(tmp_path: Path) -> None:
+    """The gate exits 1 at the first look that is certain of a regression, and 0 after
+    every look when there is none; each look is a JSON line."""
+    data = tmp_path / "data"
+    with Rootsift(data) as rs:
+        rs.ingest(write_events(tmp_path / "r.jsonl", requests(7, tail=1.6)), "api")
+    since = ["--from", START.isoformat(), "--data", str(data), "--json", "--metrics", "p99(duration_ms)"]
+    bad = CliRunner().invoke(
+        main, ["canary", "api", "--baseline", 'version = "v1"', "--canary", 'version = "v2"', *since]
+    )
+    assert bad.exit_code == 1, bad.output
+    (line,) = [json.loads(x) for x in bad.stdout.splitlines()]
+    assert line["look"] == 1 and line["of"] == 30 and line["verdict"] == "regression"
+    assert line["method"]["alpha"] == pytest.approx(0.05 / 30)
+    calm = CliRunner().invoke(
+        main,
+        [
+            "canary",
+            "api",
+            "--baseline",
+            'split = "x"',
+            "--canary",
+            'split = "y"',
+            "--every",
+            "1s",
+            "--for",
+            "2s",
+            *since,
+        ],
+    )
+    assert calm.exit_code == 0, calm.output
+    assert [json.loads(x)["look"] for x in calm.stdout.splitlines()] == [1, 2]
+    wrong = CliRunner().invoke(main, ["canary", "api", "--baseline", "a", "--canary", "b", "--every", "0s", *since])
+    assert wrong.exit_code == 2 and "--every" in wrong.output

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
 from rootsift.analysis.explain import ALPHA, TOP_VALUES
-from rootsift.api import Rootsift
-from rootsift.cli import common, emit_json, main, out
-from rootsift.errors import UsageError
+from rootsift.api import Rootsift, default_data_dir
+from rootsift.cli import common, emit_json, fail, main, out
+from rootsift.errors import RootsiftError, UsageError
 from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.timeutil import parse_duration
 from rootsift.ui import findings as view
@@ -233,6 +235,85 @@ def compare(
         view.comparison(out, result)
     if fail_on_regression and result.verdict == "regression":
         sys.exit(1)
+
+
+@main.command()
+@click.argument("dataset")
+@click.option("--baseline", "baseline", required=True, help="The baseline's events, a filter (e.g. the old version).")
+@click.option("--canary", "canary", required=True, help="The canary's events, a filter.")
+@click.option("--from", "start", default=None, help="Compare events from this time (default: when the command starts).")
+@click.option("--every", default="1m", show_default=True, help="How often to re-evaluate.")
+@click.option("--for", "duration", default="30m", show_default=True, help="How long to watch.")
+@click.option("--where", default=None, help="Only compare events matching this filter.")
+@click.option("--metrics", default=None, help="As for compare (default: p50/p90/p99 of the duration field, 5xx rate).")
+@click.option("--tolerance", "tolerances", multiple=True, metavar="METRIC=PCT", help="As for compare (repeatable).")
+@click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False alarm rate over the whole watch.")
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Data directory (default: $ROOTSIFT_DATA or ./.rootsift).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per evaluation (JSON lines).")
+def canary(
+    dataset: str,
+    baseline: str,
+    canary: str,
+    start: str | None,
+    every: str,
+    duration: str,
+    where: str | None,
+    metrics: str | None,
+    tolerances: tuple[str, ...],
+    alpha: float,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """A rollout gate: compare the canary with the baseline every interval, and exit 1 as
+    soon as a regression is certain (0 when the watch ends without one).
+
+    Each evaluation opens the store read-only, compares everything since --from and
+    closes it, so an ingest can write in between. The false alarm rate is held over the
+    whole watch: each of the N evaluations is tested at alpha / N (docs/compare.md).
+
+    Example: rootsift canary api --baseline 'version = "1.4"' --canary 'version = "1.5"' --every 1m --for 30m
+    """
+    try:
+        step, total = parse_duration(every).total_seconds(), parse_duration(duration).total_seconds()
+        if step <= 0 or total < step:
+            raise UsageError(f"--every {every} must be positive and no longer than --for {duration}")
+        looks = int(total // step)
+        began = start or datetime.now(UTC).isoformat()
+        tolerance = parse_tolerances(tolerances)
+        for look in range(1, looks + 1):
+            with Rootsift(data_dir or default_data_dir(), read_only=True) as rs:
+                result = rs.compare(
+                    dataset,
+                    a=baseline,
+                    b=canary,
+                    a_from=began,
+                    b_from=began,
+                    where=where,
+                    metrics=metrics,
+                    tolerance=tolerance,
+                    alpha=alpha / looks,
+                )
+            certain = result.verdict == "regression"
+            record = {"look": look, "of": looks, **result.as_dict()}
+            if as_json:
+                emit_json(record)
+            else:
+                out.print(
+                    f"[bold]look {look} of {looks}[/bold] ({datetime.now(UTC):%H:%M:%S}, alpha {alpha / looks:.3g} each)"
+                )
+                view.comparison(out, result)
+            if certain:
+                sys.exit(1)
+            if look < looks:
+                time.sleep(step)
+    except RootsiftError as exc:
+        fail(exc, as_json)
 
 
 def parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:

@@ -321,8 +321,10 @@ def _one(fa: Frame, fb: Frame, metric: Metric, tol: float, unit: str | None, lev
     enough = bool(got.get("n_a") and got.get("n_b"))
     got["verdict"] = verdict(*signed, p, tol, level) if enough else "not enough data"
     got["metric"] = metric.text
-    got["ci"] = [_r(lo), _r(hi)]
-    got["relative_change"] = _r(change)
+    if math.isinf(change):  # JSON has no infinity: null, and said in words
+        got["note"] = "A has none: the relative change is infinite"
+    got["ci"] = [_finite(lo), _finite(hi)]
+    got["relative_change"] = _finite(change)
     got["p_value"] = float(f"{p:.4g}")
     return {"metric": got.pop("metric"), "verdict": got.pop("verdict"), **got}
 
@@ -609,6 +611,12 @@ def _per_unit(fa: Frame, fb: Frame, metric: Metric, unit: str, level: float) -> 
         "p_value": p,
         "test": test,
     }
+
+
+def _finite(x: float | None) -> float | None:
+    """A number for JSON: None for missing, NaN or infinite."""
+    out = _r(x)
+    return None if out is None or math.isinf(out) else out
 
 
 def _rel(a: float | None, b: float | None) -> float:

@@ -166,7 +166,7 @@ def comparison(console: Console, result: Comparison) -> None:
             str(m.get("unit", "")),
             num(m.get("a")),
             num(m.get("b")),
-            _change(m.get("relative_change")),
+            "+∞" if m.get("note", "").endswith("infinite") else _change(m.get("relative_change")),
             f"{_change(m['ci'][0])} … {_change(m['ci'][1])}",
             f"{m['p_value']:.2g}",
             f"[{VERDICT_STYLE.get(m['verdict'], '')}]{m['verdict']}[/]"
