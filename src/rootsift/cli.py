@@ -57,17 +57,20 @@ def fail(exc: RootsiftError, as_json: bool) -> NoReturn:
     sys.exit(exc.exit_code)
 
 
+data_option = click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Data directory (default: $ROOTSIFT_DATA or ./.rootsift).",
+)
+
+
 def common(read_only: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Shared options: --data and --json; opens the store and maps errors to exit codes."""
 
     def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
-        @click.option(
-            "--data",
-            "data_dir",
-            type=click.Path(path_type=Path),
-            default=None,
-            help="Data directory (default: $ROOTSIFT_DATA or ./.rootsift).",
-        )
+        @data_option
         @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
         @functools.wraps(func)
         def run(data_dir: Path | None, as_json: bool, **kwargs: Any) -> None:

@@ -13,7 +13,7 @@ import click
 
 from rootsift.analysis.explain import ALPHA, TOP_VALUES
 from rootsift.api import Rootsift, default_data_dir
-from rootsift.cli import common, emit_json, fail, main, out
+from rootsift.cli import common, data_option, emit_json, fail, main, out
 from rootsift.errors import RootsiftError, UsageError
 from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.timeutil import parse_duration
@@ -248,13 +248,7 @@ def compare(
 @click.option("--metrics", default=None, help="As for compare (default: p50/p90/p99 of the duration field, 5xx rate).")
 @click.option("--tolerance", "tolerances", multiple=True, metavar="METRIC=PCT", help="As for compare (repeatable).")
 @click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False alarm rate over the whole watch.")
-@click.option(
-    "--data",
-    "data_dir",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Data directory (default: $ROOTSIFT_DATA or ./.rootsift).",
-)
+@data_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per evaluation (JSON lines).")
 def canary(
     dataset: str,
