@@ -241,3 +241,31 @@ def test_canary_gate(tmp_path: Path) -> None:
     assert [json.loads(x)["look"] for x in calm.stdout.splitlines()] == [1, 2]
     wrong = CliRunner().invoke(main, ["canary", "api", "--baseline", "a", "--canary", "b", "--every", "0s", *since])
     assert wrong.exit_code == 2 and "--every" in wrong.output
+
+
+def test_serially_correlated_samples_are_discounted(rs: Rootsift, tmp_path: Path) -> None:
+    """A gauge scraped every 15 s wanders (AR(1), r = 0.98) with no change at all: the first
+    half of the day against the second must not read as a change, as it would if every
+    sample counted as independent."""
+    wrong = 0
+    for seed in range(12):
+        rng = np.random.default_rng(500 + seed)
+        rows = []
+        for h in range(3):
+            x = 0.0
+            for k in range(600):
+                x = 0.98 * x + rng.normal(0, 1)
+                rows.append(
+                    {
+                        "timestamp": (START + timedelta(seconds=15 * k)).isoformat(),
+                        "host": f"h{h}",
+                        "rss": 1000 + 10 * x,
+                    }
+                )
+        rs.ingest(write_events(tmp_path / f"g{seed}.jsonl", rows), f"g{seed}")
+        half = (START + timedelta(seconds=15 * 300)).isoformat()
+        result = rs.compare(f"g{seed}", a_to=half, b_from=half, metrics="avg(rss)", tolerance={"avg(rss)": 0.0})
+        m = result.metrics[0]
+        assert m["autocorrelation_a"] > 0.8 and m["effective_n_a"] < 100
+        wrong += m["verdict"] in ("regression", "improvement")
+    assert wrong <= 2, f"{wrong} of 12 wandering gauges read as changed"

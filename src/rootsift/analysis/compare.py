@@ -467,28 +467,58 @@ def _log_interval(ratio: float, boot: np.ndarray, level: float) -> tuple[float, 
 
 
 def _mean(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
+    """Welch on the difference of means, each cohort's size discounted for serial
+    correlation: consecutive samples of one series (a gauge scraped every 15 s) say
+    nearly the same thing. With lag-1 autocorrelation r within each unit's series (or
+    the whole cohort's, in time order, without a unit field), n events count as
+    n (1 − r) / (1 + r), the AR(1) effective size, and never fewer than the series."""
     col = ident(str(metric.field))
+    unit = unit_field(fa)
+    part = f"PARTITION BY {ident(unit)} " if unit else ""
     got = {}
     for name, frame in (("a", fa), ("b", fb)):
-        sql, params = _values(frame, f"count({col}), avg({col}), var_samp({col})")
-        got[name] = frame.backend.execute_sql(sql, params).rows[0]
-    (n_a, m_a, v_a), (n_b, m_b, v_b) = got["a"], got["b"]
+        sql, params = _values(
+            frame,
+            f"{col} AS v, lag({col}) OVER ({part}ORDER BY {ident('timestamp')}) AS pv"
+            + (f", {ident(unit)} AS u" if unit else ", 1 AS u"),
+        )
+        row = frame.backend.execute_sql(
+            f"SELECT count(v), avg(v), var_samp(v), corr(v, pv), count(DISTINCT u) FROM ({sql} AND {col} IS NOT NULL)",
+            params,
+        ).rows[0]
+        got[name] = row
+    (n_a, m_a, v_a, r_a, u_a), (n_b, m_b, v_b, r_b, u_b) = got["a"], got["b"]
     out: dict[str, Any] = {"kind": "avg", "field": metric.field, "unit": "event", "n_a": n_a, "n_b": n_b}
     out.update(a=_r(m_a), b=_r(m_b))
     if not n_a or not n_b or n_a < 2 or n_b < 2 or not m_a:
         return out | {"relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
-    se = math.sqrt((v_a or 0) / n_a + (v_b or 0) / n_b)
+    e_a, e_b = _effective(n_a, r_a, u_a), _effective(n_b, r_b, u_b)
+    out.update(effective_n_a=_r(e_a), effective_n_b=_r(e_b), autocorrelation_a=_r(r_a), autocorrelation_b=_r(r_b))
+    va, vb = (v_a or 0) / e_a, (v_b or 0) / e_b
+    se = math.sqrt(va + vb)
     diff = float(m_b) - float(m_a)
-    z = float(sps.norm.ppf(1 - level / 2))
-    p = float(2 * sps.norm.sf(abs(diff) / se)) if se > 0 else (0.0 if diff else 1.0)
     base = abs(float(m_a))
+    if se == 0:
+        p, lo, hi = (0.0 if diff else 1.0), diff, diff
+    else:
+        df = (va + vb) ** 2 / ((va**2 / max(e_a - 1, 1)) + (vb**2 / max(e_b - 1, 1)) or 1e-300)
+        t = float(sps.t.ppf(1 - level / 2, df))
+        p, lo, hi = float(2 * sps.t.sf(abs(diff) / se, df)), diff - t * se, diff + t * se
     return out | {
         "absolute_change": _r(diff),
         "relative_change": diff / base,
-        "ci": [(diff - z * se) / base, (diff + z * se) / base],
+        "ci": [lo / base, hi / base],
         "p_value": p,
-        "test": "Welch (difference of means)",
+        "test": "Welch (difference of means), sizes discounted for serial correlation",
     }
+
+
+def _effective(n: int, r: float | None, series: int) -> float:
+    """The AR(1) effective size of n samples with lag-1 autocorrelation r, at least the
+    number of series (and 2)."""
+    if r is None or math.isnan(r) or r <= 0:
+        return float(n)
+    return float(min(n, max(n * (1 - r) / (1 + r), series, 2)))
 
 
 def _rate(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
