@@ -15,8 +15,9 @@ interval, a test suited to it, and a verdict against a tolerance:
   change is infinite and the test decides alone (errors in B, none in A).
 - ``max(field)``, ``min(field)``: a per-unit statistic (a host's peak memory). The unit
   is the events' host (``--per``), so several hosts per cohort are not pseudo-replicated:
-  Mann–Whitney on the units' values, the Hodges–Lehmann shift with Moses' interval.
-  ``--per FIELD`` compares any metric per unit (an ``avg`` per host).
+  Welch's t on the logarithms of the units' values (the ratio of geometric means), or a
+  paired t when both cohorts hold the same units (the same hosts before and after a
+  deploy). ``--per FIELD`` compares any metric per unit (an ``avg`` per host).
 
 Verdicts, with ``tolerance`` the relative change that does not matter (defaults in
 ``TOLERANCE``). Larger is worse (latency, memory, errors), unless the field's name says
@@ -620,25 +621,37 @@ def _per_unit(fa: Frame, fb: Frame, metric: Metric, unit: str, level: float) -> 
     if xa.size < 2 or xb.size < 2:
         return out | {"a": None, "b": None, "relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
     logs = bool((xa > 0).all() and (xb > 0).all())
+    paired = set(values["a"]) == set(values["b"])  # the same hosts before and after
+    if paired:
+        keys = sorted(values["a"], key=str)
+        xa = np.array([values["a"][k] for k in keys])
+        xb = np.array([values["b"][k] for k in keys])
     ya, yb = (np.log(xa), np.log(xb)) if logs else (xa, xb)
-    va, vb = float(ya.var(ddof=1)) / xa.size, float(yb.var(ddof=1)) / xb.size
-    diff, se = float(yb.mean() - ya.mean()), math.sqrt(va + vb)
+    diff = float(yb.mean() - ya.mean())
+    if paired:  # each host against itself: the hosts' own levels drop out
+        d = yb - ya
+        se, df = float(d.std(ddof=1)) / math.sqrt(d.size), float(d.size - 1)
+    else:
+        va, vb = float(ya.var(ddof=1)) / xa.size, float(yb.var(ddof=1)) / xb.size
+        se = math.sqrt(va + vb)
+        df = (va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1) or 1e-300)
     if se == 0:
         p, lo, hi = (0.0 if diff else 1.0), diff, diff
     else:
-        df = (va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1) or 1e-300)
         t = float(sps.t.ppf(1 - level / 2, df))
         p, lo, hi = float(2 * sps.t.sf(abs(diff) / se, df)), diff - t * se, diff + t * se
+    how = f"paired t (the same {unit}s in both)" if paired else "Welch's t"
     if logs:
         a, b = float(np.exp(ya.mean())), float(np.exp(yb.mean()))
         change, ci = math.expm1(diff), [math.expm1(lo), math.expm1(hi)]
-        test = f"Welch's t on the logarithms of one {metric.kind} per {unit} (ratio of geometric means)"
+        test = f"{how} on the logarithms of one {metric.kind} per {unit} (ratio of geometric means)"
     else:
         a, b = float(ya.mean()), float(yb.mean())
         base = abs(a) or 1.0
         change, ci = diff / base, [lo / base, hi / base]
-        test = f"Welch's t on one {metric.kind} per {unit} (difference of means)"
+        test = f"{how} on one {metric.kind} per {unit} (difference of means)"
     return out | {
+        "paired": paired,
         "a": _r(a),
         "b": _r(b),
         "absolute_change": _r(b - a),
