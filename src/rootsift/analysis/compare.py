@@ -117,7 +117,8 @@ def parse_metrics(text: str) -> list[Metric]:
         m = _METRIC.match(item)
         if m is None or not m.group("arg").strip():
             raise UsageError(
-                f"--metrics: {item!r} is not pNN(field), avg(field), max(field), min(field) or rate(filter)"
+                f"--metrics: {item!r} is not pNN(field), shift(field), avg(field), max(field), min(field) "
+                "or rate(filter)"
             )
         arg = m.group("arg").strip()
         if m.group("q") is not None:
