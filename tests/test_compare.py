@@ -310,3 +310,13 @@ def test_shift_is_kayentas_view(rs: Rootsift, tmp_path: Path) -> None:
     rs.ingest(write_events(tmp_path / "t.jsonl", requests(10, tail=1.6)), "tail")
     t = rs.compare("tail", a='version = "v1"', b='version = "v2"', metrics="shift(duration_ms)").metrics[0]
     assert t["relative_change"] < 0.05
+
+
+def test_slope_per_host(rs: Rootsift, tmp_path: Path) -> None:
+    """Kernel a's slab grows along its series (hosts.py), kernel b's grows at 40 % of that."""
+    rs.ingest(write_events(tmp_path / "h.jsonl", hosts(11, ratio=0.4)), "mem")
+    m = rs.compare("mem", a='kernel = "a"', b='kernel = "b"', metrics="slope(slab_bytes)").metrics[0]
+    assert m["unit"] == "host" and m["verdict"] == "improvement" and -0.75 < m["relative_change"] < -0.45
+    rs.ingest(write_events(tmp_path / "r.jsonl", requests(1, n=200)), "api")  # no host field
+    with pytest.raises(UsageError, match="per series"):
+        rs.compare("api", a='version = "v1"', b='version = "v2"', metrics="slope(duration_ms)")

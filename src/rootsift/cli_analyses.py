@@ -179,7 +179,7 @@ def investigate(
 @click.option(
     "--metrics",
     default=None,
-    help="Comma-separated: pNN(field), shift(field), avg(field), max(field), min(field), rate(filter) "
+    help="Comma-separated: pNN(field), shift(field), avg(field), max(field), min(field), slope(field), rate(filter) "
     "(default: p50/p90/p99 of the duration field and the 5xx rate).",
 )
 @click.option(

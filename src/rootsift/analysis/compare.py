@@ -15,6 +15,8 @@ interval, a test suited to it, and a verdict against a tolerance:
 - ``rate(FILTER)``: the share of events matching the filter. Fisher's exact test and
   Newcombe's interval for the difference; when A has none and B has some, the relative
   change is infinite and the test decides alone (errors in B, none in A).
+- ``slope(field)``: a per-unit growth, the least-squares slope per hour of each host's
+  series (a leak grows; a full cache does not).
 - ``max(field)``, ``min(field)``: a per-unit statistic (a host's peak memory). The unit
   is the events' host (``--per``), so several hosts per cohort are not pseudo-replicated:
   Welch's t on the logarithms of the units' values (the ratio of geometric means), or a
@@ -55,7 +57,7 @@ from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.sqltext import ident
 
 ALPHA = 0.05
-TOLERANCE = {"quantile": 0.05, "shift": 0.05, "avg": 0.05, "max": 0.05, "min": 0.05, "rate": 0.10}
+TOLERANCE = {"quantile": 0.05, "shift": 0.05, "slope": 0.05, "avg": 0.05, "max": 0.05, "min": 0.05, "rate": 0.10}
 """Relative changes that do not matter, per metric kind (``--tolerance`` overrides)."""
 BOOTSTRAP = 2000
 STEPS = 128
@@ -66,7 +68,7 @@ SPREAD = (0.1, 0.9)
 SEED = 20261121
 """The bootstrap's seed: the same data give the same intervals."""
 HIGHER_IS_BETTER = ("available", "free", "throughput", "success", "hit", "rps", "qps", "goodput")
-_METRIC = re.compile(r"^(?:p(?P<q>\d+(?:\.\d+)?)|(?P<agg>avg|mean|max|min|rate|shift))\((?P<arg>.*)\)$", re.S)
+_METRIC = re.compile(r"^(?:p(?P<q>\d+(?:\.\d+)?)|(?P<agg>avg|mean|max|min|rate|shift|slope))\((?P<arg>.*)\)$", re.S)
 
 
 @dataclass
@@ -117,8 +119,8 @@ def parse_metrics(text: str) -> list[Metric]:
         m = _METRIC.match(item)
         if m is None or not m.group("arg").strip():
             raise UsageError(
-                f"--metrics: {item!r} is not pNN(field), shift(field), avg(field), max(field), min(field) "
-                "or rate(filter)"
+                f"--metrics: {item!r} is not pNN(field), shift(field), avg(field), max(field), min(field), "
+                "slope(field) or rate(filter)"
             )
         arg = m.group("arg").strip()
         if m.group("q") is not None:
@@ -128,8 +130,8 @@ def parse_metrics(text: str) -> list[Metric]:
             out.append(Metric(item, "quantile", arg, q=q))
         elif m.group("agg") == "rate":
             out.append(Metric(item, "rate", filter=arg))
-        elif m.group("agg") == "shift":
-            out.append(Metric(item, "shift", arg))
+        elif m.group("agg") in ("shift", "slope"):
+            out.append(Metric(item, str(m.group("agg")), arg))
         else:
             out.append(Metric(item, "avg" if m.group("agg") == "mean" else str(m.group("agg")), arg))
     if not out:
@@ -174,7 +176,7 @@ def compare(
         out.warnings.append(f"sample rates ({frames['a'].weight!r}) are not applied: each stored event counts once")
     for metric in chosen:
         tol = (tolerance or {}).get(metric.text, TOLERANCE[metric.kind])
-        unit = per or (unit_field(frames["a"]) if metric.kind in ("max", "min") else None)
+        unit = per or (unit_field(frames["a"]) if metric.kind in ("max", "min", "slope") else None)
         out.metrics.append(_one(frames["a"], frames["b"], metric, tol, unit, level))
     out.verdict = overall([m["verdict"] for m in out.metrics])
     regressed = next((m for m in out.metrics if m["verdict"] == "regression" and m["unit"] == "event"), None)
@@ -310,6 +312,8 @@ def _one(fa: Frame, fb: Frame, metric: Metric, tol: float, unit: str | None, lev
         raise QuerySpecError(f"--metrics {metric.text}: no field {metric.field!r} in {fa.dataset}")
     if unit is not None and unit not in fa.fields:
         raise QuerySpecError(f"--per {unit}: no field {unit!r} in {fa.dataset}")
+    if metric.kind == "slope" and unit is None:
+        raise UsageError(f"--metrics {metric.text}: a slope is per series: name the unit with --per FIELD")
     if unit is not None and metric.kind != "rate":
         got = _per_unit(fa, fb, metric, unit, level)
     elif metric.kind == "quantile":
@@ -653,7 +657,8 @@ def _per_unit(fa: Frame, fb: Frame, metric: Metric, unit: str, level: float) -> 
     change is the ratio of geometric means, with its interval. With a few hosts per
     cohort a rank test cannot reach significance at all (4 against 4: p ≥ 0.029)."""
     col, u = ident(str(metric.field)), ident(unit)
-    agg = {"quantile": f"quantile_cont({col}, {metric.q})", "avg": f"avg({col})"}.get(
+    per_hour = f"regr_slope({col}, epoch({ident('timestamp')}) / 3600.0)"
+    agg = {"quantile": f"quantile_cont({col}, {metric.q})", "avg": f"avg({col})", "slope": per_hour}.get(
         metric.kind, f"{metric.kind}({col})"
     )
     values = {}

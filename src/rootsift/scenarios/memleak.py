@@ -130,7 +130,7 @@ class MemLeak(Scenario):
                 "--where",
                 'kind = "meminfo"',
                 "--metrics",
-                "max(sunreclaim_bytes),max(active_file_bytes),min(mem_available_bytes)",
+                "slope(sunreclaim_bytes),max(sunreclaim_bytes),max(active_file_bytes),min(mem_available_bytes)",
             ],
         ]
         manifest = Manifest(self.name, self.seed, self.scale, sources, f"{n_hosts} hosts, {weeks} weeks", analyses)
