@@ -202,6 +202,12 @@ def test_cli_contract(tmp_path: Path) -> None:
         main, [*base, "--metrics", "p99(duration_ms)", "--tolerance", "p99(duration_ms)=200%", "--fail-on-regression"]
     )
     assert loose.exit_code == 0 and "no change" in loose.output
+    flipped = CliRunner().invoke(
+        main, [*base, "--metrics", "p99(duration_ms)", "--better", "p99(duration_ms)=higher", "--json"]
+    )
+    assert json.loads(flipped.stdout)["metrics"][0]["verdict"] == "improvement"
+    odd = CliRunner().invoke(main, [*base, "--better", "p99(duration_ms)=up"])
+    assert odd.exit_code == 2 and "--better" in odd.output
     bad = CliRunner().invoke(main, [*base, "--metrics", "p99(nope)", "--json"])
     assert bad.exit_code == 2 and "nope" in json.loads(bad.stdout)["error"]["message"]
     none = CliRunner().invoke(main, ["compare", "api", "--data", str(data)])

@@ -184,6 +184,7 @@ class Rootsift:
         where: str | None = None,
         metrics: str | list[Metric] | None = None,
         tolerance: dict[str, float] | None = None,
+        better: dict[str, str] | None = None,
         per: str | None = None,
         alpha: float = ALPHA,
         now: datetime | None = None,
@@ -201,6 +202,7 @@ class Rootsift:
             where=where,
             metrics=parse_metrics(metrics) if isinstance(metrics, str) else metrics,
             tolerance=tolerance,
+            better=better,
             per=per,
             alpha=alpha,
         )

@@ -189,6 +189,13 @@ def investigate(
     metavar="METRIC=PCT",
     help="A relative change that does not matter, e.g. 'p99(duration_ms)=10%' (repeatable).",
 )
+@click.option(
+    "--better",
+    "betters",
+    multiple=True,
+    metavar="METRIC=higher|lower",
+    help="Which way is better for a metric, e.g. 'avg(throughput)=higher' (default: lower, unless the name says).",
+)
 @click.option("--per", default=None, help="Compare one value per unit of this field (default: host for max/min).")
 @click.option("--alpha", type=float, default=ALPHA, show_default=True, help="Significance over all the metrics.")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when the verdict is a regression.")
@@ -206,6 +213,7 @@ def compare(
     where: str | None,
     metrics: str | None,
     tolerances: tuple[str, ...],
+    betters: tuple[str, ...],
     per: str | None,
     alpha: float,
     fail_on_regression: bool,
@@ -226,6 +234,7 @@ def compare(
         where=where,
         metrics=metrics,
         tolerance=parse_tolerances(tolerances),
+        better=parse_betters(betters),
         per=per,
         alpha=alpha,
     )
@@ -310,6 +319,17 @@ def canary(
         fail(exc, as_json)
 
 
+def parse_betters(items: tuple[str, ...]) -> dict[str, str]:
+    """``METRIC=higher|lower`` flags as a dict; a malformed one is a usage error naming it."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, eq, way = item.rpartition("=")
+        if not eq or not name.strip() or way.strip() not in ("higher", "lower"):
+            raise UsageError(f"--better {item!r} is not METRIC=higher or METRIC=lower")
+        out[name.strip()] = way.strip()
+    return out
+
+
 def parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:
     """``METRIC=PCT`` flags (``p99(duration_ms)=10%`` or ``=0.1``) as relative tolerances."""
     out: dict[str, float] = {}
@@ -370,7 +390,12 @@ def _explain(rs: Rootsift, p: dict[str, Any]) -> Any:
 
 def _compare(rs: Rootsift, p: dict[str, Any]) -> Any:
     keys = ("a", "b", "a_from", "a_to", "b_from", "b_to", "where", "metrics", "per", "alpha")
-    return rs.compare(p["dataset"], tolerance=parse_tolerances(p["tolerances"]), **{k: p[k] for k in keys})
+    return rs.compare(
+        p["dataset"],
+        tolerance=parse_tolerances(p["tolerances"]),
+        better=parse_betters(p["betters"]),
+        **{k: p[k] for k in keys},
+    )
 
 
 IN_PROCESS: dict[str, Callable[[Rootsift, dict[str, Any]], Any]] = {

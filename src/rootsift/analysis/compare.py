@@ -25,7 +25,8 @@ interval, a test suited to it, and a verdict against a tolerance:
 
 Verdicts, with ``tolerance`` the relative change that does not matter (defaults in
 ``TOLERANCE``). Larger is worse (latency, memory, errors), unless the field's name says
-larger is better (``HIGHER_IS_BETTER``: available or free memory, throughput, hits):
+larger is better (``HIGHER_IS_BETTER``: available or free memory, throughput, hits) or
+``better`` says so for the metric:
 
 - **regression** / **improvement**: significant (after Bonferroni over the metrics) and
   the estimated change beyond the tolerance;
@@ -150,6 +151,7 @@ def compare(
     where: str | None = None,
     metrics: list[Metric] | None = None,
     tolerance: dict[str, float] | None = None,
+    better: dict[str, str] | None = None,
     per: str | None = None,
     alpha: float = ALPHA,
 ) -> Comparison:
@@ -177,7 +179,10 @@ def compare(
     for metric in chosen:
         tol = (tolerance or {}).get(metric.text, TOLERANCE[metric.kind])
         unit = per or (unit_field(frames["a"]) if metric.kind in ("max", "min", "slope") else None)
-        out.metrics.append(_one(frames["a"], frames["b"], metric, tol, unit, level))
+        direction = (better or {}).get(metric.text) or ("higher" if higher_is_better(metric) else "lower")
+        if direction not in ("higher", "lower"):
+            raise UsageError(f"--better {metric.text}={direction}: say higher or lower")
+        out.metrics.append(_one(frames["a"], frames["b"], metric, tol, unit, level, direction))
     out.verdict = overall([m["verdict"] for m in out.metrics])
     regressed = next((m for m in out.metrics if m["verdict"] == "regression" and m["unit"] == "event"), None)
     if regressed is not None and regressed["kind"] in ("quantile", "rate"):
@@ -307,7 +312,9 @@ def _default_metrics(frame: Frame) -> list[Metric]:
 # --- one metric --------------------------------------------------------------------------
 
 
-def _one(fa: Frame, fb: Frame, metric: Metric, tol: float, unit: str | None, level: float) -> dict[str, Any]:
+def _one(
+    fa: Frame, fb: Frame, metric: Metric, tol: float, unit: str | None, level: float, better: str
+) -> dict[str, Any]:
     if metric.field is not None and metric.field not in fa.fields:
         raise QuerySpecError(f"--metrics {metric.text}: no field {metric.field!r} in {fa.dataset}")
     if unit is not None and unit not in fa.fields:
@@ -328,7 +335,6 @@ def _one(fa: Frame, fb: Frame, metric: Metric, tol: float, unit: str | None, lev
         got = _extreme(fa, fb, metric)
     change, lo, hi, p = got["relative_change"], got["ci"][0], got["ci"][1], got["p_value"]
     got["tolerance"] = tol
-    better = "higher" if higher_is_better(metric) else "lower"
     got["better"] = better
     signed = (-change, -hi, -lo) if better == "higher" else (change, lo, hi)  # worse is positive
     enough = bool(got.get("n_a") and got.get("n_b"))
