@@ -72,13 +72,6 @@ def hosts(seed: int, ratio: float) -> list[dict[str, Any]]:
     return rows
 
 
-@pytest.fixture
-def rs(tmp_path: Path) -> Rootsift:
-    store = Rootsift(tmp_path / "data")
-    yield store
-    store.close()
-
-
 def by_metric(result: Any) -> dict[str, dict[str, Any]]:
     return {m["metric"]: m for m in result.metrics}
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 from click.testing import CliRunner
 
 from rootsift import Rootsift
@@ -40,13 +39,6 @@ def requests(seed: int, minutes: int = 120, per_second: float = 4.0) -> list[dic
 
 def at(row: dict[str, Any]) -> float:
     return (datetime.fromisoformat(row["timestamp"]) - START).total_seconds()
-
-
-@pytest.fixture
-def rs(tmp_path: Path) -> Rootsift:
-    store = Rootsift(tmp_path / "data")
-    yield store
-    store.close()
 
 
 def test_latency_shift_found_and_explained(rs: Rootsift, tmp_path: Path) -> None:

@@ -56,13 +56,6 @@ def served(seed: int, workers: int | None, stamp: str = "start", minutes: int = 
     return rows
 
 
-@pytest.fixture
-def rs(tmp_path: Path) -> Rootsift:
-    store = Rootsift(tmp_path / "data")
-    yield store
-    store.close()
-
-
 def kinds(result: Any, kind: str) -> list[Any]:
     return [f for f in result.findings if f.kind == kind]
 

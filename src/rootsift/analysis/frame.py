@@ -28,6 +28,17 @@ from rootsift.store.segment import SAMPLE_EVERY
 from rootsift.store.sqltext import ident
 
 SAMPLED_SELECTION_MIN = 1000
+UNIT_SCALE_US = {"_ms": 1_000.0, "_us": 1.0, "_sec": 1_000_000.0, "_seconds": 1_000_000.0, "_s": 1_000_000.0}
+
+
+def micros_per_unit(name: str) -> float | None:
+    """Microseconds in one unit of a duration field, from its name (``_ms``, ``_s``…); None if unknown."""
+    low = name.lower()
+    for suffix, us in UNIT_SCALE_US.items():
+        if low.endswith(suffix):
+            return us
+    return 1_000.0 if "duration" in low or "latency" in low else None
+
 
 SEL = '"__sel"'
 W = '"__w"'
@@ -102,9 +113,9 @@ class Frame:
         name = self.select_start_of
         if name is None:
             return ts
-        if name not in self.fields:
-            raise QuerySpecError(f"no field {name!r} to take the start from")
-        scale = 1000.0 if name.lower().endswith("_ms") else 1_000_000.0
+        scale = micros_per_unit(name)
+        if name not in self.fields or scale is None:
+            raise QuerySpecError(f"no duration field {name!r} (named *_ms, *_s, *_us…) to take the start from")
         return f"({ts} - to_microseconds(CAST(coalesce({ident(name)}, 0) * {scale} AS BIGINT)))"
 
     def has_selection(self) -> bool:

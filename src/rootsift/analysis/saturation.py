@@ -36,9 +36,10 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from rootsift.analysis import stats
 from rootsift.analysis.anomaly import COMPLETION, Anomaly
 from rootsift.analysis.findings import Finding, iso
-from rootsift.analysis.frame import Frame
+from rootsift.analysis.frame import Frame, micros_per_unit
 from rootsift.store.base import TIME_COLUMN
 from rootsift.store.sqltext import ident
 
@@ -55,21 +56,11 @@ ABOVE_MAX = 0.05
 PILE_UP = 1.5
 SHOWN_UNITS = 5
 WAIT_WORDS = ("wait", "queue", "pending", "blocked", "acquire", "connect")
-UNIT_SCALE_US = {"_ms": 1_000.0, "_us": 1.0, "_sec": 1_000_000.0, "_seconds": 1_000_000.0, "_s": 1_000_000.0}
 
 
 def unit_field(frame: Frame) -> str | None:
     """The field naming each event's process (the first of ``UNITS`` the dataset has as text)."""
     return next((u for u in UNITS if u in frame.fields and frame.fields[u].type == "VARCHAR"), None)
-
-
-def micros_per_unit(name: str) -> float | None:
-    """Microseconds in one unit of a duration field, from its name (``_ms``, ``_s``…); None if unknown."""
-    low = name.lower()
-    for suffix, us in UNIT_SCALE_US.items():
-        if low.endswith(suffix):
-            return us
-    return 1_000.0 if "duration" in low or "latency" in low else None
 
 
 def role(part: str) -> str:
@@ -334,11 +325,10 @@ def _rise(s: tuple[Any, ...]) -> tuple[float, float, float, float] | None:
     n1, m1, v1, n0, m0, v0 = s
     if not n1 or not n0 or n1 < 2 or n0 < 2 or m1 is None or m0 is None:
         return None
-    se = math.sqrt((v1 or 0.0) / n1 + (v0 or 0.0) / n0)
+    se, df = stats.welch(v1 or 0.0, n1, v0 or 0.0, n0)
     diff = float(m1) - float(m0)
     if se == 0:
         return diff, 0.0 if diff > 0 else 1.0, float(n1), float(n0)
-    df = se**4 / (((v1 or 0.0) / n1) ** 2 / (n1 - 1) + ((v0 or 0.0) / n0) ** 2 / (n0 - 1) or 1e-300)
     return diff, float(sps.t.sf(diff / se, df)), float(n1), float(n0)
 
 

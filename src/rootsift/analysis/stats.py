@@ -20,6 +20,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import NDArray
 from scipy import stats as sps
@@ -118,3 +120,20 @@ def binned_quantiles(counts: Array, lows: Array, highs: Array, qs: tuple[float, 
         else:
             out.append(lo + (hi - lo) * frac)
     return out
+
+
+def welch(var_a: float, n_a: float, var_b: float, n_b: float) -> tuple[float, float]:
+    """(standard error of a difference of two means, Welch–Satterthwaite degrees of freedom)
+    from each group's variance and (effective) size."""
+    va, vb = var_a / n_a, var_b / n_b
+    se = math.sqrt(va + vb)
+    return se, (va + vb) ** 2 / (va**2 / max(n_a - 1, 1) + vb**2 / max(n_b - 1, 1) or 1e-300)
+
+
+def t_interval(diff: float, se: float, df: float, level: float) -> tuple[float, float, float]:
+    """(two-sided p, low, high) for a difference with its standard error on ``df`` degrees
+    of freedom, the interval at 1 − ``level``; a difference with no error is certain."""
+    if se == 0:
+        return (0.0 if diff else 1.0), diff, diff
+    t = float(sps.t.ppf(1 - level / 2, df))
+    return float(2 * sps.t.sf(abs(diff) / se, df)), diff - t * se, diff + t * se
