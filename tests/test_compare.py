@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from rootsift import Rootsift
+from rootsift.analysis.canary import levels
 from rootsift.analysis.compare import parse_metrics, verdict
 from rootsift.cli import main
 from rootsift.errors import UsageError
@@ -220,7 +221,9 @@ def test_canary_gate(tmp_path: Path) -> None:
     assert bad.exit_code == 1, bad.output
     (line,) = [json.loads(x) for x in bad.stdout.splitlines()]
     assert line["look"] == 1 and line["of"] == 30 and line["verdict"] == "regression"
-    assert line["method"]["alpha"] == pytest.approx(0.05 / 30)
+    assert line["method"]["alpha"] == pytest.approx(line["level"], rel=1e-3)
+    assert line["level"] == pytest.approx(levels(30, 0.05)[0], rel=1e-3)
+    assert 0.05 / 30 < line["level"] < 0.05 / 5  # Pocock's level for 30 correlated looks
     calm = CliRunner().invoke(
         main,
         [

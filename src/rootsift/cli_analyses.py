@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,12 +10,13 @@ from typing import Any
 
 import click
 
+from rootsift.analysis.canary import BOUNDARIES, began_now, watch
 from rootsift.analysis.explain import ALPHA, TOP_VALUES
 from rootsift.api import Rootsift, default_data_dir
 from rootsift.cli import common, data_option, emit_json, fail, main, out
 from rootsift.errors import RootsiftError, UsageError
 from rootsift.query.spec import Calculation, QuerySpec
-from rootsift.timeutil import parse_duration
+from rootsift.timeutil import parse_duration, parse_time
 from rootsift.ui import findings as view
 from rootsift.ui import report_html
 
@@ -256,7 +256,21 @@ def compare(
 @click.option("--where", default=None, help="Only compare events matching this filter.")
 @click.option("--metrics", default=None, help="As for compare (default: p50/p90/p99 of the duration field, 5xx rate).")
 @click.option("--tolerance", "tolerances", multiple=True, metavar="METRIC=PCT", help="As for compare (repeatable).")
+@click.option("--better", "betters", multiple=True, metavar="METRIC=higher|lower", help="As for compare (repeatable).")
+@click.option("--per", default=None, help="As for compare.")
 @click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False alarm rate over the whole watch.")
+@click.option(
+    "--boundary",
+    type=click.Choice(BOUNDARIES),
+    default="pocock",
+    show_default=True,
+    help="How alpha is spent over the looks (docs/compare.md).",
+)
+@click.option(
+    "--replay",
+    is_flag=True,
+    help="Run the watch on stored events from --from, look k seeing events up to --from + k × --every, without waiting.",
+)
 @data_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per evaluation (JSON lines).")
 def canary(
@@ -269,7 +283,11 @@ def canary(
     where: str | None,
     metrics: str | None,
     tolerances: tuple[str, ...],
+    betters: tuple[str, ...],
+    per: str | None,
     alpha: float,
+    boundary: str,
+    replay: bool,
     data_dir: Path | None,
     as_json: bool,
 ) -> None:
@@ -277,44 +295,52 @@ def canary(
     soon as a regression is certain (0 when the watch ends without one).
 
     Each evaluation opens the store read-only, compares everything since --from and
-    closes it, so an ingest can write in between. The false alarm rate is held over the
-    whole watch: each of the N evaluations is tested at alpha / N (docs/compare.md).
+    closes it, so an ingest can write in between (a look retries while one is writing).
+    The false alarm rate is held over the whole watch by a group-sequential boundary
+    (docs/compare.md).
 
     Example: rootsift canary api --baseline 'version = "1.4"' --canary 'version = "1.5"' --every 1m --for 30m
     """
     try:
-        step, total = parse_duration(every).total_seconds(), parse_duration(duration).total_seconds()
-        if step <= 0 or total < step:
+        step, total = parse_duration(every), parse_duration(duration)
+        if step.total_seconds() <= 0 or total < step:
             raise UsageError(f"--every {every} must be positive and no longer than --for {duration}")
-        looks = int(total // step)
-        began = start or datetime.now(UTC).isoformat()
-        tolerance = parse_tolerances(tolerances)
-        for look in range(1, looks + 1):
+        if replay and not start:
+            raise UsageError("--replay needs --from: the time the watch would have started")
+        tolerance, better = parse_tolerances(tolerances), parse_betters(betters)
+        began = parse_time(start) if start else began_now()
+
+        def run(level: float, upto: datetime | None) -> Any:
             with Rootsift(data_dir or default_data_dir(), read_only=True) as rs:
-                result = rs.compare(
+                return rs.compare(
                     dataset,
                     a=baseline,
                     b=canary,
                     a_from=began,
                     b_from=began,
+                    a_to=upto,
+                    b_to=upto,
                     where=where,
                     metrics=metrics,
                     tolerance=tolerance,
-                    alpha=alpha / looks,
+                    better=better,
+                    per=per,
+                    alpha=level,
                 )
-            certain = result.verdict == "regression"
-            record = {"look": look, "of": looks, **result.as_dict()}
+
+        looks = int(total.total_seconds() // step.total_seconds())
+        for look in watch(run, start=began, every=step, looks=looks, alpha=alpha, boundary=boundary, replay=replay):
             if as_json:
-                emit_json(record)
+                emit_json(look.as_dict())
             else:
-                out.print(
-                    f"[bold]look {look} of {looks}[/bold] ({datetime.now(UTC):%H:%M:%S}, alpha {alpha / looks:.3g} each)"
-                )
-                view.comparison(out, result)
-            if certain:
+                seen = f"events to {look.upto:%Y-%m-%d %H:%M:%S}" if look.upto else f"{datetime.now(UTC):%H:%M:%S}"
+                out.print(f"[bold]look {look.look} of {look.of}[/bold] ({seen}, level {look.level:.3g})")
+                if look.result is not None:
+                    view.comparison(out, look.result)
+                else:
+                    out.print(f"[yellow]skipped: {look.skipped}[/yellow]")
+            if look.regressed:
                 sys.exit(1)
-            if look < looks:
-                time.sleep(step)
     except RootsiftError as exc:
         fail(exc, as_json)
 

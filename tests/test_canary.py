@@ -1,0 +1,163 @@
+"""canary: the group-sequential levels against published constants, replays of a watch,
+a store another process is writing, and a live watch while an ingest runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy import stats as sps
+
+from rootsift import Rootsift
+from rootsift.analysis.canary import levels, watch
+from rootsift.cli import main
+from rootsift.errors import StoreLockedError
+from test_explain import write_events
+
+START = datetime(2024, 3, 1, tzinfo=UTC)
+
+
+def stream(seed: int, minutes: int, tail: float, start: datetime = START, per_second: int = 10) -> list[dict[str, Any]]:
+    """``per_second`` requests a second for ``minutes``, alternately v1 and v2; v2's
+    requests above the p85 take ``tail`` times longer."""
+    rng = np.random.default_rng(seed)
+    n = minutes * 60 * per_second
+    d = rng.lognormal(3, 0.5, n)
+    line = float(np.exp(3 + 0.5 * 1.0364))
+    version = np.where(np.arange(n) % 2, "v1", "v2")
+    d = np.where((version == "v2") & (d > line), d * tail, d)
+    return [
+        {
+            "timestamp": (start + timedelta(seconds=i / per_second)).isoformat(),
+            "version": str(version[i]),
+            "duration_ms": round(float(d[i]), 3),
+        }
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("looks", "pocock", "obrien_fleming"),
+    # Jennison & Turnbull (2000), tables 2.1 and 2.3: two-sided alpha 0.05
+    [(2, 2.178, 1.977), (5, 2.413, 2.040), (10, 2.555, 2.087), (20, 2.672, 2.121)],
+)
+def test_levels_match_the_published_boundaries(looks: int, pocock: float, obrien_fleming: float) -> None:
+    z = sps.norm.isf(np.array(levels(looks, 0.05, "pocock")) / 2)
+    assert np.allclose(z, pocock, atol=0.015)
+    z_of = sps.norm.isf(np.array(levels(looks, 0.05, "obrien-fleming")) / 2)
+    assert z_of[-1] == pytest.approx(obrien_fleming, abs=0.015)
+    assert z_of[0] == pytest.approx(obrien_fleming * np.sqrt(looks), abs=0.05)
+    assert levels(looks, 0.05, "bonferroni") == [0.05 / looks] * looks
+    assert levels(1, 0.05) == [0.05]
+
+
+def test_levels_hold_alpha_over_the_looks() -> None:
+    """Independently of the boundary's own simulation: z-scores of a growing sample
+    (new seed, exact cumulative means) cross a look's level at 5 % of watches, where
+    testing every look at 5 % crosses at far more."""
+    rng = np.random.default_rng(7)
+    looks, paths = 10, 20000
+    z = np.cumsum(rng.standard_normal((paths, looks)), axis=1) / np.sqrt(np.arange(1, looks + 1))
+    p = 2 * sps.norm.sf(np.abs(z))
+    crossed = (p < np.array(levels(looks, 0.05))).any(axis=1).mean()
+    naive = (p < 0.05).any(axis=1).mean()
+    assert 0.04 < crossed < 0.06 and naive > 0.15
+
+
+def test_replay_stops_at_the_first_certain_regression(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with Rootsift(data) as rs:
+        rs.ingest(write_events(tmp_path / "bad.jsonl", stream(1, 30, tail=1.5)), "bad")
+        rs.ingest(write_events(tmp_path / "aa.jsonl", stream(2, 30, tail=1.0)), "aa")
+    args = ["--baseline", 'version = "v1"', "--canary", 'version = "v2"', "--from", START.isoformat()]
+    args += ["--every", "3m", "--for", "30m", "--replay", "--metrics", "p50(duration_ms),p99(duration_ms)"]
+    args += ["--data", str(data), "--json"]
+    bad = CliRunner().invoke(main, ["canary", "bad", *args])
+    assert bad.exit_code == 1, bad.output
+    seen = [json.loads(line) for line in bad.stdout.splitlines()]
+    assert seen[-1]["verdict"] == "regression" and len(seen) < 10
+    assert [s["upto"] for s in seen] == [
+        (START + timedelta(minutes=3 * k)).isoformat().replace("+00:00", "Z") for k in range(1, len(seen) + 1)
+    ]
+    events = [s["b"]["events"] for s in seen]
+    assert events == sorted(events) and events[0] == 3 * 60 * 5  # look k sees k intervals of v2
+    calm = CliRunner().invoke(main, ["canary", "aa", *args])
+    assert calm.exit_code == 0, calm.output
+    assert [json.loads(line)["look"] for line in calm.stdout.splitlines()] == list(range(1, 11))
+    no_start = CliRunner().invoke(main, ["canary", "aa", "--baseline", "a", "--canary", "b", "--replay"])
+    assert no_start.exit_code == 2 and "--from" in no_start.output
+
+
+def test_a_busy_store_is_retried_then_skipped() -> None:
+    """A look retries while another process writes the store; one that stays busy for its
+    whole interval is skipped (its alpha unspent), and the watch goes on."""
+    now = [0.0]
+
+    def run(level: float, upto: datetime | None) -> Any:
+        if now[0] < 2 or 10 <= now[0] < 20.5:  # the writer holds the store
+            raise StoreLockedError("the store is open for writing by another process")
+        return type("Result", (), {"verdict": "no change"})()
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    every = timedelta(seconds=10)
+    looks = list(watch(run, start=START, every=every, looks=3, alpha=0.05, sleep=sleep, clock=lambda: now[0]))
+    assert [lk.skipped is None for lk in looks] == [True, False, True]
+    assert "busy" in str(looks[1].skipped) and looks[1].result is None
+    assert now[0] == 21.0  # look 1 read at 2 s; look 2 gave up at 20 s; look 3 read at 21 s
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
+def test_live_watch_while_an_ingest_writes(tmp_path: Path) -> None:
+    """A live canary (its own process) watches while the store is written: calm traffic
+    first; then a writer holds the store across a look (the look must wait and then
+    read, not fail) and adds a regressed canary; then other ingest processes add more.
+    It exits 1 once the regression is certain."""
+    data = tmp_path / "data"
+    began = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=10)
+    rootsift = [sys.executable, "-m", "rootsift"]
+    env = os.environ | {"PYTHONUNBUFFERED": "1"}
+    first = write_events(tmp_path / "calm.jsonl", stream(3, 2, tail=1.0, start=began))
+    subprocess.run([*rootsift, "ingest", str(first), "--dataset", "api", "--data", str(data)], check=True, env=env)
+    command = [*rootsift, "canary", "api", "--baseline", 'version = "v1"', "--canary", 'version = "v2"']
+    command += ["--from", began.isoformat(), "--every", "4s", "--for", "60s", "--metrics", "p99(duration_ms)"]
+    looks: list[dict[str, Any]] = []
+    with subprocess.Popen(
+        [*command, "--data", str(data), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as gate:
+        assert gate.stdout is not None and gate.stderr is not None
+        try:
+            looks.append(json.loads(gate.stdout.readline()))  # the calm first look
+            with Rootsift(data) as writer:  # holds the store for writing across the next look
+                minute = stream(10, 1, tail=2.0, start=began + timedelta(minutes=2))
+                writer.ingest(write_events(tmp_path / "b.jsonl", minute), "api")
+                time.sleep(5.5)
+            for k in range(10):  # then a regressed minute at a time, by other processes, until the gate closes
+                line = gate.stdout.readline()
+                if not line:
+                    break
+                looks.append(json.loads(line))
+                if looks[-1].get("verdict") == "regression":
+                    break
+                minute = stream(11 + k, 1, tail=2.0, start=began + timedelta(minutes=3 + k))
+                batch = write_events(tmp_path / f"b{k}.jsonl", minute)
+                subprocess.run([*rootsift, "ingest", str(batch), "--dataset", "api", "--data", str(data)], env=env)
+            gate.wait(timeout=90)
+        finally:
+            if gate.poll() is None:
+                gate.kill()
+        assert gate.returncode == 1, gate.stderr.read()
+    assert looks[0]["verdict"] != "regression" and looks[0]["b"]["events"] == 600
+    assert looks[-1]["verdict"] == "regression" and looks[-1]["b"]["events"] > 600
+    assert looks[1].get("busy_attempts", 0) >= 1  # it met the writer, waited, and read
+    assert all("skipped" in lk or "verdict" in lk for lk in looks)
