@@ -187,17 +187,28 @@ def memleak_trends(result: Result, truth: Truth) -> None:
 
 
 def memleak_compare(result: Result, truth: Truth) -> None:
-    """5.0 (A) against 5.3 (B), one value per host: unreclaimable slab grows far less on
-    5.3 (its slope per hour) and peaks far lower. Page
-    cache is not the leak: it is not a regression (it may differ, as the leaking hosts
-    have less memory left to cache with; with four hosts a side it is not significant).
-    A cohort of two hosts cannot show anything at the metrics' Bonferroni level (Welch on
-    one degree of freedom): then the verdict must only not be a regression."""
-    for name in ("slope(sunreclaim_bytes)", "max(sunreclaim_bytes)"):  # the growth, and where it got to
-        slab = metric(result, name)
-        assert slab["unit"] == "host"
-        enough = min(slab["n_a"], slab["n_b"]) >= 3
-        assert slab["verdict"] == "improvement" if enough else slab["verdict"] != "regression"
+    """5.0 (A) against 5.3 (B), one value per host: unreclaimable slab peaks far lower on
+    5.3, and grows far less (its slope per hour). Page cache is not the leak: it is not a
+    regression (it may differ, as the leaking hosts have less memory left to cache with).
+
+    What a handful of hosts can show at the metrics' Bonferroni level (4 metrics: 0.0125)
+    is limited, and the case asks no more than that:
+    - the peak is compared on the logarithms (hosts differ by factors): with 3 or more
+      hosts a side it is an improvement;
+    - the slope is compared as it is (5.3's slopes are about zero, either sign): Welch's
+      t then rests on the spread of 5.0's leak rates, which differ by up to 2.5× between
+      hosts. With 3 leaking hosts it is significant only when their standard deviation
+      is under about a fifth of their mean, so the case asks that it is never a
+      regression and that its estimate shows 5.3 growing at least 50 % less;
+    - a cohort of two hosts cannot show anything reliably (Welch on one degree of
+      freedom): then nothing may be a regression."""
+    peak, growth = metric(result, "max(sunreclaim_bytes)"), metric(result, "slope(sunreclaim_bytes)")
+    assert peak["unit"] == growth["unit"] == "host"
+    enough = min(peak["n_a"], peak["n_b"]) >= 3
+    assert peak["verdict"] == "improvement" if enough else peak["verdict"] != "regression"
+    assert growth["verdict"] != "regression"
+    if enough:
+        assert growth["relative_change"] <= -0.5 and result["verdict"] == "improvement"
     assert metric(result, "max(active_file_bytes)")["verdict"] != "regression"
 
 

@@ -322,3 +322,41 @@ def test_slope_per_host(rs: Rootsift, tmp_path: Path) -> None:
     rs.ingest(write_events(tmp_path / "r.jsonl", requests(1, n=200)), "api")  # no host field
     with pytest.raises(UsageError, match="per series"):
         rs.compare("api", a='version = "v1"', b='version = "v2"', metrics="slope(duration_ms)")
+
+
+def test_sample_rates_are_applied(rs: Rootsift, tmp_path: Path) -> None:
+    """Both versions serve the same traffic, but v2's slow requests (its tail, where the
+    errors are) are kept one in ten, each standing for ten (``samplerate``). Counted
+    as stored, v2's p99 and error rate look far better; weighted, there is no change."""
+    rng = np.random.default_rng(3)
+    rows = []
+    line = float(np.exp(3 + 0.5 * 1.2816))  # the p90
+    for i in range(80000):
+        version = "v1" if i % 2 else "v2"
+        d = float(rng.lognormal(3, 0.5))
+        rate = 1
+        if version == "v2" and d > line:
+            if rng.random() >= 0.1:
+                continue
+            rate = 10
+        rows.append(
+            {
+                "timestamp": (START + timedelta(seconds=i * 0.01)).isoformat(),
+                "version": version,
+                "duration_ms": round(d, 3),
+                "status": 503 if d > line * 1.3 else 200,
+                "samplerate": rate,
+            }
+        )
+    rs.ingest(write_events(tmp_path / "s.jsonl", rows), "api")
+    chosen = "p50(duration_ms),p99(duration_ms),avg(duration_ms),shift(duration_ms),rate(status >= 500)"
+    result = rs.compare("api", a='version = "v1"', b='version = "v2"', metrics=chosen)
+    got = by_metric(result)
+    stored = [r["duration_ms"] for r in rows if r["version"] == "v2"]
+    assert np.quantile(stored, 0.99) < 0.8 * got["p99(duration_ms)"]["a"]  # unweighted, the tail is missing
+    for name in chosen.split(","):
+        assert got[name]["verdict"] in ("no change", "not enough data"), (name, got[name])
+        assert abs(got[name]["relative_change"]) < 0.1, (name, got[name])
+    assert got["rate(status >= 500)"]["b"] == pytest.approx(got["rate(status >= 500)"]["a"], rel=0.15)
+    assert result.b["effective_events"] < result.b["events"] < result.b["weighted_events"]
+    assert "sample rate" in result.method["weights"] and not result.warnings

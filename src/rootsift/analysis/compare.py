@@ -57,7 +57,7 @@ from rootsift.analysis.investigate import ERROR_FIELDS, MEASURES
 from rootsift.analysis.saturation import unit_field
 from rootsift.analysis.timeouts import ident_text
 from rootsift.errors import QuerySpecError, UsageError
-from rootsift.store.duckdb import DuckDBBackend
+from rootsift.store.duckdb import DuckDBBackend, weight_sql
 from rootsift.store.sqltext import ident
 
 ALPHA = 0.05
@@ -174,11 +174,16 @@ def compare(
         "bootstrap": f"{BOOTSTRAP} multinomial resamples of log-spaced bins ({STEPS} per doubling), seed {SEED}",
     }
     for name, group in (("a", out.a), ("b", out.b)):
-        group["events"] = _count(frames[name])
-        if group["events"] == 0:
+        n, w, eff = _totals(frames[name])
+        group["events"] = n
+        if frames[name].weight:
+            group.update(weighted_events=_r(w), effective_events=_r(eff))
+        if n == 0:
             out.warnings.append(f"cohort {name.upper()} has no events: check its filter and time range")
     if frames["a"].weight:
-        out.warnings.append(f"sample rates ({frames['a'].weight!r}) are not applied: each stored event counts once")
+        out.method["weights"] = (
+            f"each event counts as its sample rate ({frames['a'].weight!r}); the tests use Kish's effective sizes"
+        )
     fields = _Fields(frames["a"], frames["b"], chosen)
     for metric in chosen:
         tol = (tolerance or {}).get(metric.text, TOLERANCE[metric.kind])
@@ -186,6 +191,10 @@ def compare(
         direction = (better or {}).get(metric.text) or ("higher" if higher_is_better(metric) else "lower")
         if direction not in ("higher", "lower"):
             raise UsageError(f"--better {metric.text}={direction}: say higher or lower")
+        if frames["a"].weight and unit and metric.kind == "quantile":
+            out.warnings.append(
+                f"{metric.text} per {unit}: each host's quantile counts stored events, not sample rates"
+            )
         out.metrics.append(_one(fields, metric, tol, unit, level, direction))
     out.verdict = overall([m["verdict"] for m in out.metrics])
     regressed = next((m for m in out.metrics if m["verdict"] == "regression" and m["unit"] == "event"), None)
@@ -282,8 +291,21 @@ def _describe(frame: Frame, text: str | None) -> dict[str, Any]:
 
 
 def _count(frame: Frame) -> int:
-    where, params = frame.range_filter()
-    return int(frame.backend.execute_sql(f"SELECT count(*) FROM {frame.relation_sql} WHERE {where}", params).rows[0][0])
+    return _totals(frame)[0]
+
+
+def _totals(frame: Frame) -> tuple[int, float, float]:
+    """(stored events, weighted events, Kish's effective size) of the cohort: the last two
+    are the count when events carry no sample rate."""
+    w = _weight(frame)
+    sql, params = _values(frame, f"count(*), sum({w}), sum({w} * {w})")
+    n, total, squares = frame.backend.execute_sql(sql, params).rows[0]
+    return int(n), float(total or 0), stats.effective_size(float(total or 0), float(squares or 0))
+
+
+def _weight(frame: Frame) -> str:
+    """SQL for an event's weight: its sample rate, or 1."""
+    return weight_sql(frame.weight) if frame.weight else "1"
 
 
 def _default_metrics(frame: Frame) -> list[Metric]:
@@ -374,15 +396,34 @@ class _Fields:
         a cohort has no values."""
         if field not in self._quantiles:
             col, qs = ident(field), self.qs[field]
-            exact = []
+            exact: list[tuple[int, dict[float, float | None]]] = []
             for frame in (self.fa, self.fb):
-                sql, params = _values(frame, f"count({col}), quantile_cont({col}, {qs!r})")
-                n, values = frame.backend.execute_sql(sql, params).rows[0]
-                exact.append((int(n), dict(zip(qs, values or [None] * len(qs), strict=True))))
+                n, values = _weighted_quantiles(frame, col, qs) if frame.weight else _exact_quantiles(frame, col, qs)
+                got: list[float | None] = list(values) if values else [None] * len(qs)
+                exact.append((int(n), dict(zip(qs, got, strict=True))))
             a, b = self.binned(field)
             draws = _bootstrap(a, b, qs) if exact[0][0] and exact[1][0] else (None, None)
             self._quantiles[field] = (qs, exact[0], exact[1], *draws)
         return self._quantiles[field]
+
+
+def _exact_quantiles(frame: Frame, col: str, qs: list[float]) -> tuple[int, list[float] | None]:
+    sql, params = _values(frame, f"count({col}), quantile_cont({col}, {qs!r})")
+    n, values = frame.backend.execute_sql(sql, params).rows[0]
+    return int(n), values
+
+
+def _weighted_quantiles(frame: Frame, col: str, qs: list[float]) -> tuple[int, list[float] | None]:
+    """Quantiles of the events each counted as its sample rate: the smallest value whose
+    cumulative weight reaches q of the total (a sort of the cohort's values)."""
+    sql, params = _values(frame, f"{col} AS v, {_weight(frame)} AS w")
+    picks = ", ".join(f"min(v) FILTER (WHERE cw >= {q!r} * tw)" for q in qs)
+    rows = frame.backend.execute_sql(
+        f"SELECT count(*), [{picks}] FROM (SELECT v, sum(w) OVER (ORDER BY v ROWS UNBOUNDED PRECEDING) AS cw, "
+        f"sum(w) OVER () AS tw FROM ({sql} AND {col} IS NOT NULL))",
+        params,
+    ).rows[0]
+    return int(rows[0]), (rows[1] if rows[0] else None)
 
 
 def _quantile(fields: _Fields, metric: Metric, level: float) -> dict[str, Any]:
@@ -456,10 +497,18 @@ def _shape(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -
 
 
 def _binned(frame: Frame, col: str) -> tuple[np.ndarray, np.ndarray]:
-    """(bin keys, counts) of a field's values in the cohort (``_bin``)."""
-    sql, params = _values(frame, f"{_bin(col)} AS k, count(*)")
+    """(bin keys, counts) of a field's values in the cohort (``_bin``). With sample rates
+    the counts are effective: each bin's weight, scaled so that they add up to Kish's
+    effective size (the shares are the weighted ones, the total what the tests may trust)."""
+    w = _weight(frame)
+    sql, params = _values(frame, f"{_bin(col)} AS k, count(*), sum({w}), sum({w} * {w})")
     rows = frame.backend.execute_sql(f"{sql} AND {col} IS NOT NULL GROUP BY 1", params).rows
-    return np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.int64)
+    keys = np.array([r[0] for r in rows], dtype=np.int64)
+    if not frame.weight:
+        return keys, np.array([r[1] for r in rows], dtype=np.int64)
+    weights = np.array([float(r[2]) for r in rows])
+    eff = stats.effective_size(float(weights.sum()), sum(float(r[3]) for r in rows))
+    return keys, weights * (eff / weights.sum()) if weights.sum() > 0 else weights
 
 
 def _shift(fields: _Fields, metric: Metric, level: float) -> dict[str, Any]:
@@ -471,7 +520,7 @@ def _shift(fields: _Fields, metric: Metric, level: float) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": "shift", "field": metric.field, "unit": "event"}
     pa, pb = ka > 0, kb > 0  # positive values (the log scale); zeros are left out
     ka, ca, kb, cb = ka[pa], ca[pa], kb[pb], cb[pb]
-    n_a, n_b = int(ca.sum()), int(cb.sum())
+    n_a, n_b = round(float(ca.sum())), round(float(cb.sum()))
     out.update(n_a=n_a, n_b=n_b)
     if n_a < 2 or n_b < 2:
         return out | {"relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
@@ -492,8 +541,8 @@ def _shift(fields: _Fields, metric: Metric, level: float) -> dict[str, Any]:
     middle, low, high = at(total / 2), at(k), at(total - k + 1)
     ratio = lambda bins: math.exp2(bins / STEPS) - 1  # noqa: E731
     return out | {
-        "a": _r(float(np.exp2(((ka - 1_000_000 + 0.5) / STEPS) @ ca / n_a))),
-        "b": _r(float(np.exp2(((kb - 1_000_000 + 0.5) / STEPS) @ cb / n_b))),
+        "a": _r(float(np.exp2(((ka - 1_000_000 + 0.5) / STEPS) @ ca / ca.sum()))),
+        "b": _r(float(np.exp2(((kb - 1_000_000 + 0.5) / STEPS) @ cb / cb.sum()))),
         "relative_change": ratio(middle),
         "ci": [ratio(low), ratio(high)] if k >= 1 else [math.nan, math.nan],
         "p_value": p,
@@ -511,8 +560,8 @@ def _bootstrap(
         centers = _centers(keys)
         order = np.argsort(centers)
         centers, counts = centers[order], counts[order]
-        n = int(counts.sum())
-        sample = rng.multinomial(n, counts / n, size=BOOTSTRAP)
+        n = max(1, round(float(counts.sum())))  # effective counts need not be whole
+        sample = rng.multinomial(n, counts / counts.sum(), size=BOOTSTRAP)
         cum = np.cumsum(sample, axis=1)
         at = np.stack([(cum >= q * n).argmax(axis=1) for q in qs], axis=1)
         draws.append(centers[at])
@@ -559,20 +608,30 @@ def _mean(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
     for name, frame in (("a", fa), ("b", fb)):
         sql, params = _values(
             frame,
-            f"{col} AS v, lag({col}) OVER ({part}ORDER BY {ident('timestamp')}) AS pv"
+            f"{col} AS v, {_weight(frame)} AS w, lag({col}) OVER ({part}ORDER BY {ident('timestamp')}) AS pv"
             + (f", {ident(unit)} AS u" if unit else ", 1 AS u"),
         )
-        row = frame.backend.execute_sql(
-            f"SELECT count(v), avg(v), var_samp(v), corr(v, pv), count(DISTINCT u) FROM ({sql} AND {col} IS NOT NULL)",
+        # the weighted mean and variance (each event counts as its sample rate), Kish's size
+        n, total, squares, mean, r, units = frame.backend.execute_sql(
+            f"SELECT count(v), sum(w), sum(w * w), sum(w * v) / sum(w), corr(v, pv), count(DISTINCT u) "
+            f"FROM ({sql} AND {col} IS NOT NULL)",
             params,
         ).rows[0]
-        got[name] = row
-    (n_a, m_a, v_a, r_a, u_a), (n_b, m_b, v_b, r_b, u_b) = got["a"], got["b"]
+        eff = stats.effective_size(float(total or 0), float(squares or 0))
+        var = None
+        if n and eff > 1:
+            spread = frame.backend.execute_sql(
+                f"SELECT sum(w * (v - ?) * (v - ?)) / sum(w) FROM ({sql} AND {col} IS NOT NULL)",
+                [mean, mean, *params],
+            ).rows[0][0]
+            var = float(spread) * eff / (eff - 1)
+        got[name] = (n, mean, var, r, units, eff)
+    (n_a, m_a, v_a, r_a, u_a, k_a), (n_b, m_b, v_b, r_b, u_b, k_b) = got["a"], got["b"]
     out: dict[str, Any] = {"kind": "avg", "field": metric.field, "unit": "event", "n_a": n_a, "n_b": n_b}
     out.update(a=_r(m_a), b=_r(m_b))
     if not n_a or not n_b or n_a < 2 or n_b < 2 or not m_a:
         return out | {"relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
-    e_a, e_b = _effective(n_a, r_a, u_a), _effective(n_b, r_b, u_b)
+    e_a, e_b = _effective(k_a, r_a, u_a), _effective(k_b, r_b, u_b)
     out.update(effective_n_a=_r(e_a), effective_n_b=_r(e_b), autocorrelation_a=_r(r_a), autocorrelation_b=_r(r_b))
     se, df = stats.welch(v_a or 0.0, e_a, v_b or 0.0, e_b)
     diff = float(m_b) - float(m_a)
@@ -587,7 +646,7 @@ def _mean(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
     }
 
 
-def _effective(n: int, r: float | None, series: int) -> float:
+def _effective(n: float, r: float | None, series: int) -> float:
     """The AR(1) effective size of n samples with lag-1 autocorrelation r, at least the
     number of series (and 2)."""
     if r is None or math.isnan(r) or r <= 0:
@@ -596,18 +655,26 @@ def _effective(n: int, r: float | None, series: int) -> float:
 
 
 def _rate(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
+    """The share of events matching a filter. With sample rates the shares are weighted and
+    the counts tested are effective: the share of Kish's effective size, rounded for
+    Fisher's test."""
     got = {}
     for name, frame in (("a", fa), ("b", fb)):
         hit = Frame(frame.backend, frame.dataset, frame.start, frame.end, _and(frame.where, metric.filter))
-        got[name] = (_count(hit), _count(frame))
-    (k_a, n_a), (k_b, n_b) = got["a"], got["b"]
+        (k, k_w, _), (n, n_w, n_eff) = _totals(hit), _totals(frame)
+        got[name] = (k, n, k_w / n_w if n_w else 0.0, n_eff)
+    (k_a, n_a, p_a, e_a), (k_b, n_b, p_b, e_b) = got["a"], got["b"]
     out: dict[str, Any] = {"kind": "rate", "filter": metric.filter, "unit": "event", "n_a": n_a, "n_b": n_b}
-    out.update(a=_r(k_a / n_a) if n_a else None, b=_r(k_b / n_b) if n_b else None, count_a=k_a, count_b=k_b)
+    out.update(a=_r(p_a) if n_a else None, b=_r(p_b) if n_b else None, count_a=k_a, count_b=k_b)
     if not n_a or not n_b:
         return out | {"relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
-    p_a, p_b = k_a / n_a, k_b / n_b
-    p = float(sps.fisher_exact([[k_b, n_b - k_b], [k_a, n_a - k_a]])[1])
-    lo, hi = _newcombe(k_a, n_a, k_b, n_b, level)
+    if fa.weight:  # effective counts: the weighted share of the effective size
+        ka_e, na_e, kb_e, nb_e = round(p_a * e_a), max(1, round(e_a)), round(p_b * e_b), max(1, round(e_b))
+        out.update(effective_n_a=_r(e_a), effective_n_b=_r(e_b))
+    else:
+        ka_e, na_e, kb_e, nb_e = k_a, n_a, k_b, n_b
+    p = float(sps.fisher_exact([[kb_e, nb_e - kb_e], [ka_e, na_e - ka_e]])[1])
+    lo, hi = _newcombe(p_a * na_e, na_e, p_b * nb_e, nb_e, level)
     if p_a > 0:
         change, ci = (p_b - p_a) / p_a, [lo / p_a, hi / p_a]
     else:  # none in A: any significant rate in B is beyond every tolerance
@@ -623,11 +690,11 @@ def _rate(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
     }
 
 
-def _newcombe(k_a: int, n_a: int, k_b: int, n_b: int, level: float) -> tuple[float, float]:
+def _newcombe(k_a: float, n_a: float, k_b: float, n_b: float, level: float) -> tuple[float, float]:
     """Newcombe's hybrid score interval for p_b − p_a (Wilson intervals of each)."""
     z = float(sps.norm.ppf(1 - level / 2))
 
-    def wilson(k: int, n: int) -> tuple[float, float]:
+    def wilson(k: float, n: float) -> tuple[float, float]:
         p = k / n
         centre = (p + z * z / (2 * n)) / (1 + z * z / n)
         half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
@@ -668,7 +735,9 @@ def _per_unit(fa: Frame, fb: Frame, metric: Metric, unit: str, level: float) -> 
     cohort a rank test cannot reach significance at all (4 against 4: p ≥ 0.029)."""
     col, u = ident(str(metric.field)), ident(unit)
     per_hour = f"regr_slope({col}, epoch({ident('timestamp')}) / 3600.0)"
-    agg = {"quantile": f"quantile_cont({col}, {metric.q})", "avg": f"avg({col})", "slope": per_hour}.get(
+    w = _weight(fa)
+    mean = f"sum({w} * {col}) / sum({w})"  # each event counts as its sample rate
+    agg = {"quantile": f"quantile_cont({col}, {metric.q})", "avg": mean, "slope": per_hour}.get(
         metric.kind, f"{metric.kind}({col})"
     )
     values = {}
