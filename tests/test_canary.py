@@ -133,7 +133,11 @@ def test_live_watch_while_an_ingest_writes(tmp_path: Path) -> None:
     command += ["--from", began.isoformat(), "--every", "4s", "--for", "60s", "--metrics", "p99(duration_ms)"]
     looks: list[dict[str, Any]] = []
     with subprocess.Popen(
-        [*command, "--data", str(data), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        [*command, "--data", str(data), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env | {"ROOTSIFT_LOCK_WAIT": "1"},  # give up on the writer within the look, and retry
     ) as gate:
         assert gate.stdout is not None and gate.stderr is not None
         try:
@@ -161,3 +165,28 @@ def test_live_watch_while_an_ingest_writes(tmp_path: Path) -> None:
     assert looks[-1]["verdict"] == "regression" and looks[-1]["b"]["events"] > 600
     assert looks[1].get("busy_attempts", 0) >= 1  # it met the writer, waited, and read
     assert all("skipped" in lk or "verdict" in lk for lk in looks)
+
+
+def test_an_ingest_waits_for_a_reader(tmp_path: Path) -> None:
+    """A canary's look holds the store for reading for a moment: an ingest that starts
+    then waits for it instead of failing; past ``ROOTSIFT_LOCK_WAIT`` it fails, saying why."""
+    data = tmp_path / "data"
+    first = write_events(tmp_path / "a.jsonl", stream(4, 1, tail=1.0))
+    second = write_events(tmp_path / "b.jsonl", stream(5, 1, tail=1.0, start=START + timedelta(minutes=1)))
+    with Rootsift(data) as rs:
+        rs.ingest(first, "api")
+    ingest = [sys.executable, "-m", "rootsift", "ingest", str(second), "--dataset", "api", "--data", str(data)]
+    reader = Rootsift(data, read_only=True)
+    reader.backend.state("api")  # the segments attached: their files locked for reading
+    try:
+        waiting = subprocess.Popen(ingest, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        assert waiting.poll() is None  # still waiting for the reader
+    finally:
+        reader.close()
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0, err
+    with Rootsift(data, read_only=True) as rs:
+        assert rs.datasets()[0].events == 1200
+        impatient = subprocess.run(ingest, env=os.environ | {"ROOTSIFT_LOCK_WAIT": "0"}, capture_output=True, text=True)
+    assert impatient.returncode != 0 and "another process holds the store" in " ".join(impatient.stderr.split())

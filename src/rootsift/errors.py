@@ -12,7 +12,7 @@
     ├── InputFormatError          an input file cannot be read at all (not one bad line: those
     │                             are counted rejects, see ``rootsift.ingest.rejects``)
     └── StoreError                the store failed; driver errors are translated into it
-        └── StoreLockedError      another process holds the dataset for writing
+        └── StoreLockedError      another process holds the store (past ROOTSIFT_LOCK_WAIT)
 
 Driver exceptions (``duckdb.Error``) never escape the store: they are re-raised as
 ``StoreError`` with ``raise ... from exc`` so the cause stays visible.

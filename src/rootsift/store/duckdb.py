@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 DEFAULT_SEGMENT_ROWS = 8_000_000
 WRITER_MEMORY_LIMIT = "512MB"
+LOCK_WAIT = 10.0
+"""Seconds to wait for a segment file another process holds (DuckDB lets one process write
+a file, or several read it) before giving up; ``ROOTSIFT_LOCK_WAIT`` overrides."""
 """DuckDB's memory limit for a store opened for writing. DuckDB's own default (80 % of
 RAM) lets an ingest keep written pages cached until the process holds gigabytes; past
 this limit DuckDB evicts or spills to disk. It must be set when the database opens: a
@@ -174,7 +178,7 @@ class DuckDBBackend(Backend):
         alias = f"seg_{self._aliases}"
         mode = " (READ_ONLY)" if self.read_only else ""
         try:
-            self._con.execute(f"ATTACH {literal(str(path))} AS {alias}{mode}")
+            self._attach_file(f"ATTACH {literal(str(path))} AS {alias}{mode}")
             if not self.read_only:
                 self._con.execute(f"CREATE TABLE IF NOT EXISTS {alias}.events ({ident(TIME_COLUMN)} TIMESTAMP)")
                 self._con.execute(
@@ -202,6 +206,24 @@ class DuckDBBackend(Backend):
         except duckdb.Error as exc:
             raise translate(exc, f"attaching segment {path}") from exc
         return seg
+
+    def _attach_file(self, statement: str) -> None:
+        """Run an ATTACH, waiting while another process holds the file: an ingest that
+        meets a reader between its looks (``canary``), or a query that meets an ingest,
+        goes on when the other is done. Every process attaches in segment order, so two
+        never wait on each other."""
+        wait = float(os.environ.get("ROOTSIFT_LOCK_WAIT", LOCK_WAIT))
+        deadline = time.monotonic() + wait
+        pause = 0.05
+        while True:
+            try:
+                self._con.execute(statement)
+                return
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower() or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(1.0, pause * 2)
 
     def columns_of(self, seg: Segment) -> set[str]:
         """The segment's column names, lower-cased (DuckDB compares names without case)."""
