@@ -290,10 +290,6 @@ def _describe(frame: Frame, text: str | None) -> dict[str, Any]:
     return {"where": text, "from": iso(frame.start), "to": iso(frame.end)}
 
 
-def _count(frame: Frame) -> int:
-    return _totals(frame)[0]
-
-
 def _totals(frame: Frame) -> tuple[int, float, float]:
     """(stored events, weighted events, Kish's effective size) of the cohort: the last two
     are the count when events carry no sample rate."""
