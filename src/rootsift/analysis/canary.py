@@ -1,7 +1,7 @@
 """canary: compare re-run on a schedule, its false alarm rate held over the whole watch.
 
 Looking again and again at a growing comparison and stopping at the first significant
-look inflates the false alarm rate: 30 looks at 5 % each raise a false alarm on a third
+look inflates the false alarm rate: 30 looks at 5 % each raise a false alarm on over a quarter
 of A/A rollouts. The watch's ``alpha`` is spent over its looks by a **group-sequential
 boundary**, the nominal level each look is tested at:
 
