@@ -2,12 +2,13 @@
 (target ≤ alpha), and how soon it stops on a regression, per boundary.
 
     .venv/bin/python bench/canary.py                       # 10 looks, 60 A/A trials, 30 per regression
-    .venv/bin/python bench/canary.py --looks 20 --trials 100
+    .venv/bin/python bench/canary.py --looks 20 --trials 40 --tolerance 0
 
 Each trial writes a 30-minute stream (``--rate`` requests a second for each of v1 and
 v2, log-normal latencies, median 20 ms, σ 0.6), ingests it, and replays the watch
 (``canary --replay``: look k sees the first k intervals) with ``--metrics p50,p99`` and
-compare's default tolerances, under each way of spending alpha over the looks:
+compare's default tolerances (``--tolerance 0``: any significant change counts, as for a
+plain test), under each way of spending alpha over the looks:
 
 - ``every look at alpha``: the naive gate, what a dashboard alert on a running test does;
 - ``bonferroni``: alpha / looks each;
@@ -44,6 +45,7 @@ from rootsift.analysis.canary import levels, watch  # noqa: E402
 START = datetime(2024, 3, 1, tzinfo=UTC)
 MINUTES = 30
 SCENARIOS = ("A/A", "tail +25 %", "tail +25 % from look 5")
+METRICS = ("p50(duration_ms)", "p99(duration_ms)")
 BOUNDARIES = ("every look at alpha", "bonferroni", "pocock", "obrien-fleming")
 
 
@@ -79,6 +81,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=60, help="A/A trials (half as many per regression)")
     parser.add_argument("--rate", type=int, default=5, help="requests a second, per version")
     parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--tolerance", type=float, default=None, help="for both metrics (default: compare's, 5 %%)")
     parser.add_argument("--out", type=Path, default=BENCH / "out")
     args = parser.parse_args()
     rng = np.random.default_rng(11)
@@ -86,6 +89,7 @@ def main() -> None:
     for b in BOUNDARIES[2:]:
         print(f"{b}: levels {[float(f'{x:.3g}') for x in levels(args.looks, args.alpha, b)]}")
     print(f"bonferroni: {args.alpha / args.looks:.3g} each; {args.looks} looks, {every} apart", flush=True)
+    print(f"tolerance: {'compare defaults' if args.tolerance is None else args.tolerance}", flush=True)
     results = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp, Rootsift(Path(tmp) / "data") as rs:
@@ -105,7 +109,8 @@ def main() -> None:
                         b_from=START,
                         a_to=upto,
                         b_to=upto,
-                        metrics="p50(duration_ms),p99(duration_ms)",
+                        metrics=",".join(METRICS),
+                        tolerance=None if args.tolerance is None else dict.fromkeys(METRICS, args.tolerance),
                         alpha=level,
                     )
 
