@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from common import BENCH, use_source_tree
+from common import BENCH, use_source_tree, wilson
 
 use_source_tree()
 
@@ -65,14 +65,6 @@ def write(path: Path, rng: np.random.Generator, rate: int, scenario: str, looks:
     )
     path.write_bytes(b"\n".join(rows) + b"\n")
     return path
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    z = 1.96
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def main() -> None:

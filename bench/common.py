@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import resource
 import statistics
 import sys
@@ -43,6 +44,15 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     started = time.perf_counter()
     out = fn()
     return time.perf_counter() - started, out
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """The 95 % Wilson interval of a rate of k in n."""
+    z = 1.96
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def median(values: list[float]) -> float:

@@ -31,7 +31,7 @@ import numpy as np
 import orjson
 from scipy import stats as sps
 
-from common import BENCH, use_source_tree
+from common import BENCH, use_source_tree, wilson
 
 use_source_tree()
 
@@ -57,14 +57,6 @@ def write(path: Path, a: np.ndarray, b: np.ndarray) -> Path:
     rows += [{"timestamp": 1_700_000_000 + i * 0.001, "cohort": "b", "duration_ms": float(x)} for i, x in enumerate(b)]
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     return path
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    z = 1.96
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def main() -> None:
