@@ -16,7 +16,7 @@ plain test), under each way of spending alpha over the looks:
 
 Scenarios: ``A/A`` (the false alarm rate over the whole watch), ``tail +25 %`` (v2's
 requests above the p95 take 25 % longer from the start: p99 +25 %), and ``tail +25 %
-from look 5`` (the same, only in the second half of the stream: how long after it
+from mid-watch`` (the same, only in the second half of the stream: how long after it
 starts is it caught). Prints, per scenario and boundary, the share of watches that
 stopped with a regression (95 % Wilson interval) and the median look at which they did.
 """
@@ -44,7 +44,7 @@ from rootsift.analysis.canary import levels, watch  # noqa: E402
 
 START = datetime(2024, 3, 1, tzinfo=UTC)
 MINUTES = 30
-SCENARIOS = ("A/A", "tail +25 %", "tail +25 % from look 5")
+SCENARIOS = ("A/A", "tail +25 %", "tail +25 % from mid-watch")
 METRICS = ("p50(duration_ms)", "p99(duration_ms)")
 BOUNDARIES = ("every look at alpha", "bonferroni", "pocock", "obrien-fleming")
 
