@@ -206,6 +206,15 @@ def test_cli_contract(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "nope" in json.loads(bad.stdout)["error"]["message"]
     none = CliRunner().invoke(main, ["compare", "api", "--data", str(data)])
     assert none.exit_code == 2 and "cohorts" in none.output
+    typo = CliRunner().invoke(main, [*base, "--metrics", "p99(duration_ms)", "--tolerance", "p90(duration_ms)=10%"])
+    assert typo.exit_code == 2 and "p90(duration_ms): not one of the metrics" in " ".join(typo.output.split())
+    both = "p50(duration_ms),p99(duration_ms)"
+    weighed = CliRunner().invoke(main, [*base, "--metrics", both, "--weight", "p99(duration_ms)=3", "--json"])
+    doc = json.loads(weighed.stdout)
+    assert [m["verdict"] for m in doc["metrics"]] == ["no change", "regression"]
+    assert [m["weight"] for m in doc["metrics"]] == [1.0, 3.0] and doc["score"] == 25.0  # 1 of 4 without regression
+    zero = CliRunner().invoke(main, [*base, "--metrics", both, "--weight", "p99(duration_ms)=0"])
+    assert zero.exit_code == 2 and "--weight" in zero.output
 
 
 def test_canary_gate(tmp_path: Path) -> None:

@@ -185,6 +185,7 @@ class Rootsift:
         metrics: str | list[Metric] | None = None,
         tolerance: dict[str, float] | None = None,
         better: dict[str, str] | None = None,
+        weights: dict[str, float] | None = None,
         per: str | None = None,
         alpha: float = ALPHA,
         now: datetime | None = None,
@@ -203,6 +204,7 @@ class Rootsift:
             metrics=parse_metrics(metrics) if isinstance(metrics, str) else metrics,
             tolerance=tolerance,
             better=better,
+            weights=weights,
             per=per,
             alpha=alpha,
         )

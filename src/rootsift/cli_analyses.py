@@ -196,6 +196,13 @@ def investigate(
     metavar="METRIC=higher|lower",
     help="Which way is better for a metric, e.g. 'avg(throughput)=higher' (default: lower, unless the name says).",
 )
+@click.option(
+    "--weight",
+    "weights",
+    multiple=True,
+    metavar="METRIC=W",
+    help="A metric's weight in the score, e.g. 'p99(duration_ms)=3' (default 1; the verdict does not use it).",
+)
 @click.option("--per", default=None, help="Compare one value per unit of this field (default: host for max/min).")
 @click.option("--alpha", type=float, default=ALPHA, show_default=True, help="Significance over all the metrics.")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when the verdict is a regression.")
@@ -214,6 +221,7 @@ def compare(
     metrics: str | None,
     tolerances: tuple[str, ...],
     betters: tuple[str, ...],
+    weights: tuple[str, ...],
     per: str | None,
     alpha: float,
     fail_on_regression: bool,
@@ -235,6 +243,7 @@ def compare(
         metrics=metrics,
         tolerance=parse_tolerances(tolerances),
         better=parse_betters(betters),
+        weights=parse_weights(weights),
         per=per,
         alpha=alpha,
     )
@@ -257,6 +266,7 @@ def compare(
 @click.option("--metrics", default=None, help="As for compare (default: p50/p90/p99 of the duration field, 5xx rate).")
 @click.option("--tolerance", "tolerances", multiple=True, metavar="METRIC=PCT", help="As for compare (repeatable).")
 @click.option("--better", "betters", multiple=True, metavar="METRIC=higher|lower", help="As for compare (repeatable).")
+@click.option("--weight", "weights", multiple=True, metavar="METRIC=W", help="As for compare (repeatable).")
 @click.option("--per", default=None, help="As for compare.")
 @click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False alarm rate over the whole watch.")
 @click.option(
@@ -284,6 +294,7 @@ def canary(
     metrics: str | None,
     tolerances: tuple[str, ...],
     betters: tuple[str, ...],
+    weights: tuple[str, ...],
     per: str | None,
     alpha: float,
     boundary: str,
@@ -307,7 +318,7 @@ def canary(
             raise UsageError(f"--every {every} must be positive and no longer than --for {duration}")
         if replay and not start:
             raise UsageError("--replay needs --from: the time the watch would have started")
-        tolerance, better = parse_tolerances(tolerances), parse_betters(betters)
+        tolerance, better, weight = parse_tolerances(tolerances), parse_betters(betters), parse_weights(weights)
         began = parse_time(start) if start else began_now()
 
         def run(level: float, upto: datetime | None) -> Any:
@@ -324,6 +335,7 @@ def canary(
                     metrics=metrics,
                     tolerance=tolerance,
                     better=better,
+                    weights=weight,
                     per=per,
                     alpha=level,
                 )
@@ -353,6 +365,21 @@ def parse_betters(items: tuple[str, ...]) -> dict[str, str]:
         if not eq or not name.strip() or way.strip() not in ("higher", "lower"):
             raise UsageError(f"--better {item!r} is not METRIC=higher or METRIC=lower")
         out[name.strip()] = way.strip()
+    return out
+
+
+def parse_weights(items: tuple[str, ...]) -> dict[str, float]:
+    """``METRIC=W`` flags (a positive number) as the metrics' weights in the score."""
+    out: dict[str, float] = {}
+    for item in items:
+        name, eq, text = item.rpartition("=")
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not eq or not name.strip() or not value > 0 or value == float("inf"):
+            raise UsageError(f"--weight {item!r} is not METRIC=W with W a positive number (e.g. 'p99(duration_ms)=3')")
+        out[name.strip()] = value
     return out
 
 
@@ -420,6 +447,7 @@ def _compare(rs: Rootsift, p: dict[str, Any]) -> Any:
         p["dataset"],
         tolerance=parse_tolerances(p["tolerances"]),
         better=parse_betters(p["betters"]),
+        weights=parse_weights(p["weights"]),
         **{k: p[k] for k in keys},
     )
 

@@ -94,11 +94,14 @@ class Comparison:
     findings: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     method: dict[str, Any] = field(default_factory=dict)
+    score: float | None = None
+    """Kayenta's view: the percentage of the metrics' weight without a regression."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "dataset": self.dataset,
             "verdict": self.verdict,
+            "score": self.score,
             "a": self.a,
             "b": self.b,
             "metrics": self.metrics,
@@ -155,6 +158,7 @@ def compare(
     metrics: list[Metric] | None = None,
     tolerance: dict[str, float] | None = None,
     better: dict[str, str] | None = None,
+    weights: dict[str, float] | None = None,
     per: str | None = None,
     alpha: float = ALPHA,
 ) -> Comparison:
@@ -165,6 +169,11 @@ def compare(
         name: _cohort(backend, dataset, where, text, rng) for name, text, rng in (("a", a, a_range), ("b", b, b_range))
     }
     chosen = metrics or _default_metrics(frames["a"])
+    names = [m.text for m in chosen]
+    for flag, given in (("--tolerance", tolerance), ("--better", better), ("--weight", weights)):
+        for name in given or {}:
+            if name not in names:
+                raise UsageError(f"{flag} {name}: not one of the metrics compared ({', '.join(names)})")
     out = Comparison(dataset, _describe(frames["a"], a), _describe(frames["b"], b), "no change", [])
     level = alpha / len(chosen)  # Bonferroni over the metrics: the verdict gates on any of them
     out.method = {
@@ -196,7 +205,13 @@ def compare(
                 f"{metric.text} per {unit}: each host's quantile counts stored events, not sample rates"
             )
         out.metrics.append(_one(fields, metric, tol, unit, level, direction))
+        out.metrics[-1]["weight"] = (weights or {}).get(metric.text, 1.0)
     out.verdict = overall([m["verdict"] for m in out.metrics])
+    out.score = score(out.metrics)
+    out.method["score"] = (
+        "the percentage of the metrics' weight without a regression, over the metrics with enough data "
+        "(Kayenta's canary score); the verdict does not depend on it"
+    )
     regressed = next((m for m in out.metrics if m["verdict"] == "regression" and m["unit"] == "event"), None)
     if regressed is not None and regressed["kind"] in ("quantile", "rate"):
         out.findings, note = _concentrates(frames["a"], frames["b"], a, b, where, regressed, alpha)
@@ -256,6 +271,16 @@ def overall(verdicts: list[str]) -> str:
         if v in verdicts:
             return v
     return "no change" if verdicts and all(v == "no change" for v in verdicts) else "not enough data"
+
+
+def score(metrics: list[dict[str, Any]]) -> float | None:
+    """The percentage of the metrics' weight without a regression, over the metrics that
+    had enough data to say (None when none had)."""
+    judged = [m for m in metrics if m["verdict"] != "not enough data"]
+    total = sum(float(m["weight"]) for m in judged)
+    if not judged or total <= 0:
+        return None
+    return round(100 * sum(float(m["weight"]) for m in judged if m["verdict"] != "regression") / total, 1)
 
 
 def verdict(change: float, lo: float, hi: float, p: float, tol: float, level: float) -> str:

@@ -183,7 +183,10 @@ def comparison(console: Console, result: Comparison) -> None:
             console.print(f"[dim]{m['field']} by quantile, B vs A: {cells}[/dim]")
             break
     style = VERDICT_STYLE.get(result.verdict, "")
-    console.print(f"verdict: [{style}]{result.verdict}[/]" if style else f"verdict: {result.verdict}")
+    line = f"verdict: [{style}]{result.verdict}[/]" if style else f"verdict: {result.verdict}"
+    if result.score is not None:
+        line += f"  [dim](score {result.score:g}: the metrics' weight without a regression)[/dim]"
+    console.print(line)
     warnings(console, result.warnings)
 
 
