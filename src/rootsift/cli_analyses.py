@@ -357,46 +357,47 @@ def canary(
         fail(exc, as_json)
 
 
-def parse_betters(items: tuple[str, ...]) -> dict[str, str]:
-    """``METRIC=higher|lower`` flags as a dict; a malformed one is a usage error naming it."""
-    out: dict[str, str] = {}
+def metric_flags(items: tuple[str, ...], flag: str, form: str, value: Callable[[str], Any]) -> dict[str, Any]:
+    """``METRIC=VALUE`` flags as a dict; ``value`` converts the text and returns None (or
+    raises ValueError) when it is not acceptable, which is a usage error naming the flag."""
+    out: dict[str, Any] = {}
     for item in items:
-        name, eq, way = item.rpartition("=")
-        if not eq or not name.strip() or way.strip() not in ("higher", "lower"):
-            raise UsageError(f"--better {item!r} is not METRIC=higher or METRIC=lower")
-        out[name.strip()] = way.strip()
+        name, eq, text = item.rpartition("=")
+        try:
+            got = value(text.strip()) if eq and name.strip() else None
+        except ValueError:
+            got = None
+        if got is None:
+            raise UsageError(f"{flag} {item!r} is not {form}")
+        out[name.strip()] = got
     return out
+
+
+def parse_betters(items: tuple[str, ...]) -> dict[str, str]:
+    """``METRIC=higher|lower`` flags: which way is better."""
+    return metric_flags(
+        items, "--better", "METRIC=higher or METRIC=lower", lambda t: t if t in ("higher", "lower") else None
+    )
 
 
 def parse_weights(items: tuple[str, ...]) -> dict[str, float]:
     """``METRIC=W`` flags (a positive number) as the metrics' weights in the score."""
-    out: dict[str, float] = {}
-    for item in items:
-        name, eq, text = item.rpartition("=")
-        try:
-            value = float(text)
-        except ValueError:
-            value = -1.0
-        if not eq or not name.strip() or not value > 0 or value == float("inf"):
-            raise UsageError(f"--weight {item!r} is not METRIC=W with W a positive number (e.g. 'p99(duration_ms)=3')")
-        out[name.strip()] = value
-    return out
+    return metric_flags(
+        items,
+        "--weight",
+        "METRIC=W with W a positive number (e.g. 'p99(duration_ms)=3')",
+        lambda t: float(t) if 0 < float(t) < float("inf") else None,
+    )
 
 
 def parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:
     """``METRIC=PCT`` flags (``p99(duration_ms)=10%`` or ``=0.1``) as relative tolerances."""
-    out: dict[str, float] = {}
-    for item in items:
-        name, eq, text = item.rpartition("=")
-        text = text.strip()
-        try:
-            value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-        except ValueError:
-            value = -1.0
-        if not eq or not name.strip() or value < 0:
-            raise UsageError(f"--tolerance {item!r} is not METRIC=PCT (e.g. 'p99(duration_ms)=10%')")
-        out[name.strip()] = value
-    return out
+
+    def fraction(text: str) -> float | None:
+        got = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        return got if got >= 0 else None
+
+    return metric_flags(items, "--tolerance", "METRIC=PCT (e.g. 'p99(duration_ms)=10%')", fraction)
 
 
 def parse_timeouts(items: tuple[str, ...]) -> dict[str, float]:
