@@ -167,6 +167,68 @@ def investigate(
         out.print(f"report written to {report}")
 
 
+def judging_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """What compare and canary share: the events compared, the metrics, and how each is
+    judged (``--where --metrics --tolerance --better --weight --per``); see ``judged``."""
+    options = [
+        click.option("--where", default=None, help="Only compare events matching this filter."),
+        click.option(
+            "--metrics",
+            default=None,
+            help="Comma-separated: pNN(field), shift(field), avg(field), max(field), min(field), slope(field), "
+            "rate(filter) (default: p50/p90/p99 of the duration field and the 5xx rate).",
+        ),
+        click.option(
+            "--tolerance",
+            "tolerances",
+            multiple=True,
+            metavar="METRIC=PCT",
+            help="A relative change that does not matter, e.g. 'p99(duration_ms)=10%' (repeatable).",
+        ),
+        click.option(
+            "--better",
+            "betters",
+            multiple=True,
+            metavar="METRIC=higher|lower",
+            help="Which way is better for a metric, e.g. 'avg(throughput)=higher' (default: lower, unless the name "
+            "says).",
+        ),
+        click.option(
+            "--weight",
+            "weights",
+            multiple=True,
+            metavar="METRIC=W",
+            help="A metric's weight in the score, e.g. 'p99(duration_ms)=3' (default 1; the verdict does not use it).",
+        ),
+        click.option(
+            "--per", default=None, help="Compare one value per unit of this field (default: host for max/min)."
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def judged(
+    where: str | None,
+    metrics: str | None,
+    tolerances: tuple[str, ...],
+    betters: tuple[str, ...],
+    weights: tuple[str, ...],
+    per: str | None,
+) -> dict[str, Any]:
+    """``judging_options``' values as ``Rootsift.compare``'s keyword arguments (a malformed
+    flag is a usage error naming it)."""
+    return {
+        "where": where,
+        "metrics": metrics,
+        "tolerance": parse_tolerances(tolerances),
+        "better": parse_betters(betters),
+        "weights": parse_weights(weights),
+        "per": per,
+    }
+
+
 @main.command()
 @click.argument("dataset")
 @click.option("--a", "a", default=None, help="Cohort A (the baseline), a filter, e.g. 'version = \"1.4\"'.")
@@ -175,35 +237,7 @@ def investigate(
 @click.option("--a-to", default=None, help="End of cohort A's time range.")
 @click.option("--b-from", default=None, help="Start of cohort B's time range.")
 @click.option("--b-to", default=None, help="End of cohort B's time range.")
-@click.option("--where", default=None, help="Only compare events matching this filter.")
-@click.option(
-    "--metrics",
-    default=None,
-    help="Comma-separated: pNN(field), shift(field), avg(field), max(field), min(field), slope(field), rate(filter) "
-    "(default: p50/p90/p99 of the duration field and the 5xx rate).",
-)
-@click.option(
-    "--tolerance",
-    "tolerances",
-    multiple=True,
-    metavar="METRIC=PCT",
-    help="A relative change that does not matter, e.g. 'p99(duration_ms)=10%' (repeatable).",
-)
-@click.option(
-    "--better",
-    "betters",
-    multiple=True,
-    metavar="METRIC=higher|lower",
-    help="Which way is better for a metric, e.g. 'avg(throughput)=higher' (default: lower, unless the name says).",
-)
-@click.option(
-    "--weight",
-    "weights",
-    multiple=True,
-    metavar="METRIC=W",
-    help="A metric's weight in the score, e.g. 'p99(duration_ms)=3' (default 1; the verdict does not use it).",
-)
-@click.option("--per", default=None, help="Compare one value per unit of this field (default: host for max/min).")
+@judging_options
 @click.option("--alpha", type=float, default=ALPHA, show_default=True, help="Significance over all the metrics.")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when the verdict is a regression.")
 @common(read_only=True)
@@ -239,13 +273,8 @@ def compare(
         a_to=a_to,
         b_from=b_from,
         b_to=b_to,
-        where=where,
-        metrics=metrics,
-        tolerance=parse_tolerances(tolerances),
-        better=parse_betters(betters),
-        weights=parse_weights(weights),
-        per=per,
         alpha=alpha,
+        **judged(where, metrics, tolerances, betters, weights, per),
     )
     if as_json:
         emit_json(result.as_dict())
@@ -262,12 +291,7 @@ def compare(
 @click.option("--from", "start", default=None, help="Compare events from this time (default: when the command starts).")
 @click.option("--every", default="1m", show_default=True, help="How often to re-evaluate.")
 @click.option("--for", "duration", default="30m", show_default=True, help="How long to watch.")
-@click.option("--where", default=None, help="Only compare events matching this filter.")
-@click.option("--metrics", default=None, help="As for compare (default: p50/p90/p99 of the duration field, 5xx rate).")
-@click.option("--tolerance", "tolerances", multiple=True, metavar="METRIC=PCT", help="As for compare (repeatable).")
-@click.option("--better", "betters", multiple=True, metavar="METRIC=higher|lower", help="As for compare (repeatable).")
-@click.option("--weight", "weights", multiple=True, metavar="METRIC=W", help="As for compare (repeatable).")
-@click.option("--per", default=None, help="As for compare.")
+@judging_options
 @click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False alarm rate over the whole watch.")
 @click.option(
     "--boundary",
@@ -318,7 +342,7 @@ def canary(
             raise UsageError(f"--every {every} must be positive and no longer than --for {duration}")
         if replay and not start:
             raise UsageError("--replay needs --from: the time the watch would have started")
-        tolerance, better, weight = parse_tolerances(tolerances), parse_betters(betters), parse_weights(weights)
+        how = judged(where, metrics, tolerances, betters, weights, per)
         began = parse_time(start) if start else began_now()
 
         def run(level: float, upto: datetime | None) -> Any:
@@ -331,13 +355,8 @@ def canary(
                     b_from=began,
                     a_to=upto,
                     b_to=upto,
-                    where=where,
-                    metrics=metrics,
-                    tolerance=tolerance,
-                    better=better,
-                    weights=weight,
-                    per=per,
                     alpha=level,
+                    **how,
                 )
 
         looks = int(total.total_seconds() // step.total_seconds())
@@ -443,14 +462,9 @@ def _explain(rs: Rootsift, p: dict[str, Any]) -> Any:
 
 
 def _compare(rs: Rootsift, p: dict[str, Any]) -> Any:
-    keys = ("a", "b", "a_from", "a_to", "b_from", "b_to", "where", "metrics", "per", "alpha")
-    return rs.compare(
-        p["dataset"],
-        tolerance=parse_tolerances(p["tolerances"]),
-        better=parse_betters(p["betters"]),
-        weights=parse_weights(p["weights"]),
-        **{k: p[k] for k in keys},
-    )
+    keys = ("a", "b", "a_from", "a_to", "b_from", "b_to", "alpha")
+    how = judged(p["where"], p["metrics"], p["tolerances"], p["betters"], p["weights"], p["per"])
+    return rs.compare(p["dataset"], **{k: p[k] for k in keys}, **how)
 
 
 IN_PROCESS: dict[str, Callable[[Rootsift, dict[str, Any]], Any]] = {

@@ -182,8 +182,9 @@ def compare(
         "correction": f"Bonferroni over {len(chosen)} metrics; intervals at {1 - level:.4g}",
         "bootstrap": f"{BOOTSTRAP} multinomial resamples of log-spaced bins ({STEPS} per doubling), seed {SEED}",
     }
+    fields = _Fields(frames["a"], frames["b"], chosen)
     for name, group in (("a", out.a), ("b", out.b)):
-        n, w, eff = _totals(frames[name])
+        n, w, eff = fields.totals[name]
         group["events"] = n
         if frames[name].weight:
             group.update(weighted_events=_r(w), effective_events=_r(eff))
@@ -193,7 +194,6 @@ def compare(
         out.method["weights"] = (
             f"each event counts as its sample rate ({frames['a'].weight!r}); the tests use Kish's effective sizes"
         )
-    fields = _Fields(frames["a"], frames["b"], chosen)
     for metric in chosen:
         tol = (tolerance or {}).get(metric.text, TOLERANCE[metric.kind])
         unit = per or (unit_field(frames["a"]) if metric.kind in ("max", "min", "slope") else None)
@@ -359,7 +359,7 @@ def _one(fields: _Fields, metric: Metric, tol: float, unit: str | None, level: f
     elif metric.kind == "quantile":
         got = _quantile(fields, metric, level)
     elif metric.kind == "rate":
-        got = _rate(fa, fb, metric, level)
+        got = _rate(fields, metric, level)
     elif metric.kind == "avg":
         got = _mean(fa, fb, metric, level)
     elif metric.kind == "shift":
@@ -403,6 +403,8 @@ class _Fields:
         for m in metrics:
             if m.kind == "quantile" and m.field is not None:
                 self.qs[m.field] = sorted({*self.qs.get(m.field, [*CURVE, *SPREAD]), float(m.q or 0.5)})
+        self.totals = {"a": _totals(fa), "b": _totals(fb)}
+        """Each cohort's (stored, weighted, effective) events."""
         self._binned: dict[str, tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]] = {}
         self._quantiles: dict[str, Any] = {}
 
@@ -632,20 +634,21 @@ def _mean(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
             f"{col} AS v, {_weight(frame)} AS w, lag({col}) OVER ({part}ORDER BY {ident('timestamp')}) AS pv"
             + (f", {ident(unit)} AS u" if unit else ", 1 AS u"),
         )
-        # the weighted mean and variance (each event counts as its sample rate), Kish's size
-        n, total, squares, mean, r, units = frame.backend.execute_sql(
-            f"SELECT count(v), sum(w), sum(w * w), sum(w * v) / sum(w), corr(v, pv), count(DISTINCT u) "
+        # the mean (each event counting as its sample rate) and Kish's size
+        n, total, squares, mean, var, r, units = frame.backend.execute_sql(
+            f"SELECT count(v), sum(w), sum(w * w), sum(w * v) / sum(w), var_samp(v), corr(v, pv), count(DISTINCT u) "
             f"FROM ({sql} AND {col} IS NOT NULL)",
             params,
         ).rows[0]
         eff = stats.effective_size(float(total or 0), float(squares or 0))
-        var = None
-        if n and eff > 1:
+        if frame.weight and n and eff > 1:  # the weighted variance: a second pass, about the weighted mean
             spread = frame.backend.execute_sql(
                 f"SELECT sum(w * (v - ?) * (v - ?)) / sum(w) FROM ({sql} AND {col} IS NOT NULL)",
                 [mean, mean, *params],
             ).rows[0][0]
             var = float(spread) * eff / (eff - 1)
+        elif frame.weight:
+            var = None
         got[name] = (n, mean, var, r, units, eff)
     (n_a, m_a, v_a, r_a, u_a, k_a), (n_b, m_b, v_b, r_b, u_b, k_b) = got["a"], got["b"]
     out: dict[str, Any] = {"kind": "avg", "field": metric.field, "unit": "event", "n_a": n_a, "n_b": n_b}
@@ -675,14 +678,15 @@ def _effective(n: float, r: float | None, series: int) -> float:
     return float(min(n, max(n * (1 - r) / (1 + r), series, 2)))
 
 
-def _rate(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
+def _rate(fields: _Fields, metric: Metric, level: float) -> dict[str, Any]:
     """The share of events matching a filter. With sample rates the shares are weighted and
     the counts tested are effective: the share of Kish's effective size, rounded for
     Fisher's test."""
     got = {}
-    for name, frame in (("a", fa), ("b", fb)):
+    fa = fields.fa
+    for name, frame in (("a", fa), ("b", fields.fb)):
         hit = Frame(frame.backend, frame.dataset, frame.start, frame.end, _and(frame.where, metric.filter))
-        (k, k_w, _), (n, n_w, n_eff) = _totals(hit), _totals(frame)
+        (k, k_w, _), (n, n_w, n_eff) = _totals(hit), fields.totals[name]
         got[name] = (k, n, k_w / n_w if n_w else 0.0, n_eff)
     (k_a, n_a, p_a, e_a), (k_b, n_b, p_b, e_b) = got["a"], got["b"]
     out: dict[str, Any] = {"kind": "rate", "filter": metric.filter, "unit": "event", "n_a": n_a, "n_b": n_b}
