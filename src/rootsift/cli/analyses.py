@@ -1,0 +1,222 @@
+"""The analysis commands: explain and investigate, thin layers over the Python API, and
+``run_in_process`` (an analysis command line run on an open store, for ``rootsift demo``)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rootsift.analysis.explain import ALPHA, TOP_VALUES
+from rootsift.api import Rootsift
+from rootsift.cli.common import common, emit_json, out
+from rootsift.cli.judging import compare, judged
+from rootsift.errors import UsageError
+from rootsift.query.spec import Calculation, QuerySpec
+from rootsift.timeutil import parse_duration
+from rootsift.ui import findings as view
+from rootsift.ui import report_html
+
+
+@click.command()
+@click.argument("dataset")
+@click.option("--from", "start", default=None, help="Start of the range (default: the dataset's first event).")
+@click.option("--to", "end", default=None, help="End of the range (default: after the last event).")
+@click.option("--select", "select", default=None, help="The events to explain, e.g. 'duration_ms > 1000'.")
+@click.option("--select-from", default=None, help="Start of the selected time sub-range.")
+@click.option("--select-to", default=None, help="End of the selected time sub-range.")
+@click.option("--baseline", default=None, help="Compare with these events instead of the rest of the range.")
+@click.option("--where", default=None, help="Only look at events matching this filter.")
+@click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False discovery rate for findings.")
+@click.option("--top", "top_values", type=int, default=TOP_VALUES, show_default=True, help="Values tested per field.")
+@click.option(
+    "--select-by-start",
+    "select_start_of",
+    metavar="FIELD",
+    default=None,
+    help="The time box bounds each event's start, its timestamp less this duration (logs stamped at completion).",
+)
+@click.option(
+    "--sampled",
+    is_flag=True,
+    help="Read from the store's 1-in-64 uniform sample (a rare selection exactly); the error is stated.",
+)
+@click.option("--limit", type=int, default=20, show_default=True, help="Findings shown in the terminal.")
+@common(read_only=True)
+def explain(
+    rs: Rootsift,
+    as_json: bool,
+    dataset: str,
+    start: str | None,
+    end: str | None,
+    select: str | None,
+    select_from: str | None,
+    select_to: str | None,
+    baseline: str | None,
+    where: str | None,
+    alpha: float,
+    top_values: int,
+    select_start_of: str | None,
+    sampled: bool,
+    limit: int,
+) -> None:
+    """What is different about the selected events: each field's values and each
+    measure's distribution in the selection against the baseline, with significance.
+
+    Example: rootsift explain api --from -2h --select 'duration_ms > 1000'
+    """
+    result = rs.explain(
+        dataset,
+        start=start,
+        end=end,
+        where=where,
+        select=select,
+        select_from=select_from,
+        select_to=select_to,
+        baseline=baseline,
+        alpha=alpha,
+        top_values=top_values,
+        sampled=sampled,
+        select_start_of=select_start_of,
+    )
+    if as_json:
+        emit_json(result.as_dict())
+    else:
+        view.explanation(out, result, limit)
+
+
+@click.command()
+@click.argument("dataset")
+@click.option("--from", "start", default=None, help="Start of the range (default: the dataset's first event).")
+@click.option("--to", "end", default=None, help="End of the range (default: after the last event).")
+@click.option(
+    "--measure", default=None, help="The numeric field whose shift to look for (default: the duration field)."
+)
+@click.option("--where", default=None, help="Only look at events matching this filter.")
+@click.option(
+    "--timeout",
+    "timeouts",
+    multiple=True,
+    metavar="FIELD=DURATION",
+    help="A configured timeout, e.g. upstream_connect_time_ms=500ms (repeatable; default: inferred).",
+)
+@click.option(
+    "--timestamp-at",
+    type=click.Choice(["start", "end"]),
+    default="start",
+    show_default=True,
+    help="What an event's timestamp marks: its start (spans, JSON events) or its end (nginx access logs).",
+)
+@click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False discovery rate for findings.")
+@click.option("--limit", type=int, default=20, show_default=True, help="Findings shown in the terminal.")
+@click.option(
+    "--report",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write a self-contained HTML report (heatmap, a chart per finding, the commands behind each number).",
+)
+@common(read_only=True)
+def investigate(
+    rs: Rootsift,
+    as_json: bool,
+    dataset: str,
+    start: str | None,
+    end: str | None,
+    measure: str | None,
+    where: str | None,
+    timeouts: tuple[str, ...],
+    timestamp_at: str,
+    alpha: float,
+    limit: int,
+    report: Path | None,
+) -> None:
+    """Find when things went wrong (a latency or error-rate shift, or a stall) and explain
+    it: what is different about the bad events, where the time went (waiting vs service),
+    pools or workers held at their limit, timeouts not respected.
+
+    Example: rootsift investigate api --from -6h
+    """
+    result = rs.investigate(
+        dataset,
+        start=start,
+        end=end,
+        where=where,
+        measure=measure,
+        timeouts=parse_timeouts(timeouts),
+        timestamp_at=timestamp_at,
+        alpha=alpha,
+    )
+    grid = None
+    field = measure or (result.anomaly.measure if result.anomaly and result.anomaly.kind == "latency" else None)
+    if field and (report is not None or not as_json):
+        calc = [Calculation.parse(f"heatmap({field})")]
+        grid = rs.query(QuerySpec(dataset, start=start, end=end, where=where, calculations=calc)).heatmap
+    if report is not None:
+        command = (
+            ["rootsift", *sys.argv[1:]] if sys.argv[1:2] == ["investigate"] else ["rootsift", "investigate", dataset]
+        )
+        report.write_text(report_html.render(result, grid, command), encoding="utf-8")
+    if as_json:
+        emit_json({**result.as_dict(), "report": str(report) if report else None})
+        return
+    view.investigation(out, result, limit, grid)
+    if report is not None:
+        out.print(f"report written to {report}")
+
+
+def parse_timeouts(items: tuple[str, ...]) -> dict[str, float]:
+    """``FIELD=DURATION`` flags as limits in the field's unit (``_ms`` fields in milliseconds, else seconds)."""
+    limits: dict[str, float] = {}
+    for item in items:
+        name, eq, text = item.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"--timeout {item!r} is not FIELD=DURATION (e.g. upstream_connect_time_ms=500ms)")
+        seconds = parse_duration(text.strip()).total_seconds()
+        limits[name.strip()] = seconds * 1000 if name.strip().endswith("_ms") else seconds
+    return limits
+
+
+def run_in_process(rs: Rootsift, argv: list[str]) -> Any:
+    """Run an analysis command line (a scenario manifest's) on the already open store, as
+    ``rootsift demo`` does; None when ``argv`` is not an analysis this module runs."""
+    if not argv or argv[0] not in IN_PROCESS:
+        return None
+    command, run = IN_PROCESS[argv[0]]
+    return run(rs, command.make_context(argv[0], list(argv[1:])).params)
+
+
+def _investigate(rs: Rootsift, p: dict[str, Any]) -> Any:
+    return rs.investigate(
+        p["dataset"],
+        start=p["start"],
+        end=p["end"],
+        where=p["where"],
+        measure=p["measure"],
+        timeouts=parse_timeouts(p["timeouts"]),
+        timestamp_at=p["timestamp_at"],
+        alpha=p["alpha"],
+    )
+
+
+def _explain(rs: Rootsift, p: dict[str, Any]) -> Any:
+    keys = (
+        *("start", "end", "where", "select", "select_from", "select_to", "baseline"),
+        *("alpha", "top_values", "sampled", "select_start_of"),
+    )
+    return rs.explain(p["dataset"], **{k: p[k] for k in keys})
+
+
+def _compare(rs: Rootsift, p: dict[str, Any]) -> Any:
+    keys = ("a", "b", "a_from", "a_to", "b_from", "b_to", "alpha")
+    how = judged(p["where"], p["metrics"], p["tolerances"], p["betters"], p["weights"], p["per"])
+    return rs.compare(p["dataset"], **{k: p[k] for k in keys}, **how)
+
+
+IN_PROCESS: dict[str, tuple[click.Command, Callable[[Rootsift, dict[str, Any]], Any]]] = {
+    "investigate": (investigate, _investigate),
+    "explain": (explain, _explain),
+    "compare": (compare, _compare),
+}

@@ -1,0 +1,248 @@
+"""The data commands: ingest, formats, datasets, schema, retention."""
+
+from __future__ import annotations
+
+import click
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rootsift.api import Rootsift
+from rootsift.cli.common import common, emit_json, err, out
+from rootsift.errors import UsageError
+from rootsift.ingest import formats
+from rootsift.ingest.sources import FORMATS
+from rootsift.timeutil import parse_duration
+from rootsift.ui import terminal
+
+
+def parse_labels(items: tuple[str, ...]) -> dict[str, str]:
+    """``--label KEY=VALUE`` flags as a dict; a malformed one is a usage error naming it."""
+    labels: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"--label {item!r} is not KEY=VALUE (e.g. --label version=1.6.0)")
+        labels[key.strip()] = value
+    return labels
+
+
+BUILTIN_FORMATS = {
+    "auto": "sniffed from the content: a log format sure of the first lines, else JSON, CSV or TSV",
+    "jsonl": "JSON lines: one object per line",
+    "json": "a JSON array of objects",
+    "csv": "CSV with a header row",
+    "tsv": "tab-separated values with a header row",
+}
+
+
+@click.command()
+@click.argument("source")
+@click.option("--dataset", "-d", required=True, help="Dataset to ingest into (created if new).")
+@click.option(
+    "--format",
+    "fmt",
+    default="auto",
+    show_default=True,
+    type=click.Choice([*FORMATS, *formats.all_formats()]),
+    help="Input format: sniffed from the content by default (see `rootsift formats`).",
+)
+@click.option("--log-format", default=None, help="Access logs: the nginx log_format (or Apache LogFormat) string.")
+@click.option("--log-line-prefix", default=None, help="PostgreSQL stderr logs: the server's log_line_prefix.")
+@click.option("--host", default=None, help="Host name for every event (procfs, prometheus; default: from the path).")
+@click.option(
+    "--tz", default=None, help="Time zone of times written without an offset (default UTC), e.g. Europe/Berlin."
+)
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Log formats: a field set on every event, e.g. --label version=1.6.0 (repeatable; the event's own value wins).",
+)
+@click.option("--time-field", default=None, help="Field holding the event time (default: detected).")
+@click.option(
+    "--time-format", default=None, help="rfc3339, epoch, epoch_s/ms/us/ns or a strptime pattern (default: detected)."
+)
+@click.option(
+    "--on-error",
+    "strictness",
+    default="warn",
+    show_default=True,
+    type=click.Choice(["ignore", "warn", "raise"]),
+    help="What a bad line does.",
+)
+@common(read_only=False)
+def ingest(
+    rs: Rootsift,
+    as_json: bool,
+    source: str,
+    dataset: str,
+    fmt: str,
+    time_field: str | None,
+    time_format: str | None,
+    strictness: str,
+    log_format: str | None,
+    log_line_prefix: str | None,
+    host: str | None,
+    tz: str | None,
+    labels: tuple[str, ...],
+) -> None:
+    """Ingest SOURCE into a dataset: a file or - for stdin (plain, gzip or zstd), or a
+    directory of files in a log format (e.g. /proc snapshots).
+
+    Example: rootsift ingest /var/log/nginx/access.log --dataset web --format nginx
+    """
+    show = err.is_terminal and not as_json
+    with Progress(
+        TextColumn("ingesting {task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[events]:,} events"),
+        TimeElapsedColumn(),
+        console=err,
+        disable=not show,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(source, total=None, events=0)
+
+        def progress(done: int, total: int | None, events: int) -> None:
+            bar.update(task, completed=done, total=total, events=events)
+
+        summary = rs.ingest(
+            source,
+            dataset,
+            format=fmt,
+            time_field=time_field,
+            time_format=time_format,
+            strictness=strictness,
+            progress=progress,
+            log_format=log_format,
+            log_line_prefix=log_line_prefix,
+            host=host,
+            tz=tz,
+            labels=parse_labels(labels),
+        )
+    if as_json:
+        emit_json(summary.as_dict())
+        return
+    out.print(
+        f"ingested [bold]{summary.events:,}[/bold] events into [bold]{dataset}[/bold] from {summary.source} "
+        f"({summary.format}, {summary.compression}) in {summary.seconds:.2f} s "
+        f"({summary.events_per_second:,.0f} events/s); time field {summary.time_field!r} "
+        f"({summary.time_format})"
+    )
+    if summary.rejects:
+        level = "[yellow]" if strictness != "ignore" else "[dim]"
+        out.print(f"{level}{summary.rejects:,} rejected lines[/] saved to {summary.rejects_file}")
+        if strictness == "warn":
+            for r in summary.first_rejects:
+                out.print(f"  line {r['line']}: {r['reason']}")
+
+
+@click.command("formats")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def formats_(as_json: bool) -> None:
+    """List the input formats `rootsift ingest --format` reads, and the options each takes.
+
+    Example: rootsift formats
+    """
+    rows = [{"name": n, "summary": s, "options": []} for n, s in BUILTIN_FORMATS.items()]
+    rows += [
+        {"name": n, "summary": cls.summary, "options": ["--" + o.replace("_", "-") for o in cls.reads]}
+        for n, cls in formats.all_formats().items()
+    ]
+    if as_json:
+        emit_json({"formats": rows})
+        return
+    t = Table(show_edge=False, header_style="bold")
+    for col in ("format", "reads", "options"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(str(r["name"]), str(r["summary"]), " ".join(r["options"]))  # type: ignore[arg-type]
+    out.print(t)
+
+
+@click.command()
+@common(read_only=True)
+def datasets(rs: Rootsift, as_json: bool) -> None:
+    """List datasets: events, time span, bytes on disk.
+
+    Example: rootsift datasets --json
+    """
+    infos = rs.datasets() if rs.data_dir.exists() else []
+    if as_json:
+        emit_json(
+            {
+                "datasets": [
+                    {
+                        "name": d.name,
+                        "events": d.events,
+                        "stored_rows": d.stored_rows,
+                        "first": terminal.fmt(d.first) if d.first else None,
+                        "last": terminal.fmt(d.last) if d.last else None,
+                        "bytes_on_disk": d.bytes_on_disk,
+                        "segments": d.segments,
+                    }
+                    for d in infos
+                ]
+            }
+        )
+        return
+    t = Table(show_edge=False, header_style="bold")
+    for col in ("dataset", "events", "first", "last", "on disk", "segments"):
+        t.add_column(col, justify="right" if col in ("events", "on disk", "segments") else "left", no_wrap=True)
+    for d in infos:
+        t.add_row(
+            d.name,
+            f"{d.events:,}",
+            terminal.fmt(d.first),
+            terminal.fmt(d.last),
+            f"{d.bytes_on_disk / 1e6:,.1f} MB",
+            str(d.segments),
+        )
+    out.print(t if infos else f"no datasets in {rs.data_dir}")
+
+
+@click.command()
+@click.argument("dataset")
+@common(read_only=True)
+def schema(rs: Rootsift, as_json: bool, dataset: str) -> None:
+    """Show a dataset's fields: type, presence, distinct-count estimate, type conflicts.
+
+    Example: rootsift schema api
+    """
+    fields = rs.schema(dataset)
+    if as_json:
+        emit_json({"dataset": dataset, "fields": fields})
+        return
+    t = Table(show_edge=False, header_style="bold")
+    for col in ("field", "type", "present", "distinct ≈", "conflicts"):
+        t.add_column(col, justify="left" if col in ("field", "type") else "right")
+    for f in fields:
+        t.add_row(
+            f["field"],
+            f["type"],
+            f"{f['present_fraction']:.1%}",
+            f"{f['distinct_estimate']:,}",
+            f"[yellow]{f['conflicts']:,}[/yellow]" if f["conflicts"] else "0",
+        )
+    out.print(t)
+
+
+@click.command()
+@click.argument("dataset")
+@click.option("--keep", required=True, help="Keep this much recent data, e.g. 7d; older events are deleted.")
+@common(read_only=False)
+def retention(rs: Rootsift, as_json: bool, dataset: str, keep: str) -> None:
+    """Delete events older than --keep and give the disk space back.
+
+    Example: rootsift retention api --keep 7d
+    """
+    result = rs.retention(dataset, parse_duration(keep))
+    if as_json:
+        emit_json(result)
+        return
+    out.print(
+        f"deleted {result['deleted_events']:,} events older than {result['cutoff']} from {dataset}; "
+        f"{result['bytes_before'] / 1e6:,.1f} MB → {result['bytes_after'] / 1e6:,.1f} MB on disk"
+    )

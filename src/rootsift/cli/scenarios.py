@@ -1,0 +1,128 @@
+"""The scenario commands: write a reference incident's telemetry (scenario), or generate,
+ingest and analyse them in one go (demo)."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from rootsift import scenarios
+from rootsift.api import Rootsift
+from rootsift.cli.analyses import run_in_process
+from rootsift.cli.common import common, emit_json, fail, out
+from rootsift.errors import RootsiftError, UsageError
+
+
+@click.command("scenario")
+@click.argument("name", required=False)
+@click.option(
+    "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), help="Folder to write the telemetry to."
+)
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed: names, magnitudes and times vary with it.")
+@click.option("--scale", default="ci", show_default=True, help="ci, small, large, or a multiple of ci.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def scenario_(name: str | None, out_dir: Path | None, seed: int, scale: str, as_json: bool) -> None:
+    """Write a reference incident's telemetry (docs/scenarios.md); without NAME, list them.
+
+    Example: rootsift scenario memleak --out /tmp/memleak --seed 7
+    """
+    try:
+        if name is None:
+            rows = [{"name": n, "summary": cls.summary} for n, cls in scenarios.all_scenarios().items()]
+            if as_json:
+                emit_json({"scenarios": rows})
+                return
+            for r in rows:
+                out.print(f"[bold]{r['name']}[/bold]  {r['summary']}")
+            return
+        if out_dir is None:
+            raise UsageError("--out is required: the folder to write the scenario to")
+        manifest = scenarios.generate(name, out_dir, seed, scale)
+    except RootsiftError as exc:
+        fail(exc, as_json)
+    if as_json:
+        emit_json({"out": str(out_dir), **dataclasses.asdict(manifest)})
+        return
+    out.print(f"wrote scenario [bold]{name}[/bold] (seed {seed}, scale {manifest.scale:g}) to {out_dir}")
+    for src in manifest.sources:
+        argv = ["rootsift", "ingest", str(out_dir / src.path), "-d", src.dataset, "--format", src.format]
+        for key, value in src.options.items():
+            if key == "labels":
+                argv += [arg for k, v in value.items() for arg in ("--label", f"{k}={v}")]
+            else:
+                argv += [f"--{key.replace('_', '-')}", str(value)]
+        out.print(f"  {shlex.join(argv)}", markup=False)
+    if manifest.analyses:
+        out.print("then ask:")
+        for argv in manifest.analyses:
+            out.print(f"  {shlex.join(['rootsift', *argv])}", markup=False)
+
+
+@click.command()
+@click.argument("name", required=False)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), help="Where scenarios are written.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of every scenario run.")
+@click.option("--scale", default="ci", show_default=True, help="ci, small, large, or a multiple of ci.")
+@common(read_only=False)
+def demo(rs: Rootsift, as_json: bool, name: str | None, out_dir: Path | None, seed: int, scale: str) -> None:
+    """Generate reference incidents (all, or NAME), ingest them and show what rootsift finds.
+
+    Each scenario is written to OUT/NAME (default: DATA/.scenarios/NAME) and ingested into
+    its datasets, prefixed NAME_. Example: rootsift demo memleak --data /tmp/demo
+    """
+    names = [name] if name else list(scenarios.all_scenarios())
+    root = out_dir or rs.data_dir / ".scenarios"
+    report = [scenarios.demo(rs, n, root / n, seed, scale) for n in names]
+    from rootsift.ui import findings as findings_view
+
+    commands = registered()
+
+    warnings = []
+    results: dict[str, list[Any]] = {}
+    for run in report:
+        asked, run["analyses"] = run["analyses"], []
+        for argv in asked:
+            result = run_in_process(rs, argv) if argv[0] in commands else None
+            entry: dict[str, Any] = {"command": shlex.join(["rootsift", *argv]), "available": argv[0] in commands}
+            if result is not None:
+                entry["result"] = result.as_dict()
+                results.setdefault(run["scenario"], []).append((entry["command"], result))
+            run["analyses"].append(entry)
+        missing = sorted({a["command"].split()[1] for a in run["analyses"]} - set(commands))
+        if missing:
+            warnings.append(f"{run['scenario']}: not available yet: {', '.join(missing)} (no findings from them)")
+    if as_json:
+        emit_json({"scenarios": report, "warnings": warnings})
+        return
+    for run in report:
+        out.print(f"[bold]{run['scenario']}[/bold] (seed {seed}) written to {run['out']}")
+        t = Table(show_edge=False, header_style="bold")
+        for col in ("dataset", "source", "format", "events", "rejects"):
+            t.add_column(col, justify="right" if col in ("events", "rejects") else "left")
+        for src in run["ingested"]:
+            t.add_row(src["dataset"], src["source"], src["format"], f"{src['events']:,}", f"{src['rejects']:,}")
+        out.print(t)
+        out.print("what to ask of it:")
+        for analysis in run["analyses"]:
+            out.print(f"  {analysis['command']}", markup=False)
+        for command, result in results.get(run["scenario"], []):
+            out.print(f"\n[bold]$ {command}[/bold]", highlight=False)
+            if hasattr(result, "anomaly"):
+                findings_view.investigation(out, result, limit=5)
+            elif hasattr(result, "verdict"):
+                findings_view.comparison(out, result)
+            else:
+                findings_view.explanation(out, result, limit=5)
+    for w in warnings:
+        out.print(f"[yellow]{w}[/yellow]")
+
+
+def registered() -> dict[str, click.Command]:
+    """The commands of the ``rootsift`` group running this command, by name."""
+    root = click.get_current_context().find_root().command
+    return dict(root.commands) if isinstance(root, click.Group) else {}
