@@ -138,3 +138,57 @@ def test_every_command_is_documented() -> None:
                 if opt.startswith("--"):
                     assert opt in doc, f"docs/cli.md does not mention {opt} of rootsift {name}"
         assert "Example:" in (command.help or ""), f"rootsift {name} --help lacks an example"
+
+
+HEAVY = ("scipy", "numpy", "duckdb", "sqlglot", "rootsift.analysis.explain", "rootsift.ingest.pipeline")
+
+
+@pytest.mark.parametrize(
+    ("argv", "unwanted"),
+    [
+        ([], HEAVY),  # import only
+        (["--help"], HEAVY),
+        (["query", "--help"], HEAVY),
+        (["datasets"], ("scipy", "rootsift.analysis.explain", "rootsift.ingest.pipeline")),
+        (["query", "api", "-c", "count"], ("scipy", "rootsift.analysis.explain", "rootsift.ingest.pipeline")),
+    ],
+)
+def test_start_up_imports_only_what_the_command_needs(loaded: Path, argv: list[str], unwanted: tuple[str, ...]) -> None:
+    code = (
+        "import sys, json; from rootsift.cli import main\n"
+        "argv = json.loads(sys.argv[1])\n"
+        "if argv:\n"
+        "    try: main(argv, standalone_mode=False)\n"
+        "    except SystemExit: pass\n"
+        "print(json.dumps(sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)), file=sys.stderr)\n"
+    )
+    args = [*argv, "--data", str(loaded)] if argv and "--help" not in argv else argv
+    res = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(args), json.dumps(unwanted)], capture_output=True, text=True, cwd=ROOT
+    )
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stderr.strip().splitlines()[-1]) == []
+
+
+def test_scenario_and_demo_print_only_commands_that_exist(tmp_path: Path) -> None:
+    """memleak's manifest asks `trends` (not a command yet) and `compare`: only what the
+    running command group has is printed, so it stays right as commands are added."""
+    import click
+    from click.testing import CliRunner
+
+    from rootsift.cli import main
+
+    runner = CliRunner()
+    wrote = runner.invoke(main, ["scenario", "memleak", "--out", str(tmp_path / "m")])
+    assert wrote.exit_code == 0, wrote.output
+    assert "rootsift compare memleak_" in wrote.output and "rootsift trends" not in wrote.output
+    as_json = json.loads(runner.invoke(main, ["scenario", "memleak", "--out", str(tmp_path / "m"), "--json"]).stdout)
+    assert [argv[0] for argv in as_json["analyses"]] == ["compare"]
+
+    fewer = click.Group("rootsift", commands={n: main.commands[n] for n in ("scenario", "demo")})
+    alone = runner.invoke(fewer, ["scenario", "memleak", "--out", str(tmp_path / "m")])
+    assert alone.exit_code == 0 and "then ask" not in alone.output and "rootsift compare" not in alone.output
+    demo = runner.invoke(fewer, ["demo", "memleak", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "o")])
+    assert demo.exit_code == 0, demo.output
+    assert "what to ask" not in demo.output and "rootsift trends memleak" not in demo.output
+    assert "not available yet: compare, trends" in demo.output

@@ -10,20 +10,24 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rootsift.analysis.compare import Comparison, Metric, compare, parse_metrics
-from rootsift.analysis.explain import ALPHA, TOP_VALUES, Explanation, explain
-from rootsift.analysis.investigate import Investigation, investigate
-from rootsift.ingest.formats.base import FormatOptions
-from rootsift.ingest.pipeline import IngestSummary, Progress, ingest_file
-from rootsift.ingest.runner import BLOCK_BYTES
-from rootsift.query.engine import QueryOutput, run_query
+from rootsift.analysis.defaults import ALPHA, TOP_VALUES
 from rootsift.query.spec import QuerySpec
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, DatasetInfo
 from rootsift.store.duckdb import DuckDBBackend, weight_sql
 from rootsift.store.sqltext import ident
 from rootsift.timeutil import parse_time
+
+if TYPE_CHECKING:
+    from rootsift.analysis.compare import Comparison, Metric
+    from rootsift.analysis.explain import Explanation
+    from rootsift.analysis.investigate import Investigation
+    from rootsift.ingest.pipeline import IngestSummary, Progress
+    from rootsift.query.engine import QueryOutput
+
+# The analyses (numpy, scipy) and the ingest machinery are imported by the methods that
+# use them: a command that only lists or queries datasets starts without loading them.
 
 Moment = str | datetime | None
 """A time argument: RFC 3339, epoch seconds, relative (``-2h``), or a datetime (naive = UTC)."""
@@ -78,6 +82,10 @@ class Rootsift:
         ``tz`` are told to the log formats that read them (docs/formats/); ``labels`` are
         fields set on every event of a log format (a value the event has wins).
         """
+        from rootsift.ingest.formats.base import FormatOptions
+        from rootsift.ingest.pipeline import ingest_file
+        from rootsift.ingest.runner import BLOCK_BYTES
+
         return ingest_file(
             self.backend,
             dataset,
@@ -131,6 +139,8 @@ class Rootsift:
 
     def query(self, spec: QuerySpec, now: datetime | None = None) -> QueryOutput:
         """Run a query spec; see rootsift.query.spec."""
+        from rootsift.query.engine import run_query
+
         return run_query(self.backend, spec, now)
 
     def explain(
@@ -154,6 +164,8 @@ class Rootsift:
         ``select_from``…``select_to`` sub-range, against the rest of ``start``…``end`` (the
         whole dataset by default) or the events matching ``baseline``; ``sampled`` reads
         the baseline from the store's uniform sample. docs/explain.md."""
+        from rootsift.analysis.explain import explain
+
         now = now or datetime.now(UTC)
         return explain(
             self.backend,
@@ -192,6 +204,8 @@ class Rootsift:
     ) -> Comparison:
         """Cohort A (filter ``a`` and/or ``a_from``…``a_to``) against cohort B on each metric
         (``p50(duration_ms),rate(status >= 500)``…), with a verdict. docs/compare.md."""
+        from rootsift.analysis.compare import compare, parse_metrics
+
         now = now or datetime.now(UTC)
         return compare(
             self.backend,
@@ -226,6 +240,8 @@ class Rootsift:
         stall) and explain it; ``timeouts`` are configured limits per duration field, in
         the field's own unit (else they are inferred); ``timestamp_at`` says whether an
         event's timestamp is its start or its end. docs/investigate.md."""
+        from rootsift.analysis.investigate import investigate
+
         now = now or datetime.now(UTC)
         return investigate(
             self.backend,

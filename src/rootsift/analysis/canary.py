@@ -36,9 +36,9 @@ import numpy as np
 from scipy import stats as sps
 
 from rootsift.analysis.compare import Comparison
+from rootsift.analysis.defaults import BOUNDARIES
 from rootsift.errors import StoreLockedError, UsageError
 
-BOUNDARIES = ("pocock", "obrien-fleming", "bonferroni")
 PATHS = 100_000
 """Simulated paths for a boundary: its level is within ±0.0015 of ``alpha`` (2 SE at 5 %)."""
 DRAWS = 40_000_000

@@ -50,6 +50,7 @@ import numpy as np
 from scipy import stats as sps
 
 from rootsift.analysis import stats
+from rootsift.analysis.defaults import ALPHA
 from rootsift.analysis.explain import explain
 from rootsift.analysis.findings import iso
 from rootsift.analysis.frame import Frame
@@ -60,7 +61,6 @@ from rootsift.errors import QuerySpecError, UsageError
 from rootsift.store.duckdb import DuckDBBackend, weight_sql
 from rootsift.store.sqltext import ident
 
-ALPHA = 0.05
 TOLERANCE = {"quantile": 0.05, "shift": 0.05, "slope": 0.05, "avg": 0.05, "max": 0.05, "min": 0.05, "rate": 0.10}
 """Relative changes that do not matter, per metric kind (``--tolerance`` overrides)."""
 BOOTSTRAP = 2000

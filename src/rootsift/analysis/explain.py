@@ -20,6 +20,7 @@ import numpy as np
 from rootsift.analysis import stats
 from rootsift.analysis.combos import COMBO_METHOD, search_combinations
 from rootsift.analysis.counts import BIN_STEPS, Cell, Counts, bin_edges, count_pass
+from rootsift.analysis.defaults import ALPHA, TOP_VALUES
 from rootsift.analysis.fields import PILOT_ROWS, plan_fields
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame
@@ -27,8 +28,6 @@ from rootsift.errors import UsageError
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.segment import SAMPLE_EVERY
 
-ALPHA = 0.05
-TOP_VALUES = 50
 QUANTILES = (0.5, 0.9, 0.99)
 SMALL_SELECTION = 30
 

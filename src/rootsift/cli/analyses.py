@@ -6,19 +6,19 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from rootsift.analysis.explain import ALPHA, TOP_VALUES
-from rootsift.api import Rootsift
+from rootsift.analysis.defaults import ALPHA, TOP_VALUES
 from rootsift.cli.common import common, emit_json, out
 from rootsift.cli.judging import compare, judged
 from rootsift.errors import UsageError
 from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.timeutil import parse_duration
-from rootsift.ui import findings as view
-from rootsift.ui import report_html
+
+if TYPE_CHECKING:
+    from rootsift.api import Rootsift
 
 
 @click.command()
@@ -85,6 +85,8 @@ def explain(
     if as_json:
         emit_json(result.as_dict())
     else:
+        from rootsift.ui import findings as view
+
         view.explanation(out, result, limit)
 
 
@@ -155,6 +157,8 @@ def investigate(
         calc = [Calculation.parse(f"heatmap({field})")]
         grid = rs.query(QuerySpec(dataset, start=start, end=end, where=where, calculations=calc)).heatmap
     if report is not None:
+        from rootsift.ui import report_html
+
         command = (
             ["rootsift", *sys.argv[1:]] if sys.argv[1:2] == ["investigate"] else ["rootsift", "investigate", dataset]
         )
@@ -162,6 +166,8 @@ def investigate(
     if as_json:
         emit_json({**result.as_dict(), "report": str(report) if report else None})
         return
+    from rootsift.ui import findings as view
+
     view.investigation(out, result, limit, grid)
     if report is not None:
         out.print(f"report written to {report}")

@@ -13,7 +13,6 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
-from rootsift.api import Rootsift, default_data_dir
 from rootsift.errors import RootsiftError
 
 # Piped output is not cut to 80 columns: tables keep whole values for grep and less.
@@ -50,6 +49,8 @@ def common(read_only: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]
         @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
         @functools.wraps(func)
         def run(data_dir: Path | None, as_json: bool, **kwargs: Any) -> None:
+            from rootsift.api import Rootsift, default_data_dir  # the store: not needed for --help
+
             try:
                 with Rootsift(data_dir or default_data_dir(), read_only=read_only and _exists(data_dir)) as rs:
                     func(rs, as_json=as_json, **kwargs)
@@ -62,4 +63,6 @@ def common(read_only: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]
 
 
 def _exists(data_dir: Path | None) -> bool:
+    from rootsift.api import default_data_dir
+
     return (data_dir or default_data_dir()).exists()

@@ -2,17 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import click
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rootsift.api import Rootsift
 from rootsift.cli.common import common, emit_json, err, out
 from rootsift.errors import UsageError
-from rootsift.ingest import formats
-from rootsift.ingest.sources import FORMATS
 from rootsift.timeutil import parse_duration
 from rootsift.ui import terminal
+
+if TYPE_CHECKING:
+    from rootsift.api import Rootsift
+
+
+class FormatChoice(click.Choice):
+    """``--format``'s choices, listed when first needed: the log formats' parsers are
+    imported to name them, which ``rootsift --help`` has no need of."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> Sequence[str]:
+        from rootsift.ingest import formats
+        from rootsift.ingest.sources import FORMATS
+
+        return (*FORMATS, *formats.all_formats())
+
+    @choices.setter
+    def choices(self, value: Any) -> None:
+        pass  # click.Choice.__init__ sets it; the property is the one truth
 
 
 def parse_labels(items: tuple[str, ...]) -> dict[str, str]:
@@ -43,7 +64,7 @@ BUILTIN_FORMATS = {
     "fmt",
     default="auto",
     show_default=True,
-    type=click.Choice([*FORMATS, *formats.all_formats()]),
+    type=FormatChoice(),
     help="Input format: sniffed from the content by default (see `rootsift formats`).",
 )
 @click.option("--log-format", default=None, help="Access logs: the nginx log_format (or Apache LogFormat) string.")
@@ -92,6 +113,8 @@ def ingest(
 
     Example: rootsift ingest /var/log/nginx/access.log --dataset web --format nginx
     """
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
     show = err.is_terminal and not as_json
     with Progress(
         TextColumn("ingesting {task.description}"),
@@ -146,6 +169,8 @@ def formats_(as_json: bool) -> None:
 
     Example: rootsift formats
     """
+    from rootsift.ingest import formats
+
     rows = [{"name": n, "summary": s, "options": []} for n, s in BUILTIN_FORMATS.items()]
     rows += [
         {"name": n, "summary": cls.summary, "options": ["--" + o.replace("_", "-") for o in cls.reads]}

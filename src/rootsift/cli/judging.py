@@ -7,17 +7,17 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from rootsift.analysis.canary import BOUNDARIES, began_now, watch
-from rootsift.analysis.explain import ALPHA
-from rootsift.api import Rootsift, default_data_dir
+from rootsift.analysis.defaults import ALPHA, BOUNDARIES
 from rootsift.cli.common import common, data_option, emit_json, fail, out
 from rootsift.errors import RootsiftError, UsageError
 from rootsift.timeutil import parse_duration, parse_time
-from rootsift.ui import findings as view
+
+if TYPE_CHECKING:
+    from rootsift.api import Rootsift
 
 
 def judging_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -132,6 +132,8 @@ def compare(
     if as_json:
         emit_json(result.as_dict())
     else:
+        from rootsift.ui import findings as view
+
         view.comparison(out, result)
     if fail_on_regression and result.verdict == "regression":
         sys.exit(1)
@@ -189,6 +191,10 @@ def canary(
 
     Example: rootsift canary api --baseline 'version = "1.4"' --canary 'version = "1.5"' --every 1m --for 30m
     """
+    from rootsift.analysis.canary import began_now, watch
+    from rootsift.api import Rootsift, default_data_dir
+    from rootsift.ui import findings as view
+
     try:
         step, total = parse_duration(every), parse_duration(duration)
         if step.total_seconds() <= 0 or total < step:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from rootsift.api import Rootsift
 from rootsift.cli.common import common, emit_json, out
 from rootsift.errors import QuerySpecError
 from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.ui import terminal
+
+if TYPE_CHECKING:
+    from rootsift.api import Rootsift
 
 
 @click.command()

@@ -6,16 +6,17 @@ from __future__ import annotations
 import dataclasses
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
 
-from rootsift import scenarios
-from rootsift.api import Rootsift
 from rootsift.cli.analyses import run_in_process
 from rootsift.cli.common import common, emit_json, fail, out
 from rootsift.errors import RootsiftError, UsageError
+
+if TYPE_CHECKING:
+    from rootsift.api import Rootsift
 
 
 @click.command("scenario")
@@ -31,6 +32,8 @@ def scenario_(name: str | None, out_dir: Path | None, seed: int, scale: str, as_
 
     Example: rootsift scenario memleak --out /tmp/memleak --seed 7
     """
+    from rootsift import scenarios
+
     try:
         if name is None:
             rows = [{"name": n, "summary": cls.summary} for n, cls in scenarios.all_scenarios().items()]
@@ -45,8 +48,10 @@ def scenario_(name: str | None, out_dir: Path | None, seed: int, scale: str, as_
         manifest = scenarios.generate(name, out_dir, seed, scale)
     except RootsiftError as exc:
         fail(exc, as_json)
+    commands = registered()
+    asks = [argv for argv in manifest.analyses if argv and argv[0] in commands]  # only what this version has
     if as_json:
-        emit_json({"out": str(out_dir), **dataclasses.asdict(manifest)})
+        emit_json({"out": str(out_dir), **dataclasses.asdict(manifest), "analyses": asks})
         return
     out.print(f"wrote scenario [bold]{name}[/bold] (seed {seed}, scale {manifest.scale:g}) to {out_dir}")
     for src in manifest.sources:
@@ -57,9 +62,9 @@ def scenario_(name: str | None, out_dir: Path | None, seed: int, scale: str, as_
             else:
                 argv += [f"--{key.replace('_', '-')}", str(value)]
         out.print(f"  {shlex.join(argv)}", markup=False)
-    if manifest.analyses:
+    if asks:
         out.print("then ask:")
-        for argv in manifest.analyses:
+        for argv in asks:
             out.print(f"  {shlex.join(['rootsift', *argv])}", markup=False)
 
 
@@ -75,6 +80,8 @@ def demo(rs: Rootsift, as_json: bool, name: str | None, out_dir: Path | None, se
     Each scenario is written to OUT/NAME (default: DATA/.scenarios/NAME) and ingested into
     its datasets, prefixed NAME_. Example: rootsift demo memleak --data /tmp/demo
     """
+    from rootsift import scenarios
+
     names = [name] if name else list(scenarios.all_scenarios())
     root = out_dir or rs.data_dir / ".scenarios"
     report = [scenarios.demo(rs, n, root / n, seed, scale) for n in names]
@@ -107,9 +114,11 @@ def demo(rs: Rootsift, as_json: bool, name: str | None, out_dir: Path | None, se
         for src in run["ingested"]:
             t.add_row(src["dataset"], src["source"], src["format"], f"{src['events']:,}", f"{src['rejects']:,}")
         out.print(t)
-        out.print("what to ask of it:")
+        if any(analysis["available"] for analysis in run["analyses"]):
+            out.print("what to ask of it:")
         for analysis in run["analyses"]:
-            out.print(f"  {analysis['command']}", markup=False)
+            if analysis["available"]:
+                out.print(f"  {analysis['command']}", markup=False)
         for command, result in results.get(run["scenario"], []):
             out.print(f"\n[bold]$ {command}[/bold]", highlight=False)
             if hasattr(result, "anomaly"):

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rootsift.query.engine import Heatmap, QueryOutput
+if TYPE_CHECKING:
+    from rootsift.query.engine import Heatmap, QueryOutput
 
 # A sequential palette from faint to hot, readable on dark and light terminals.
 PALETTE = ["#1b2a49", "#23457a", "#2b66a8", "#3a8fc2", "#5cb8b2", "#9ad48a", "#e3de6a", "#f7a94b", "#f2663a", "#d7263d"]

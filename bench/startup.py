@@ -1,0 +1,82 @@
+"""The command line's start-up time against ``python -c 'import duckdb'``, measured in the
+same run (target: every command ≤ 2× the baseline).
+
+    .venv/bin/python bench/startup.py                  # 9 rounds
+    .venv/bin/python bench/startup.py --runs 15
+    git archive 8fc6715 src | tar -x -C /tmp/before && .venv/bin/python bench/startup.py --src /tmp/before/src
+
+Each round runs every command once in a fresh process, in turn (so a noisy moment hits
+them all alike); the table gives each one's median wall time and its ratio to the
+median of ``import duckdb``. ``datasets`` and ``query`` read a small store (1,000 events)
+written once in a temporary folder. ``--src`` measures another source tree, e.g. an
+older commit's, against the same baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import SRC, use_source_tree
+
+DATASET = "api"
+
+
+def commands(data: Path) -> dict[str, list[str]]:
+    rootsift = [sys.executable, "-m", "rootsift"]
+    return {
+        "python -c pass (context)": [sys.executable, "-c", "pass"],
+        "python -c 'import duckdb' (baseline)": [sys.executable, "-c", "import duckdb"],
+        "rootsift --help": [*rootsift, "--help"],
+        "rootsift datasets": [*rootsift, "datasets", "--data", str(data)],
+        "rootsift query": [*rootsift, "query", DATASET, "-c", "count", "--data", str(data)],
+    }
+
+
+def small_store(data: Path, src: Path) -> None:
+    lines = "".join(
+        json.dumps({"timestamp": 1_700_000_000 + i, "duration_ms": 5 + i % 97, "status": 200 + 300 * (i % 50 == 0)})
+        + "\n"
+        for i in range(1000)
+    )
+    events = data.parent / "events.jsonl"
+    events.write_text(lines)
+    code = "import sys; from rootsift import Rootsift; Rootsift(sys.argv[1]).ingest(sys.argv[2], dataset=sys.argv[3])"
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    subprocess.run([sys.executable, "-c", code, str(data), str(events), DATASET], check=True, env=env)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=9, help="Rounds (each command once per round).")
+    parser.add_argument("--src", type=Path, default=SRC, help="The source tree whose rootsift to time.")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        small_store(data, args.src)
+        env = {**os.environ, "PYTHONPATH": str(args.src)}
+        todo = commands(data)
+        times: dict[str, list[float]] = {name: [] for name in todo}
+        for _ in range(args.runs):
+            for name, argv in todo.items():
+                t0 = time.perf_counter()
+                subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
+                times[name].append(time.perf_counter() - t0)
+    medians = {name: statistics.median(ts) for name, ts in times.items()}
+    base = medians["python -c 'import duckdb' (baseline)"]
+    print(f"start-up of {args.src}, median of {args.runs} runs")
+    print(f"{'command':40} {'median s':>9} {'× import duckdb':>16}")
+    for name, m in medians.items():
+        print(f"{name:40} {m:9.3f} {m / base:16.2f}")
+
+
+if __name__ == "__main__":
+    use_source_tree()
+    main()
