@@ -192,3 +192,70 @@ def test_scenario_and_demo_print_only_commands_that_exist(tmp_path: Path) -> Non
     assert demo.exit_code == 0, demo.output
     assert "what to ask" not in demo.output and "rootsift trends memleak" not in demo.output
     assert "not available yet: compare, trends" in demo.output
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (["investigate", "api", "--report", "{tmp}/missing/dir/x.html", "--data", "{data}"], 2, "--report"),
+        (["investigate", "api", "--report", "{tmp}/a-file/x.html", "--data", "{data}"], 2, "--report"),
+        (["investigate", "api", "--alpha", "-1", "--data", "{data}"], 2, "--alpha"),
+        (["explain", "api", "--limit", "0", "--data", "{data}"], 2, "--limit"),
+        (["retention", "api", "--keep", "99999999d", "--data", "{data}"], 2, "--keep"),
+        (["retention", "api", "--keep", "99999999999999999d", "--data", "{data}"], 2, "--keep"),
+        (["datasets", "--data", "{tmp}/a-file"], 2, "a-file is a file"),
+        (["datasets", "--data", ""], 2, "--data"),
+        (["scenario", "memleak", "--out", "{tmp}/a-file/sub"], 1, "--out"),
+        (
+            ["canary", "api", "--baseline", "a = 1", "--canary", "a = 2", "--every", "99999999d", "--for", "99999999d"],
+            2,
+            "--for",
+        ),
+    ],
+)
+def test_bad_paths_and_values_are_errors_not_tracebacks(
+    loaded: Path, tmp_path: Path, args: list[str], code: int, needle: str
+) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    argv = [a.replace("{tmp}", str(tmp_path)).replace("{data}", str(loaded)) for a in args]
+    for flags in ([], ["--json"]):
+        res = subprocess.run(
+            [sys.executable, "-m", "rootsift", *argv, *flags], capture_output=True, text=True, timeout=120, cwd=ROOT
+        )
+        assert res.returncode == code, (res.stdout, res.stderr)
+        assert "Traceback" not in res.stderr and needle in res.stderr
+        if flags:
+            assert needle in json.loads(res.stdout)["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["query", "api", "--bogus-flag"], "--bogus-flag"),
+        (["query", "api", "--limit", "abc"], "--limit"),
+        (["investigate", "api", "--timestamp-at", "middle"], "--timestamp-at"),
+        (["query"], "DATASET"),
+    ],
+)
+def test_click_usage_errors_give_the_json_envelope(loaded: Path, args: list[str], needle: str) -> None:
+    res = rootsift(*args, "--json", data=loaded)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    error = json.loads(res.stdout)["error"]
+    assert error["type"] == "UsageError" and needle in error["message"] and needle in res.stderr
+
+
+def test_an_unexpected_error_is_one_line_not_a_traceback(loaded: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from rootsift.api import Rootsift
+    from rootsift.cli import main
+
+    def broken(self: Rootsift) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Rootsift, "datasets", broken)
+    res = CliRunner().invoke(main, ["datasets", "--data", str(loaded), "--json"])
+    assert res.exit_code == 1 and isinstance(res.exception, SystemExit)
+    assert json.loads(res.stdout.splitlines()[0])["error"]["message"].startswith("unexpected RuntimeError: boom")
+    monkeypatch.setenv("ROOTSIFT_DEBUG", "1")
+    assert isinstance(CliRunner().invoke(main, ["datasets", "--data", str(loaded)]).exception, RuntimeError)

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rootsift.analysis.defaults import ALPHA, TOP_VALUES
+from rootsift.errors import UsageError
 from rootsift.query.spec import QuerySpec
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, DatasetInfo
 from rootsift.store.duckdb import DuckDBBackend, weight_sql
 from rootsift.store.sqltext import ident
-from rootsift.timeutil import parse_time
+from rootsift.timeutil import format_duration, parse_time
 
 if TYPE_CHECKING:
     from rootsift.analysis.compare import Comparison, Metric
@@ -45,6 +46,8 @@ class Rootsift:
 
     def __init__(self, data_dir: str | Path | None = None, *, read_only: bool = False, **backend: Any) -> None:
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+        if self.data_dir.exists() and not self.data_dir.is_dir():
+            raise UsageError(f"{self.data_dir} is a file, not a data directory (see --data, $ROOTSIFT_DATA)")
         self.backend = DuckDBBackend(self.data_dir, read_only=read_only, **backend)
 
     def __enter__(self) -> Rootsift:
@@ -256,9 +259,11 @@ class Rootsift:
         )
 
     def retention(self, dataset: str, keep: timedelta, now: datetime | None = None) -> dict[str, Any]:
-        """Delete events older than ``now - keep``; return rows deleted and bytes before/after."""
+        """Delete events older than ``now - keep``; return rows deleted and bytes before/after.
+
+        A ``keep`` that is negative, or reaches back before year 1, is a usage error."""
         now = now or datetime.now(UTC)
-        cutoff = (now - keep).astimezone(UTC).replace(tzinfo=None)
+        cutoff = _cutoff(now, keep)
         directory = self.backend.dataset_dir(dataset)
         before = _size(directory)
         dropped = self.backend.drop_before(dataset, cutoff)
@@ -284,6 +289,20 @@ def _moment(value: Moment, now: datetime) -> datetime | None:
         return None
     moment = parse_time(value, now) if isinstance(value, str) else value
     return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+def _cutoff(now: datetime, keep: timedelta) -> datetime:
+    """``now - keep`` as a naive UTC datetime; ``keep`` must be ≥ 0 and reach no further than year 1."""
+    if keep < timedelta(0):
+        raise UsageError(f"--keep {format_duration(keep)} is negative: say how much recent data to keep, e.g. 7d")
+    try:
+        return (now - keep).astimezone(UTC).replace(tzinfo=None)
+    except OverflowError:
+        most = (now.astimezone(UTC).replace(tzinfo=None) - datetime(1, 1, 2)).days
+        raise UsageError(
+            f"--keep {format_duration(keep)} reaches back before year 1: keep at most {most:,}d "
+            "(the longest keep deletes nothing)"
+        ) from None
 
 
 def _size(directory: Path) -> int:

@@ -81,6 +81,8 @@ def investigate(
     """Find the dataset's anomalous region and explain it (see the module docstring)."""
     if timestamp_at not in ("start", "end"):
         raise UsageError(f"--timestamp-at must be start or end, not {timestamp_at!r}")
+    if not 0 < alpha < 1:
+        raise UsageError(f"--alpha {alpha} must be between 0 and 1")
     first, last = backend.span(dataset)
     if first is None or last is None:
         return Investigation(dataset, None, [], warnings=["the dataset is empty"])

@@ -19,11 +19,12 @@ from __future__ import annotations
 import click
 
 from rootsift.cli import analyses, data, judging, query, scenarios
+from rootsift.cli.common import Group
 
 __all__ = ["main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rootsift")
 def main() -> None:
     """rootsift: find why production broke, from the telemetry you have."""

@@ -13,7 +13,7 @@ import click
 from rootsift.analysis.defaults import ALPHA, TOP_VALUES
 from rootsift.cli.common import common, emit_json, out
 from rootsift.cli.judging import compare, judged
-from rootsift.errors import UsageError
+from rootsift.errors import RootsiftError, UsageError
 from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.timeutil import parse_duration
 
@@ -44,7 +44,9 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Read from the store's 1-in-64 uniform sample (a rare selection exactly); the error is stated.",
 )
-@click.option("--limit", type=int, default=20, show_default=True, help="Findings shown in the terminal.")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Findings shown in the terminal."
+)
 @common(read_only=True)
 def explain(
     rs: Rootsift,
@@ -113,7 +115,9 @@ def explain(
     help="What an event's timestamp marks: its start (spans, JSON events) or its end (nginx access logs).",
 )
 @click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False discovery rate for findings.")
-@click.option("--limit", type=int, default=20, show_default=True, help="Findings shown in the terminal.")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Findings shown in the terminal."
+)
 @click.option(
     "--report",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -141,6 +145,8 @@ def investigate(
 
     Example: rootsift investigate api --from -6h
     """
+    if report is not None and not report.parent.is_dir():
+        raise UsageError(f"--report {report}: there is no folder {report.parent} to write it in (create it first)")
     result = rs.investigate(
         dataset,
         start=start,
@@ -162,7 +168,10 @@ def investigate(
         command = (
             ["rootsift", *sys.argv[1:]] if sys.argv[1:2] == ["investigate"] else ["rootsift", "investigate", dataset]
         )
-        report.write_text(report_html.render(result, grid, command), encoding="utf-8")
+        try:
+            report.write_text(report_html.render(result, grid, command), encoding="utf-8")
+        except OSError as exc:
+            raise RootsiftError(f"--report {report}: cannot write it ({exc.strerror or exc})") from exc
     if as_json:
         emit_json({**result.as_dict(), "report": str(report) if report else None})
         return

@@ -1,23 +1,82 @@
 """What every command shares: the consoles, ``--data``/``--json`` and the opened store,
-JSON output, and errors reported with their exit code (and the JSON envelope with --json)."""
+JSON output, and errors reported with their exit code (and the JSON envelope with --json).
+
+No traceback reaches a user: ``Group`` (the ``rootsift`` group's class) reports click's
+own usage errors, OS errors (a file that cannot be written, a folder that does not exist)
+and any error nothing else caught in one line, with the JSON envelope under --json.
+"""
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from rootsift.errors import RootsiftError
+from rootsift.timeutil import parse_duration
 
 # Piped output is not cut to 80 columns: tables keep whole values for grep and less.
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, highlight=False)
+
+
+class Group(click.Group):
+    """A click group whose errors are always a line and an exit code, never a traceback:
+    click's usage errors (an unknown option, a bad value) exit 2, OS errors 1, each with
+    the JSON error envelope on stdout when ``--json`` was given; ``ROOTSIFT_DEBUG=1``
+    lets an unexpected error through with its traceback."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: list[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        argv = list(args) if args is not None else sys.argv[1:]
+        as_json = "--json" in argv
+        try:
+            code = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.ClickException as exc:
+            if as_json:
+                kind = "UsageError" if isinstance(exc, click.UsageError) else type(exc).__name__
+                emit_json({"error": {"type": kind, "message": exc.format_message()}})
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            err.print("aborted")
+            sys.exit(1)
+        except RootsiftError as exc:
+            fail(exc, as_json)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # the reader went away (| head): nothing to say
+                sys.stdout = None  # type: ignore[assignment]
+                sys.exit(1)
+            fail(RootsiftError(os_message(exc)), as_json)
+        except Exception as exc:
+            if os.environ.get("ROOTSIFT_DEBUG"):
+                raise
+            hint = "a bug in rootsift; ROOTSIFT_DEBUG=1 shows where"
+            fail(RootsiftError(f"unexpected {type(exc).__name__}: {exc} ({hint})"), as_json)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def os_message(exc: OSError) -> str:
+    """An OS error in one line naming its file: ``/x/y.html: No such file or directory``."""
+    return f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
 
 
 def emit_json(data: Any) -> None:
@@ -28,15 +87,39 @@ def fail(exc: RootsiftError, as_json: bool) -> NoReturn:
     """Report an error (also as a JSON envelope with --json) and exit with its code."""
     if as_json:
         emit_json({"error": {"type": type(exc).__name__, "message": str(exc)}})
-    err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+    err.print(
+        f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True
+    )  # one line for grep
     sys.exit(exc.exit_code)
+
+
+class Duration(click.ParamType):
+    """A duration flag (``7d``, ``1h30m``, ``500ms``): one that cannot be read is click's
+    usage error naming the flag."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> timedelta:
+        if isinstance(value, timedelta):
+            return value
+        try:
+            return parse_duration(str(value))
+        except RootsiftError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _data_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty: name the data directory (or leave --data out for the default)")
+    return Path(value) if value is not None else None
 
 
 data_option = click.option(
     "--data",
     "data_dir",
-    type=click.Path(path_type=Path),
+    type=click.Path(),
     default=None,
+    callback=_data_dir,
     help="Data directory (default: $ROOTSIFT_DATA or ./.rootsift).",
 )
 
@@ -56,6 +139,8 @@ def common(read_only: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]
                     func(rs, as_json=as_json, **kwargs)
             except RootsiftError as exc:
                 fail(exc, as_json)
+            except OSError as exc:
+                fail(RootsiftError(os_message(exc)), as_json)
 
         return run
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
 
-from rootsift.cli.common import common, emit_json, err, out
+from rootsift.cli.common import Duration, common, emit_json, err, out
 from rootsift.errors import UsageError
-from rootsift.timeutil import parse_duration
 from rootsift.ui import terminal
 
 if TYPE_CHECKING:
@@ -256,14 +256,16 @@ def schema(rs: Rootsift, as_json: bool, dataset: str) -> None:
 
 @click.command()
 @click.argument("dataset")
-@click.option("--keep", required=True, help="Keep this much recent data, e.g. 7d; older events are deleted.")
+@click.option(
+    "--keep", required=True, type=Duration(), help="Keep this much recent data, e.g. 7d; older events are deleted."
+)
 @common(read_only=False)
-def retention(rs: Rootsift, as_json: bool, dataset: str, keep: str) -> None:
+def retention(rs: Rootsift, as_json: bool, dataset: str, keep: timedelta) -> None:
     """Delete events older than --keep and give the disk space back.
 
     Example: rootsift retention api --keep 7d
     """
-    result = rs.retention(dataset, parse_duration(keep))
+    result = rs.retention(dataset, keep)
     if as_json:
         emit_json(result)
         return

@@ -203,6 +203,10 @@ def canary(
             raise UsageError("--replay needs --from: the time the watch would have started")
         how = judged(where, metrics, tolerances, betters, weights, per)
         began = parse_time(start) if start else began_now()
+        try:
+            began + total
+        except OverflowError:
+            raise UsageError(f"--for {duration} from {began:%Y-%m-%d} ends after year 9999") from None
 
         def run(level: float, upto: datetime | None) -> Any:
             with Rootsift(data_dir or default_data_dir(), read_only=True) as rs:

@@ -48,6 +48,8 @@ def scenario_(name: str | None, out_dir: Path | None, seed: int, scale: str, as_
         manifest = scenarios.generate(name, out_dir, seed, scale)
     except RootsiftError as exc:
         fail(exc, as_json)
+    except OSError as exc:
+        fail(RootsiftError(f"--out {out_dir}: cannot write the scenario there ({exc.strerror or exc})"), as_json)
     commands = registered()
     asks = [argv for argv in manifest.analyses if argv and argv[0] in commands]  # only what this version has
     if as_json:
