@@ -259,3 +259,22 @@ def test_an_unexpected_error_is_one_line_not_a_traceback(loaded: Path, monkeypat
     assert json.loads(res.stdout.splitlines()[0])["error"]["message"].startswith("unexpected RuntimeError: boom")
     monkeypatch.setenv("ROOTSIFT_DEBUG", "1")
     assert isinstance(CliRunner().invoke(main, ["datasets", "--data", str(loaded)]).exception, RuntimeError)
+
+
+def test_retention_dry_run_counts_and_deletes_nothing(tmp_path: Path) -> None:
+    import time
+
+    data, now = tmp_path / "data", time.time()
+    lines = "".join(json.dumps({"ts": now - (i + 0.5) * 86_400, "v": i}) + "\n" for i in range(10))
+    assert rootsift("ingest", "-", "-d", "days", "--json", data=data, stdin=lines.encode()).returncode == 0
+    dry = rootsift("retention", "days", "--keep", "5d", "--dry-run", "--json", data=data)
+    assert dry.returncode == 0, dry.stderr
+    would = json.loads(dry.stdout)
+    assert would["dry_run"] is True and would["would_delete_events"] == 5  # the segment straddles the cutoff
+    assert 0 < would["would_free_bytes"] < would["bytes_before"]
+    assert json.loads(rootsift("datasets", "--json", data=data).stdout)["datasets"][0]["events"] == 10
+    text = rootsift("retention", "days", "--keep", "5d", "--dry-run", data=data).stdout
+    assert "would delete 5 events" in text and "nothing deleted" in text
+    done = json.loads(rootsift("retention", "days", "--keep", "5d", "--json", data=data).stdout)
+    assert done["dry_run"] is False and done["deleted_events"] == 5
+    assert json.loads(rootsift("datasets", "--json", data=data).stdout)["datasets"][0]["events"] == 5

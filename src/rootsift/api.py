@@ -258,22 +258,24 @@ class Rootsift:
             alpha=alpha,
         )
 
-    def retention(self, dataset: str, keep: timedelta, now: datetime | None = None) -> dict[str, Any]:
+    def retention(
+        self, dataset: str, keep: timedelta, now: datetime | None = None, *, dry_run: bool = False
+    ) -> dict[str, Any]:
         """Delete events older than ``now - keep``; return rows deleted and bytes before/after.
 
-        A ``keep`` that is negative, or reaches back before year 1, is a usage error."""
+        ``dry_run`` deletes nothing and returns what would go: ``would_delete_events`` and
+        ``would_free_bytes`` (in proportion for a segment the cutoff cuts through). A
+        ``keep`` that is negative, or reaches back before year 1, is a usage error."""
         now = now or datetime.now(UTC)
         cutoff = _cutoff(now, keep)
         directory = self.backend.dataset_dir(dataset)
         before = _size(directory)
+        done = {"dataset": dataset, "cutoff": cutoff.isoformat() + "Z", "dry_run": dry_run, "bytes_before": before}
+        if dry_run:
+            rows, freed = self.backend.count_before(dataset, cutoff)
+            return {**done, "would_delete_events": rows, "would_free_bytes": freed}
         dropped = self.backend.drop_before(dataset, cutoff)
-        return {
-            "dataset": dataset,
-            "cutoff": cutoff.isoformat() + "Z",
-            "deleted_events": dropped,
-            "bytes_before": before,
-            "bytes_after": _size(directory),
-        }
+        return {**done, "deleted_events": dropped, "bytes_after": _size(directory)}
 
     def events(self, dataset: str) -> int:
         """Weighted event count of ``dataset``."""

@@ -124,8 +124,9 @@ data_option = click.option(
 )
 
 
-def common(read_only: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Shared options: --data and --json; opens the store and maps errors to exit codes."""
+def common(read_only: bool | Callable[[dict[str, Any]], bool]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Shared options: --data and --json; opens the store (read-only if ``read_only`` is,
+    or returns true for the command's arguments) and maps errors to exit codes."""
 
     def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
         @data_option
@@ -135,7 +136,8 @@ def common(read_only: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]
             from rootsift.api import Rootsift, default_data_dir  # the store: not needed for --help
 
             try:
-                with Rootsift(data_dir or default_data_dir(), read_only=read_only and _exists(data_dir)) as rs:
+                reads = read_only(kwargs) if callable(read_only) else read_only
+                with Rootsift(data_dir or default_data_dir(), read_only=reads and _exists(data_dir)) as rs:
                     func(rs, as_json=as_json, **kwargs)
             except RootsiftError as exc:
                 fail(exc, as_json)

@@ -259,15 +259,23 @@ def schema(rs: Rootsift, as_json: bool, dataset: str) -> None:
 @click.option(
     "--keep", required=True, type=Duration(), help="Keep this much recent data, e.g. 7d; older events are deleted."
 )
-@common(read_only=False)
-def retention(rs: Rootsift, as_json: bool, dataset: str, keep: timedelta) -> None:
+@click.option("--dry-run", is_flag=True, help="Delete nothing: print how many events would go and the bytes freed.")
+@common(read_only=lambda args: args["dry_run"])
+def retention(rs: Rootsift, as_json: bool, dataset: str, keep: timedelta, dry_run: bool) -> None:
     """Delete events older than --keep and give the disk space back.
 
-    Example: rootsift retention api --keep 7d
+    Example: rootsift retention api --keep 7d --dry-run
     """
-    result = rs.retention(dataset, keep)
+    result = rs.retention(dataset, keep, dry_run=dry_run)
     if as_json:
         emit_json(result)
+        return
+    if dry_run:
+        out.print(
+            f"would delete {result['would_delete_events']:,} events older than {result['cutoff']} from {dataset}, "
+            f"freeing about {result['would_free_bytes'] / 1e6:,.1f} MB of {result['bytes_before'] / 1e6:,.1f} MB "
+            "(dry run: nothing deleted)"
+        )
         return
     out.print(
         f"deleted {result['deleted_events']:,} events older than {result['cutoff']} from {dataset}; "

@@ -362,6 +362,22 @@ class DuckDBBackend(Backend):
                     dropped += self._rewrite(state, seg, cutoff)
         return dropped
 
+    def count_before(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
+        """What ``drop_before(dataset, cutoff)`` would delete, deleting nothing: the rows, and
+        the bytes it would free (exact for whole segments; for a segment that straddles the
+        cutoff, its size in proportion to the rows deleted)."""
+        rows = freed = 0
+        for seg in list(self.state(dataset).segments):
+            if seg.rows == 0 or seg.min_ts is None or seg.min_ts >= cutoff:
+                continue
+            old = seg.rows
+            if seg.max_ts is None or seg.max_ts >= cutoff:
+                sql = f"SELECT count(*) FROM {seg.alias}.events WHERE {ident(TIME_COLUMN)} < ?"
+                old = int(self.execute_sql(sql, [cutoff]).rows[0][0])
+            rows += old
+            freed += seg.bytes_on_disk() * old // seg.rows
+        return rows, freed
+
     def _remove(self, state: DatasetState, seg: Segment) -> None:
         with self._lock:
             self._con.execute(f"DETACH {seg.alias}")
