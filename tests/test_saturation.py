@@ -115,3 +115,63 @@ def test_plateau_rule() -> None:
     assert _plateau(np.r_[quiet, clipped, quiet], 500, 1000) is not None
     for busy in (rng.poisson(30, 500).astype(float), np.linspace(3, 40, 500).round()):
         assert _plateau(np.r_[quiet, busy, quiet], 500, 1000) is None
+
+
+def timed(seed: int, nested: bool) -> list[dict[str, Any]]:
+    """An hour of requests, 4/s; from ``SLOW_FROM`` to ``SLOW_TO`` the slow part takes
+    ten times longer. ``nested``: nginx's upstream timings, each measured from the same
+    start (header ⊂ response ⊂ request time). Else additive parts: a pool wait, then the
+    query (the wait stays below the query time, yet the two fit side by side)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for t in np.sort(rng.random(3600 * 4)) * 3600:
+        slow = 10.0 if SLOW_FROM <= t < SLOW_TO else 1.0
+        if nested:
+            header = float(rng.lognormal(np.log(30), 0.3)) * slow
+            response = header + float(rng.lognormal(np.log(2), 0.3))
+            parts = {"upstream_header_ms": header, "upstream_response_ms": response}
+            total = response + float(rng.lognormal(np.log(1), 0.3))
+        else:
+            query = float(rng.lognormal(np.log(200), 0.2))
+            wait = float(rng.lognormal(np.log(1), 0.3)) * (12.0 if slow > 1 else 1.0)
+            parts = {"pool_wait_ms": wait, "db_time_ms": query}
+            total = wait + query + float(rng.lognormal(np.log(1), 0.3))
+        rows.append(
+            {
+                "timestamp": (START + timedelta(seconds=float(t))).isoformat(),
+                "duration_ms": round(total, 3),
+                **{k: round(v, 3) for k, v in parts.items()},
+            }
+        )
+    return rows
+
+
+def test_nested_timings_are_a_tree_not_a_sum(rs: Rootsift, tmp_path: Path) -> None:
+    rs.ingest(write_events(tmp_path / "r.jsonl", timed(5, nested=True)), "nginx")
+    split = kinds(rs.investigate("nginx"), "decomposition")[0]
+    parts = {p["field"]: p for p in split.detail["parts"]}
+    assert split.detail["nested"] is True
+    assert [p["field"] for p in split.detail["parts"]] == ["upstream_response_ms", "upstream_header_ms"]
+    assert parts["upstream_response_ms"]["parent"] is None and parts["upstream_response_ms"]["depth"] == 0
+    assert parts["upstream_header_ms"]["parent"] == "upstream_response_ms" and parts["upstream_header_ms"]["depth"] == 1
+    # each carries nearly all of the rise: added up they would claim ~200 %; among siblings they add up
+    assert all(p["share_of_rise"] > 0.9 for p in parts.values())
+    top_level = sum(p["share_of_rise"] for p in parts.values() if p["parent"] is None)
+    assert 0.9 < top_level <= 1.05 and 0.9 < parts["upstream_header_ms"]["share_of_parent"] <= 1.05
+    from rootsift.ui.findings import what
+
+    assert what(split).endswith(": upstream_response_ms 100 % (of which upstream_header_ms 100 %)")
+    from rootsift.ui.report_html import render
+
+    page = render(rs.investigate("nginx"), None, ["rootsift", "investigate", "nginx"])
+    assert "└ upstream_header_ms" in page and "100 % of upstream_response_ms" in page
+
+
+def test_additive_parts_stay_siblings(rs: Rootsift, tmp_path: Path) -> None:
+    """The pool wait is below the query time on nearly every event, but the two fit side by
+    side in the request: siblings, whose shares add up to the whole rise."""
+    rs.ingest(write_events(tmp_path / "r.jsonl", timed(6, nested=False)), "api")
+    split = kinds(rs.investigate("api"), "decomposition")[0]
+    assert split.detail["nested"] is False and split.field == "pool_wait_ms"
+    assert all(p["parent"] is None and p["depth"] == 0 for p in split.detail["parts"])
+    assert 0.9 < sum(p["share_of_rise"] for p in split.detail["parts"]) < 1.1

@@ -26,6 +26,7 @@ from typing import Any
 from rootsift.analysis import anomaly as an
 from rootsift.analysis import saturation as sat
 from rootsift.analysis import timeouts as to
+from rootsift.analysis.decomposition import decomposition
 from rootsift.analysis.explain import ALPHA, Explanation, explain
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame
@@ -118,7 +119,7 @@ def _saturation(
 ) -> None:
     if measure is None:
         return
-    split = sat.decomposition(frame, a, measure, to.duration_fields(frame), alpha)
+    split = decomposition(frame, a, measure, to.duration_fields(frame), alpha)
     parts = [str(p["field"]) for p in split.detail["parts"]] if split is not None else []
     if split is not None:
         out.findings.append(split)

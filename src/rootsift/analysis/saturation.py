@@ -1,4 +1,4 @@
-"""Saturation: the limit the work ran into, and where the extra time went.
+"""Saturation: the limit the work ran into (where the extra time went is decomposition.py).
 
 **In flight.** From each event's start and end, the number of events in progress at
 ``SAMPLES`` instants over a window around the region, per unit (the events' ``host``,
@@ -15,16 +15,6 @@ MySQL slow log) or the end (``timestamp_at="end"``: an nginx access log writes
 each of its parts' (below): what a pool holds is often a part (the upstream call, the
 database connection), while the whole also counts the wait for it. A waiting part is
 placed at the event's start, any other at its end (``interval_sql``).
-
-**Waiting vs service.** When the measure has parts among the other duration fields
-(``pool_wait_ms``, ``db_time_ms``: fields never larger than the measure on the same
-event), the rise of the measure's mean in the region over the same length before and
-after it (``around``) is split into each part's rise, with
-a Welch test per part (Bonferroni over the parts). Parts can be nested (nginx's upstream
-connect time is inside its header time, inside its response time), so the shares need
-not add up to one. A part named like waiting (``wait``, ``queue``, ``pending``,
-``acquire``, ``connect``) that carries most of the rise says the time went to waiting
-for a resource, not to doing the work.
 """
 
 from __future__ import annotations
@@ -34,9 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
-from rootsift.analysis import stats
 from rootsift.analysis.anomaly import COMPLETION, Anomaly
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame, micros_per_unit
@@ -232,105 +220,3 @@ def _plateau(level: np.ndarray, i0: int, i1: int) -> tuple[float, float, float, 
     if share_in < MIN_SHARE_AT_CEILING or band < PILE_UP * below or share_in < 2 * share_out or longest < MIN_RUN:
         return None
     return share_in, share_out, ceiling, longest, first
-
-
-def decomposition(frame: Frame, a: Anomaly, measure: str, parts: list[str], alpha: float) -> Finding | None:
-    """The rise of the measure's mean in the region split into its parts (see the module docstring)."""
-    m = micros_per_unit(measure)
-    scaled = {p: s for p in parts if p != measure and (s := micros_per_unit(p)) is not None}
-    if m is None or not scaled:
-        return None
-    per: float = m
-    window = around(frame, a)
-    rel = window.relation_sql
-    where, params = window.range_filter()
-    ts = ident(TIME_COLUMN)
-    inside = f"({ts} >= ? AND {ts} < ?)"
-    cols = {measure: ident(measure), **{p: f"({ident(p)} * {s / per})" for p, s in scaled.items()}}
-    items = []
-    for name, col in cols.items():
-        for side in ("", "NOT "):
-            items += [
-                f"count({col}) FILTER (WHERE {side}{inside})",
-                f"avg({col}) FILTER (WHERE {side}{inside})",
-                f"var_samp({col}) FILTER (WHERE {side}{inside})",
-            ]
-        if name != measure:  # a part is never larger than the whole on the same event
-            items.append(
-                f"avg(CASE WHEN {col} <= {cols[measure]} * 1.01 + 0.001 THEN 1.0 ELSE 0.0 END) "
-                f"FILTER (WHERE {col} IS NOT NULL AND {cols[measure]} IS NOT NULL)"
-            )
-    row = frame.backend.execute_sql(  # six aggregates per field, each bound to the region
-        f"SELECT {', '.join(items)} FROM {rel} WHERE {where}", [a.start, a.end] * (6 * len(cols)) + params
-    ).rows[0]
-    stats, k = {}, 0
-    for name in cols:
-        stats[name] = row[k : k + 6]
-        k += 6
-        if name != measure:
-            contained = row[k]
-            k += 1
-            if contained is None or contained < 0.99:
-                stats.pop(name)
-    whole = _rise(stats[measure])
-    if whole is None or whole[0] <= 0 or whole[1] >= alpha:
-        return None
-    rise, p_whole, n_in, n_out = whole
-    shares: list[dict[str, Any]] = []
-    for name in stats:
-        if name == measure:
-            continue
-        got = _rise(stats[name])
-        if got is None:
-            continue
-        part_rise, p, _, _ = got
-        shares.append(
-            {
-                "field": name,
-                "role": role(name),
-                "region_mean": _r(stats[name][1]),
-                "outside_mean": _r(stats[name][4]),
-                "rise": _r(part_rise),
-                "share_of_rise": _r(part_rise / rise),
-                "p_value": float(f"{min(1.0, p * len(scaled)):.4g}"),
-            }
-        )
-    if not any(float(s["p_value"]) < alpha and float(s["rise"] or 0) > 0 for s in shares):
-        return None  # no part took the extra time: nothing to split
-    shares.sort(key=lambda s: -float(s["share_of_rise"] or 0))
-    top = shares[0]
-    return Finding(
-        "decomposition",
-        float(top["share_of_rise"] or 0),
-        p_whole,
-        q_value=p_whole,
-        field=str(top["field"]),
-        value=None,
-        selection_count=n_in,
-        baseline_count=n_out,
-        effect=float(top["share_of_rise"] or 0),
-        detail={
-            "measure": measure,
-            "region_mean": _r(stats[measure][1]),
-            "outside_mean": _r(stats[measure][4]),
-            "rise": _r(rise),
-            "parts": shares,
-            "dominated_by": top["role"] if top["p_value"] < alpha and (top["share_of_rise"] or 0) >= 0.5 else None,
-        },
-    )
-
-
-def _rise(s: tuple[Any, ...]) -> tuple[float, float, float, float] | None:
-    """(mean inside − mean outside, Welch p-value one-sided, n inside, n outside) from count/mean/variance."""
-    n1, m1, v1, n0, m0, v0 = s
-    if not n1 or not n0 or n1 < 2 or n0 < 2 or m1 is None or m0 is None:
-        return None
-    se, df = stats.welch(v1 or 0.0, n1, v0 or 0.0, n0)
-    diff = float(m1) - float(m0)
-    if se == 0:
-        return diff, 0.0 if diff > 0 else 1.0, float(n1), float(n0)
-    return diff, float(sps.t.sf(diff / se, df)), float(n1), float(n0)
-
-
-def _r(x: float | None) -> float | None:
-    return None if x is None else round(float(x), 6)

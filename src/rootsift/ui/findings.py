@@ -125,16 +125,26 @@ def q_cell(f: Finding) -> str:
     return "" if f.kind in ("stall", "saturation") else f"{f.q_value:.2g}"
 
 
+def part_tree(parts: list[dict[str, Any]], parent: str | None = None) -> str:
+    """A decomposition's parts in words, each nested part inside its parent's ``(of which
+    …)`` with its share of the parent's rise: shares add up among siblings only."""
+    words = []
+    for p in parts:
+        if p.get("parent") != parent:
+            continue
+        share = p.get("share_of_parent", p["share_of_rise"]) or 0
+        inner = part_tree(parts, p["field"])
+        wait = " (wait)" if p["role"] == "wait" else ""
+        words.append(f"{p['field']}{wait} {100 * share:.0f} %" + (f" (of which {inner})" if inner else ""))
+    return ", ".join(words)
+
+
 def what(f: Finding) -> str:
     """What a finding points at, in words (the field and value, the stall's event, the timeout)."""
     if f.kind == "stall":
         return f"{f.field} = {show(f.value)} (+{f.detail['seconds_after_stall_end']:.3f} s)"
     if f.kind == "decomposition":
-        parts = ", ".join(
-            f"{p['field']}{' (wait)' if p['role'] == 'wait' else ''} {100 * (p['share_of_rise'] or 0):.0f} %"
-            for p in f.detail["parts"]
-        )
-        return f"{f.detail['measure']} +{num(f.detail['rise'])}: {parts}"
+        return f"{f.detail['measure']} +{num(f.detail['rise'])}: {part_tree(f.detail['parts'])}"
     if f.kind == "saturation":
         who = f"{f.field} = {show(f.value)}" if f.field else "all events"
         return (

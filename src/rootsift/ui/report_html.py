@@ -154,17 +154,21 @@ def _share_bars(f: Finding) -> str:
 
 
 def _part_bars(f: Finding) -> str:
-    """Each part's share of the measure's rise (nested timings can add up to more than 100 %)."""
+    """Each part's share of the measure's rise, a nested part indented under the part it
+    lies in and labelled with its share of that part's rise (shares add up among siblings)."""
     out = []
     for i, p in enumerate(f.detail["parts"]):
         share = max(0.0, min(1.0, float(p["share_of_rise"] or 0)))
-        w, y = 400 * share, 6 + i * 22
+        w, y, depth = 400 * share, 6 + i * 22, int(p.get("depth", 0))
         colour = "#d7263d" if p["role"] == "wait" else "#2b66a8"
+        label = f"{100 * share:.0f} % ({_e(p['role'])})"
+        if p.get("parent"):
+            label = f"{100 * float(p['share_of_parent'] or 0):.0f} % of {_e(p['parent'])} ({_e(p['role'])})"
         out.append(
-            f'<text x="0" y="{y + 12}" font-size="12">{_e(p["field"])}</text>'
+            f'<text x="{14 * depth}" y="{y + 12}" font-size="12">{"└ " if depth else ""}{_e(p["field"])}</text>'
             f'<rect class="bar" x="220" y="{y}" width="{w:.1f}" height="16" fill="{colour}">'
             f"<title>{_e(p['field'])} ({_e(p['role'])}): +{num(p['rise'])}</title></rect>"
-            f'<text x="{226 + w:.1f}" y="{y + 12}" font-size="12">{100 * share:.0f} % ({_e(p["role"])})</text>'
+            f'<text x="{226 + w:.1f}" y="{y + 12}" font-size="12">{label}</text>'
         )
     height = 12 + 22 * len(f.detail["parts"])
     return f'<div><svg xmlns="http://www.w3.org/2000/svg" width="720" height="{height}">{"".join(out)}</svg></div>'
