@@ -3,13 +3,13 @@ same run (target: every command ≤ 2× the baseline).
 
     .venv/bin/python bench/startup.py                  # 9 rounds
     .venv/bin/python bench/startup.py --runs 15
-    git archive 8fc6715 src | tar -x -C /tmp/before && .venv/bin/python bench/startup.py --src /tmp/before/src
+    git archive 8fc6715 src | tar -x -C /tmp/before && .venv/bin/python bench/startup.py --src src --src /tmp/before/src
 
 Each round runs every command once in a fresh process, in turn (so a noisy moment hits
 them all alike); the table gives each one's median wall time and its ratio to the
 median of ``import duckdb``. ``datasets`` and ``query`` read a small store (1,000 events)
-written once in a temporary folder. ``--src`` measures another source tree, e.g. an
-older commit's, against the same baseline.
+written once in a temporary folder. ``--src`` (repeatable) measures other source trees,
+e.g. an older commit's, in the same rounds against the same baseline.
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ from common import SRC, use_source_tree
 DATASET = "api"
 
 
+BASELINE = "python -c 'import duckdb' (baseline)"
+
+
 def commands(data: Path) -> dict[str, list[str]]:
+    """The rootsift commands timed, by name."""
     rootsift = [sys.executable, "-m", "rootsift"]
     return {
-        "python -c pass (context)": [sys.executable, "-c", "pass"],
-        "python -c 'import duckdb' (baseline)": [sys.executable, "-c", "import duckdb"],
         "rootsift --help": [*rootsift, "--help"],
         "rootsift datasets": [*rootsift, "datasets", "--data", str(data)],
         "rootsift query": [*rootsift, "query", DATASET, "-c", "count", "--data", str(data)],
@@ -56,25 +58,33 @@ def small_store(data: Path, src: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=9, help="Rounds (each command once per round).")
-    parser.add_argument("--src", type=Path, default=SRC, help="The source tree whose rootsift to time.")
+    parser.add_argument(
+        "--src", type=Path, action="append", help="A source tree whose rootsift to time (repeatable; default src/)."
+    )
     args = parser.parse_args()
+    trees = [p.resolve() for p in args.src or [SRC]]
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
-        small_store(data, args.src)
-        env = {**os.environ, "PYTHONPATH": str(args.src)}
-        todo = commands(data)
-        times: dict[str, list[float]] = {name: [] for name in todo}
+        small_store(data, trees[0])
+        todo = {
+            ("", "python -c pass (context)"): ([sys.executable, "-c", "pass"], os.environ),
+            ("", BASELINE): ([sys.executable, "-c", "import duckdb"], os.environ),
+        }
+        for tree in trees:
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            todo.update({(str(tree), name): (argv, env) for name, argv in commands(data).items()})
+        times: dict[tuple[str, str], list[float]] = {key: [] for key in todo}
         for _ in range(args.runs):
-            for name, argv in todo.items():
+            for key, (argv, env) in todo.items():
                 t0 = time.perf_counter()
                 subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
-                times[name].append(time.perf_counter() - t0)
-    medians = {name: statistics.median(ts) for name, ts in times.items()}
-    base = medians["python -c 'import duckdb' (baseline)"]
-    print(f"start-up of {args.src}, median of {args.runs} runs")
-    print(f"{'command':40} {'median s':>9} {'× import duckdb':>16}")
-    for name, m in medians.items():
-        print(f"{name:40} {m:9.3f} {m / base:16.2f}")
+                times[key].append(time.perf_counter() - t0)
+    medians = {key: statistics.median(ts) for key, ts in times.items()}
+    base = medians[("", BASELINE)]
+    print(f"start-up, median of {args.runs} rounds")
+    print(f"{'source tree':28} {'command':38} {'median s':>9} {'× import duckdb':>16}")
+    for (tree, name), m in medians.items():
+        print(f"{tree[-28:]:28} {name:38} {m:9.3f} {m / base:16.2f}")
 
 
 if __name__ == "__main__":
