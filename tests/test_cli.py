@@ -278,3 +278,35 @@ def test_retention_dry_run_counts_and_deletes_nothing(tmp_path: Path) -> None:
     done = json.loads(rootsift("retention", "days", "--keep", "5d", "--json", data=data).stdout)
     assert done["dry_run"] is False and done["deleted_events"] == 5
     assert json.loads(rootsift("datasets", "--json", data=data).stdout)["datasets"][0]["events"] == 5
+
+
+def test_cli_modules_import_no_sibling_in_a_cycle() -> None:
+    """Each module of rootsift/cli imports ``common`` or a sibling whose helpers it reuses,
+    never the package (which registers them all) and never in a cycle."""
+    import ast
+
+    package = ROOT / "src" / "rootsift" / "cli"
+    uses: dict[str, set[str]] = {}
+    for path in package.glob("*.py"):
+        if path.stem in ("__init__", "__main__"):
+            continue
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module)
+                names.update(f"{node.module}.{a.name}" for a in node.names)
+        assert "rootsift.cli" not in {n for n in names if n.count(".") == 1}, f"{path.name} imports the package"
+        uses[path.stem] = {n.split(".")[2] for n in names if n.startswith("rootsift.cli.")} & {
+            p.stem for p in package.glob("*.py")
+        }
+    seen: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        assert name not in path, f"import cycle: {' -> '.join((*path, name))}"
+        for dep in uses.get(name, ()):
+            visit(dep, (*path, name))
+        seen.add(name)
+
+    for name in uses:
+        visit(name, ())
+    assert {"common", "data", "query", "analyses", "judging", "scenarios"} <= seen
