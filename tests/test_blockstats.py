@@ -27,7 +27,7 @@ def test_file_and_block_counts_agree(tmp_path: Path) -> None:
     assert whole.key_tokens == block.key_tokens == BLOB.count(b'":')
     # per line: keys a, bb, c, d (a and bb null); one '":' inside the string of d
     assert whole.keys_with_values() == 2 * 300
-    assert not whole.suspect and BlockStats.of(b'{"a":"\\u0022"}\n').suspect
+    assert not whole.suspect and not BlockStats.of(b'{"a":"\\u0022"}\n').suspect
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,8 @@ def test_file_and_block_counts_agree(tmp_path: Path) -> None:
         (b'{"a":"x" ,"b":1}', False),
         (b'{"a":" padded value","b":1}', False),
         (b'{"a":"x","b"  :1}', True),
-        (b'{"a":"\\u003a"}', True),
+        (b'{"a":"\\u003a"}', False),  # an escape cannot make or hide a '":' token
+        (b'{"a\\u0022":"\\u0022:"}', False),
     ],
 )
 def test_blocks_the_count_cannot_vouch_for(line: bytes, suspect: bool) -> None:
@@ -59,3 +60,38 @@ def test_quote_pairs_across_seams(tmp_path: Path, chunk: int) -> None:
         k, s = _quote_pairs(buf, max(0, seam - 1), end)
         keys, spaced = keys + k, spaced + s
     assert (keys, spaced) == (blob.count(b'":'), blob.count(b'" '))
+
+
+@pytest.mark.parametrize(
+    ("blob", "with_values"),
+    [
+        (b'{"a":1,"b":"x\\":y"}\n', 2),  # a quote in a string
+        (b'{"k\\\\":1,"b":2}\n', 2),  # a key ending in a backslash
+        (b'{"k\\\\\\\\":1,"s":"\\\\\\":x"}\n', 2),  # two backslashes; an escaped backslash and quote
+        (b'{"k\\\\":null,"s":"\\":null","n": null}\n', 1),  # nulls outside strings only
+    ],
+)
+@pytest.mark.parametrize("chunk", [1, 3, 8, 1 << 20])
+def test_keys_with_values_tell_escaped_quotes_by_their_backslash_run(
+    tmp_path: Path, blob: bytes, with_values: int, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rootsift.ingest.jsonl as jsonl
+
+    path = tmp_path / "b.jsonl"
+    path.write_bytes(blob * 40)
+    stats = BlockStats.of(blob * 40)
+    stats.path = str(path)
+    windows = jsonl._windows
+    monkeypatch.setattr(jsonl, "_windows", lambda p: windows(p, chunk))
+    assert stats.keys_with_values() == with_values * 40
+
+
+def test_a_backslash_run_longer_than_the_seam_vouches_for_nothing(tmp_path: Path) -> None:
+    from rootsift.ingest.jsonl import SEAM
+
+    blob = b'{"a":1,"s":"' + b"\\" * SEAM + b'\\":"}\n'
+    path = tmp_path / "b.jsonl"
+    path.write_bytes(blob)
+    stats = BlockStats.of(blob)
+    stats.path = str(path)
+    assert stats.keys_with_values() == -1

@@ -9,8 +9,8 @@ difference, a parse error, or a row without a readable time sends the block down
 exact path, which validates each line, numbers it and lets DuckDB detect types over
 the whole block. See docs/storage.md, "Ingest".
 
-Blocks the count cannot vouch for (``\\u00..`` escapes; a quote followed by a space
-outside a string, as in ``"key" : value``) take the exact path directly.
+Blocks the count cannot vouch for (a quote followed by a space outside a string, as in
+``"key" : value``) take the exact path directly.
 """
 
 from __future__ import annotations
@@ -89,15 +89,23 @@ class BlockStats:
         return cls(keys, suspect, path)
 
     def keys_with_values(self) -> int:
-        """Key tokens outside strings whose value is not null; counted on first use."""
+        r"""Key tokens outside strings whose value is not null; counted on first use.
+
+        A ``":`` is inside a string when its quote is escaped, i.e. preceded by an odd run
+        of backslashes: ``\":`` is a quote in a string, ``\\":`` ends a key whose name
+        ends in a backslash. -1 when a run is too long to tell across window seams (then
+        no count matches and the block takes the next rung).
+        """
         if self._with_values is None:
             assert self.path is not None
-            sub = 0
+            total = 0
             for buf, seam, end in _windows(self.path):
-                sub += _count(buf, b'\\":', seam, end)  # inside strings
-                for null in (b'":null', b'": null'):
-                    sub += _count(buf, null, seam, end) - _count(buf, b"\\" + null, seam, end)
-            self._with_values = self.key_tokens - sub
+                outside = [_unescaped(buf, tok, seam, end) for tok in (b'":', b'":null', b'": null')]
+                if min(outside) < 0:
+                    total = -1
+                    break
+                total += outside[0] - outside[1] - outside[2]
+            self._with_values = total
         return self._with_values
 
 
@@ -123,16 +131,18 @@ def _quote_pairs(buf: bytes | bytearray | mmap.mmap, start: int, end: int) -> tu
 
 
 def _suspect(buf: bytes | bytearray | mmap.mmap, start: int, end: int, spaced: int) -> bool:
-    """Blocks the count cannot vouch for: a ``\\u00..`` escape (a decoded quote or colon the
-    raw bytes do not show), or a key written ``"key" : value`` (no ``":`` token)."""
-    if buf.find(b"\\", start, end) >= 0 and buf.find(b"\\u00", start, end) >= 0:
-        return True
+    r"""Blocks the count cannot vouch for: a key written ``"key" : value`` (no ``":`` token).
+
+    Escapes are no reason: in the raw bytes a quote inside a string is always escaped
+    (``\"`` or ``\u0022``), so an escape can neither make nor hide a ``":`` token, and
+    nothing is counted in decoded text.
+    """
     # A quote followed by a space may only open a string that starts with one; a regex
     # looks for the spaced colon itself, only then.
     return spaced > 0 and SPACED_KEY.search(buf, start, end) is not None
 
 
-SEAM = 7
+SEAM = 64
 """Bytes carried from one window into the next: longer than any counted token."""
 
 
@@ -155,6 +165,22 @@ def _windows(path: str, chunk: int = 32 << 20) -> Iterator[tuple[bytearray, int,
 def _count(buf: bytearray, token: bytes, seam: int, end: int) -> int:
     """Occurrences of ``token`` in ``buf[:end]`` that end after ``seam`` (not counted before)."""
     return buf.count(token, max(0, seam - len(token) + 1), end)
+
+
+def _unescaped(buf: bytearray, token: bytes, seam: int, end: int) -> int:
+    r"""Occurrences of ``token`` (which starts with a quote) whose quote is not escaped, i.e.
+    preceded by an even run of backslashes; -1 if a run is longer than the seam can hold.
+
+    ``\`` * j + token counts the runs of at least j, so the alternating sum over j counts
+    the odd runs once and the even runs not at all.
+    """
+    escaped, j = 0, 1
+    while n := _count(buf, b"\\" * j + token, seam, end):
+        if j + len(token) > SEAM:
+            return -1
+        escaped += n if j % 2 else -n
+        j += 1
+    return _count(buf, token, seam, end) - escaped
 
 
 class JsonLinesReader(Stager):
