@@ -40,6 +40,7 @@ def test_file_and_block_counts_agree(tmp_path: Path) -> None:
         (b'{"a":"x" ,"b":1}', False),
         (b'{"a":" padded value","b":1}', False),
         (b'{"a":"x","b"  :1}', True),
+        (b'{"a":"x","b"\t:1}', True),
         (b'{"a":"\\u003a"}', False),  # an escape cannot make or hide a '":' token
         (b'{"a\\u0022":"\\u0022:"}', False),
     ],
@@ -95,3 +96,18 @@ def test_a_backslash_run_longer_than_the_seam_vouches_for_nothing(tmp_path: Path
     stats = BlockStats.of(blob)
     stats.path = str(path)
     assert stats.keys_with_values() == -1
+
+
+@pytest.mark.parametrize("chunk", [3, 64, 1 << 20])
+def test_a_gzip_file_counts_as_its_decompressed_bytes(tmp_path: Path, chunk: int) -> None:
+    import gzip
+
+    blob = BLOB + b'{"x" :1}\n'
+    path = tmp_path / "b.jsonl.gz"
+    path.write_bytes(gzip.compress(blob[:5000]) + gzip.compress(blob[5000:]))  # two members
+    stats, plain = BlockStats.of_file(str(path), chunk), BlockStats.of(blob)
+    assert (stats.key_tokens, stats.suspect) == (plain.key_tokens, True)
+    assert stats.keys_with_values() == 2 * 300  # the spaced key has no token: why it is suspect
+    clean = tmp_path / "c.jsonl.gz"
+    clean.write_bytes(gzip.compress(BLOB))
+    assert not BlockStats.of_file(str(clean), chunk).suspect

@@ -75,3 +75,43 @@ def test_a_key_ending_in_a_backslash_cannot_hide_a_dropped_key(
     assert summary.events == 6000
     assert column(rs, "bs", "rare").count(5.0) == 1
     assert column(rs, "bs", "k\\").count(1.0) == 1
+
+
+# -- gzip is read in place -----------------------------------------------------------------
+
+
+def _gzip_members(path: Path, lines: list[bytes], members: int) -> Path:
+    import gzip
+
+    per = -(-len(lines) // members)
+    with open(path, "wb") as fh:
+        for i in range(0, len(lines), per):
+            fh.write(gzip.compress(b"".join(lines[i : i + per])))
+    return path
+
+
+@pytest.mark.parametrize("members", [1, 3])
+def test_a_gzip_file_is_read_in_place_in_one_checked_transaction(members: int, rs: Rootsift, tmp_path: Path) -> None:
+    # Over 8 MiB decompressed: streamed in blocks, this was at least two transactions.
+    rows = [
+        {"timestamp": _ts(i), "n": i, "pad": "x" * 120, "msg": "caf\u00e9" if i % 7 else "plain"} for i in range(70_000)
+    ]
+    lines = [json.dumps(r).encode() + b"\n" for r in rows]
+    path = _gzip_members(tmp_path / "e.jsonl.gz", lines, members)
+    summary = rs.ingest(path, dataset="gz")
+    assert summary.compression == "gzip"
+    assert (summary.events, summary.rejects, summary.blocks, summary.exact_blocks) == (70_000, 0, 1, 0)
+    assert column(rs, "gz", "n") == [float(i) for i in range(70_000)]
+    assert column(rs, "gz", "msg") == [r["msg"] for r in rows]
+
+
+def test_a_gzip_file_the_check_refuses_goes_in_blocks_and_keeps_everything(rs: Rootsift, tmp_path: Path) -> None:
+    lines = [json.dumps({"timestamp": _ts(i), "n": i}).encode() + b"\n" for i in range(3000)]
+    lines[2000] = b'{"timestamp": "' + _ts(2000).encode() + b'", "n" : 2000, "spaced" : "k"}\n'
+    lines[2500] = b"not json\n"
+    path = _gzip_members(tmp_path / "s.jsonl.gz", lines, 1)
+    summary = rs.ingest(path, dataset="gz2")
+    assert (summary.events, summary.rejects) == (2999, 1)
+    assert summary.first_rejects[0]["line"] == 2501
+    assert column(rs, "gz2", "spaced").count("k") == 1
+    assert "spaced" in columns_of(rs, "gz2")
