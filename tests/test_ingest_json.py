@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from helpers.store import column, columns_of, iso, write_jsonl
-from rootsift import Rootsift
+from rootsift import QuerySpec, Rootsift
 
 T0 = datetime(2026, 5, 1, 12, 0, 0)
 SMALL_BLOCKS = 64 << 10
@@ -115,3 +115,75 @@ def test_a_gzip_file_the_check_refuses_goes_in_blocks_and_keeps_everything(rs: R
     assert summary.first_rejects[0]["line"] == 2501
     assert column(rs, "gz2", "spaced").count("k") == 1
     assert "spaced" in columns_of(rs, "gz2")
+
+
+# -- wide schemas: a field limit, the rest in _overflow -------------------------------------
+
+
+def _wide_rows(n: int, keys: int, seed: int = 3) -> list[dict[str, Any]]:
+    import random
+
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        row: dict[str, Any] = {"timestamp": _ts(i), "n": i}
+        for k in rng.sample(range(keys), 3):
+            row[f"key_{k:05d}"] = k if k % 2 else f"v{k}"
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("block_bytes", [None, SMALL_BLOCKS], ids=["in-place", "blocks"])
+def test_keys_past_the_field_limit_go_into_overflow_and_are_reported(
+    block_bytes: int | None, rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ROOTSIFT_MAX_FIELDS", "40")
+    rows = _wide_rows(3000, 400)
+    path = write_jsonl(tmp_path / "w.jsonl", rows)
+    kwargs = {"block_bytes": block_bytes} if block_bytes else {}
+    summary = rs.ingest(path, dataset="wide", **kwargs)
+    assert (summary.events, summary.rejects) == (3000, 0)
+    stored = [c for c in columns_of(rs, "wide") if not c.endswith("#raw")]
+    assert len(stored) <= 40 + 1  # the fields, plus the time column
+    assert "_overflow" in stored
+    # every value is kept: as a column, or under its name in _overflow
+    overflow = column(rs, "wide", "_overflow")
+    values = {c: column(rs, "wide", c) for c in stored}
+    for i, row in enumerate(rows):
+        moved = json.loads(overflow[i]) if overflow[i] else {}
+        for key, value in row.items():
+            if key in ("timestamp", "n"):
+                continue
+            if key in stored:
+                got = values[key][i]
+                assert got == (float(value) if isinstance(value, int) else value)
+                assert key not in moved
+            else:
+                assert moved[key] == value
+    warning = next(w for w in summary.warnings if "field limit" in w)
+    assert "_overflow" in warning and "(40)" in warning
+    # the overflow is queryable through its JSON column
+    assert _count(rs, "wide", 'exists _overflow and _overflow contains "key_"') == sum(1 for x in overflow if x)
+
+
+def _count(rs: Rootsift, dataset: str, where: str) -> int:
+    return int(rs.query(QuerySpec(dataset, where=where)).rows[0][0])
+
+
+# -- the empty key -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("block_bytes", [None, SMALL_BLOCKS], ids=["in-place", "blocks"])
+def test_an_empty_key_is_renamed_and_reported(block_bytes: int | None, rs: Rootsift, tmp_path: Path) -> None:
+    rows: list[dict[str, Any]] = [{"timestamp": _ts(i), "n": i} for i in range(200)]
+    rows[5][""] = "top"
+    rows[7]["ctx"] = {"": 3, "_empty": 4}
+    path = write_jsonl(tmp_path / "e.jsonl", rows)
+    kwargs = {"block_bytes": block_bytes} if block_bytes else {}
+    summary = rs.ingest(path, dataset="empty", **kwargs)
+    assert (summary.events, summary.rejects, summary.time_field) == (200, 0, "timestamp")
+    assert column(rs, "empty", "_empty")[5] == "top"
+    assert column(rs, "empty", "ctx._empty")[7] == 4.0
+    assert column(rs, "empty", "ctx._empty~2")[7] == 3.0
+    assert column(rs, "empty", "n") == [float(i) for i in range(200)]
+    assert any('2 empty keys ("") stored as' in w for w in summary.warnings)

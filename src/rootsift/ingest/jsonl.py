@@ -151,12 +151,16 @@ def _quote_pairs(buf: bytes | bytearray | mmap.mmap, start: int, end: int) -> tu
 
 
 def _suspect(buf: bytes | bytearray | mmap.mmap, start: int, end: int, spaced: int) -> bool:
-    r"""Blocks the count cannot vouch for: a key written ``"key" : value`` (no ``":`` token).
+    r"""Blocks the count cannot vouch for: a key written ``"key" : value`` (no ``":`` token),
+    or one that may hold an empty key ``"":`` (renamed on the exact path).
 
     Escapes are no reason: in the raw bytes a quote inside a string is always escaped
     (``\"`` or ``\u0022``), so an escape can neither make nor hide a ``":`` token, and
     nothing is counted in decoded text.
     """
+    # An empty key (DuckDB reads its object as a MAP) is renamed on the exact path.
+    if buf.find(b'"":', start, end) >= 0:
+        return True
     # A quote followed by a space may only open a string that starts with one; a regex
     # looks for the spaced colon itself, only then.
     return spaced > 0 and SPACED_KEY.search(buf, start, end) is not None
@@ -227,6 +231,8 @@ class JsonLinesReader(Stager):
 
     writer: SegmentWriter | None = None
     """Where the fast path writes; set by the pipeline. Without one, blocks take the exact path."""
+    _too_wide = False
+    """The last fast attempt found more fields than the dataset's limit allows."""
 
     def stage(self, block: bytes | None, first_line: int, stats: BlockStats | None = None) -> Staged:
         """Stage one block of complete lines; lines that cannot be events come back as rejects.
@@ -248,6 +254,8 @@ class JsonLinesReader(Stager):
                     staged = self._fast(path, lambda: stats, self.writer, sample_rows)
                     if staged is not None:
                         return staged
+                    if self._too_wide:  # keys past the field limit: only the exact path moves them
+                        break
             with open(path, "rb") as fh:
                 return self._exact(fh.read() if block is None else block, first_line)
         finally:
@@ -294,6 +302,9 @@ class JsonLinesReader(Stager):
             return None
         tree = convert.merge_detected(convert.tree_from_fields(self.fields), detected)
         tree.children.pop(time.field, None)
+        self._too_wide = len(tree.leaves()) > self.keys.limit
+        if self._too_wide:
+            return None
         # Numbers are read as text and cast exactly: DuckDB's reader would turn true into 1.0.
         # A value that does not cast becomes NULL, so the key count below sees it as missing.
         spec = convert.columns_spec(convert.read_tree(tree))[:-1]
@@ -355,10 +366,12 @@ class JsonLinesReader(Stager):
             text = line.strip()
             if not text:
                 continue
+            lenient = False
             try:
                 obj = orjson.loads(text)
             except orjson.JSONDecodeError as exc:
                 obj = _lenient(text)  # NaN and Infinity: not JSON, but common (Python's json.dumps)
+                lenient = True
                 if obj is None:
                     rejects.append(Reject(number, f"invalid JSON: {exc}", line.decode("utf-8", "replace")))
                     continue
@@ -367,6 +380,10 @@ class JsonLinesReader(Stager):
                     Reject(number, f"not a JSON object but {type(obj).__name__}", line.decode("utf-8", "replace"))
                 )
                 continue
+            fitted = self.keys.fit(obj)
+            if fitted is not None:  # an empty key renamed, or keys past the field limit moved
+                # orjson would write NaN and Infinity (read by _lenient) as null
+                text = json.dumps(fitted, ensure_ascii=False).encode() if lenient else orjson.dumps(fitted)
             inner = text[1:].lstrip()
             sep = b"" if inner.startswith(b"}") else b","
             lines.append(b'{"' + LINE_KEY.encode() + b'":' + str(number).encode() + sep + inner)
