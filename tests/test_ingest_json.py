@@ -187,3 +187,63 @@ def test_an_empty_key_is_renamed_and_reported(block_bytes: int | None, rs: Roots
     assert column(rs, "empty", "ctx._empty~2")[7] == 3.0
     assert column(rs, "empty", "n") == [float(i) for i in range(200)]
     assert any('2 empty keys ("") stored as' in w for w in summary.warnings)
+
+
+# -- mixed time formats in one field -------------------------------------------------------
+
+
+def _mixed_time(i: int) -> Any:
+    moment = T0 + timedelta(seconds=i)
+    epoch = (moment - datetime(1970, 1, 1)).total_seconds()
+    return [iso(moment), int(epoch), int(epoch * 1000), moment.strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]][i % 4]
+
+
+@pytest.mark.parametrize("block_bytes", [None, SMALL_BLOCKS], ids=["in-place", "blocks"])
+@pytest.mark.parametrize("numbers_first", [False, True])
+def test_mixed_time_formats_each_line_read_by_the_format_that_matches(
+    block_bytes: int | None, numbers_first: bool, rs: Rootsift, tmp_path: Path
+) -> None:
+    n = 2000
+    rows: list[dict[str, Any]] = [{"ts": _mixed_time(i), "n": i} for i in range(n)]
+    bad = {17: "yesterday at noon", 1500: "2026-13-45T99:00:00Z"}
+    for i, text in bad.items():
+        rows[i]["ts"] = text
+    if numbers_first:  # a sample of numbers only: the strings further down still read
+        for i in range(0, 1200):
+            rows[i]["ts"] = _mixed_time(1 + 4 * (i // 4) + (i % 2))
+    path = write_jsonl(tmp_path / "m.jsonl", rows)
+    kwargs = {"block_bytes": block_bytes} if block_bytes else {}
+    summary = rs.ingest(path, dataset="mixed", **kwargs)
+    rejected = sorted(bad) if not numbers_first else sorted(i for i in bad if i >= 1200)
+    assert summary.rejects == len(rejected)
+    assert [r["line"] for r in summary.first_rejects] == [i + 1 for i in rejected]
+    assert summary.events == n - len(rejected)
+    stored = dict(zip(column(rs, "mixed", "n"), column(rs, "mixed", "timestamp")))
+    for i, row in enumerate(rows):
+        if i in rejected:
+            continue
+        seconds = 1 + 4 * (i // 4) + (i % 2) if numbers_first and i < 1200 else i
+        assert stored[float(i)] == T0 + timedelta(seconds=seconds), (i, row["ts"])
+
+
+def test_a_time_field_no_one_format_reads_most_of_is_not_refused(rs: Rootsift, tmp_path: Path) -> None:
+    # 40 % RFC 3339, 30 % log4j, 30 % unreadable: no single format reads half the sample.
+    rows: list[dict[str, Any]] = []
+    for i in range(1000):
+        moment = T0 + timedelta(seconds=i)
+        kind = i % 10
+        ts = iso(moment) if kind < 4 else moment.strftime("%Y-%m-%d %H:%M:%S,000") if kind < 7 else f"garbage {i}"
+        rows.append({"time": ts, "n": i})
+    summary = rs.ingest(write_jsonl(tmp_path / "t.jsonl", rows), dataset="t")
+    assert (summary.events, summary.rejects) == (700, 300)
+    assert summary.first_rejects[0]["line"] == 8
+    assert "garbage 7" in str(summary.first_rejects[0]["reason"])
+    assert column(rs, "t", "timestamp")[:2] == [T0, T0 + timedelta(seconds=1)]
+
+
+def test_a_time_field_nothing_reads_is_refused_naming_a_value(rs: Rootsift, tmp_path: Path) -> None:
+    from rootsift.errors import UsageError
+
+    rows = [{"time": f"garbage {i}", "n": i} for i in range(50)]
+    with pytest.raises(UsageError, match="garbage 0"):
+        rs.ingest(write_jsonl(tmp_path / "g.jsonl", rows), dataset="g")

@@ -122,7 +122,8 @@ class Stager:
     def _time_spec(self, detected: convert.Node, path: str) -> TimeSpec:
         if self.time is None:
             name = pick_field(list(detected.children), self.time_field)
-            self.time = TimeSpec(name, detect_format(self.cur, self._sample(path, name), self.time_format))
+            fmt = detect_format(self.cur, self._sample(path, name), self.time_format)
+            self.time = TimeSpec(name, fmt, detected=self.time_format in (None, "epoch"))
         return self.time
 
     def _sample(self, path: str, name: str) -> list[str]:
