@@ -78,10 +78,8 @@ class TimeSpec:
         if source_type.startswith("TIMESTAMP"):
             return f"CAST({expr} AS TIMESTAMP)"
         if self.format == MIXED:
-            scale = " ".join(f"WHEN abs({num}) < {b!r} THEN {EPOCH_SCALE[u]!r}" for b, u in EPOCH_BOUNDS)
-            epoch = (
-                f"make_timestamp(TRY_CAST(round({num} * CASE {scale} ELSE {EPOCH_SCALE['epoch_ns']!r} END) AS BIGINT))"
-            )
+            by_size = " ".join(f"WHEN abs({num}) < {b!r} THEN {EPOCH_SCALE[u]!r}" for b, u in EPOCH_BOUNDS)
+            epoch = f"make_timestamp(TRY_CAST(round({num} * CASE {by_size} ELSE {EPOCH_SCALE['epoch_ns']!r} END) AS BIGINT))"
             texts = [TimeSpec(self.field, f).sql(expr, source_type) for f in ("rfc3339", *STRPTIME_GUESSES)]
             return f"(CASE WHEN {num} IS NOT NULL THEN {epoch} ELSE coalesce({', '.join(texts)}) END)"
         if self.format == "rfc3339":
