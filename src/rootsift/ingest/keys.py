@@ -1,6 +1,6 @@
 """Keys a dataset cannot take as columns: the empty key, and keys past its field limit.
 
-A dataset has at most ``max_fields`` fields of its own (``ROOTSIFT_MAX_FIELDS``, 500 by
+A dataset has at most ``max_fields`` fields of its own (``ROOTSIFT_MAX_FIELDS``, 250 by
 default): DuckDB spends time and memory on every column of every row, so a
 wide-schema input (thousands of distinct keys, a few per line) would otherwise cost
 rows × keys and run out of memory. Leaves past the limit are moved, under their dotted
@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-MAX_FIELDS = 500
+MAX_FIELDS = 250
 """Fields a dataset gets as columns before further keys go into ``OVERFLOW_FIELD``."""
 OVERFLOW_FIELD = "_overflow"
 EMPTY_KEY = "_empty"
