@@ -247,3 +247,18 @@ def test_a_time_field_nothing_reads_is_refused_naming_a_value(rs: Rootsift, tmp_
     rows = [{"time": f"garbage {i}", "n": i} for i in range(50)]
     with pytest.raises(UsageError, match="garbage 0"):
         rs.ingest(write_jsonl(tmp_path / "g.jsonl", rows), dataset="g")
+
+
+def test_an_input_field_named_overflow_is_kept_inside_ours(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ROOTSIFT_MAX_FIELDS", "4")
+    rows = [{"timestamp": _ts(i), "a": i, "_overflow": {"mine": i}, "b": 1, "c": 2, "d": 3} for i in range(50)]
+    summary = rs.ingest(write_jsonl(tmp_path / "o.jsonl", rows), dataset="own")
+    assert summary.events == 50
+    stored = set(columns_of(rs, "own"))
+    moved = [json.loads(x) for x in column(rs, "own", "_overflow")]
+    for i, m in enumerate(moved):
+        kept = {k for k in ("a", "b", "c", "d") if k in stored}
+        assert {k for k in m if k in ("a", "b", "c", "d")} == {"a", "b", "c", "d"} - kept
+        assert m.get("_overflow") == {"mine": i} or m.get("_overflow.mine") == i

@@ -63,7 +63,7 @@ class KeyFitter:
             if (OVERFLOW_FIELD,) not in self.admitted:
                 self.admitted.add((OVERFLOW_FIELD,))
             previous = fitted.get(OVERFLOW_FIELD)
-            if isinstance(previous, str):  # the input's own _overflow: kept inside
+            if previous is not None:  # the input's own _overflow: kept inside ours
                 overflow.setdefault(OVERFLOW_FIELD, previous)
             fitted[OVERFLOW_FIELD] = orjson.dumps(overflow).decode()
         return fitted if changed or overflow else None
