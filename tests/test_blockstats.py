@@ -111,3 +111,12 @@ def test_a_gzip_file_counts_as_its_decompressed_bytes(tmp_path: Path, chunk: int
     clean = tmp_path / "c.jsonl.gz"
     clean.write_bytes(gzip.compress(BLOB))
     assert not BlockStats.of_file(str(clean), chunk).suspect
+
+
+def test_a_truncated_gzip_file_vouches_for_nothing(tmp_path: Path) -> None:
+    import gzip
+
+    data = gzip.compress(BLOB * 50)
+    path = tmp_path / "t.jsonl.gz"
+    path.write_bytes(data[: len(data) // 2])
+    assert BlockStats.of_file(str(path)).suspect

@@ -71,7 +71,14 @@ class BlockStats:
         """The same counts over a whole file, mapped rather than read (no copy); a gzip
         file is counted as it decompresses, one window at a time."""
         if _is_gzip(path):
-            return cls._of_stream(path, chunk)
+            from isal.igzip_lib import IsalError
+
+            try:
+                return cls._of_stream(path, chunk)
+            except (EOFError, OSError, IsalError):
+                # Truncated or corrupt: vouch for nothing; DuckDB's read fails too and the
+                # blocks path reports what it could read.
+                return cls(0, True, path)
         size = os.path.getsize(path)
         if size == 0:
             return cls(0, False, path)
