@@ -21,7 +21,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import duckdb
 import numpy as np
@@ -71,11 +71,12 @@ class BlockStats:
         """The same counts over a whole file, mapped rather than read (no copy); a gzip
         file is counted as it decompresses, one window at a time."""
         if _is_gzip(path):
-            from isal.igzip_lib import IsalError
+            from isal import igzip_lib
 
+            corrupt = cast("type[Exception]", igzip_lib.IsalError)
             try:
                 return cls._of_stream(path, chunk)
-            except (EOFError, OSError, IsalError):
+            except (EOFError, OSError, corrupt):
                 # Truncated or corrupt: vouch for nothing; DuckDB's read fails too and the
                 # blocks path reports what it could read.
                 return cls(0, True, path)
