@@ -41,9 +41,17 @@ class KeyFitter:
 
     def __init__(self, known: Iterable[tuple[str, ...]], limit: int | None = None) -> None:
         self.limit = limit or max_fields()
-        self.admitted: set[tuple[str, ...]] = set(known)
+        self.admitted: set[tuple[str, ...]] = set()
+        self._under: dict[tuple[str, ...], set[str]] = {}  # the admitted leaf keys below each object path
         self.overflowed: dict[str, int] = {}  # dotted name -> values moved
         self.empty_keys = 0
+        for path in known:
+            self.admit(path)
+
+    def admit(self, path: tuple[str, ...]) -> None:
+        """Make ``path`` a leaf that is (or will be) a column."""
+        self.admitted.add(path)
+        self._under.setdefault(path[:-1], set()).add(path[-1])
 
     @property
     def room(self) -> int:
@@ -53,20 +61,29 @@ class KeyFitter:
     def fit(self, obj: dict[str, Any]) -> dict[str, Any] | None:
         """``obj`` with empty keys renamed and leaves past the limit moved into
         ``_overflow``; None when it needs no change."""
-        if "" not in obj and all(
-            (k,) in self.admitted and not isinstance(v, dict) for k, v in obj.items()
-        ):  # the common case: only known top-level leaves
+        if self._fits(obj, ()):  # the common case: every leaf is a column already
             return None
         overflow: dict[str, Any] = {}
         fitted, changed = self._walk(obj, (), overflow)
         if overflow:
             if (OVERFLOW_FIELD,) not in self.admitted:
-                self.admitted.add((OVERFLOW_FIELD,))
+                self.admit((OVERFLOW_FIELD,))
             previous = fitted.get(OVERFLOW_FIELD)
             if previous is not None:  # the input's own _overflow: kept inside ours
                 overflow.setdefault(OVERFLOW_FIELD, previous)
             fitted[OVERFLOW_FIELD] = orjson.dumps(overflow).decode()
         return fitted if changed or overflow else None
+
+    def _fits(self, obj: dict[str, Any], prefix: tuple[str, ...]) -> bool:
+        """Whether every leaf of ``obj`` is admitted (no key is empty): read-only, no copies."""
+        names = self._under.get(prefix)
+        for key, value in obj.items():
+            if isinstance(value, dict) and value:
+                if not self._fits(value, (*prefix, key)):
+                    return False
+            elif names is None or key not in names:
+                return False
+        return True
 
     def _walk(
         self, obj: dict[str, Any], prefix: tuple[str, ...], overflow: dict[str, Any]
@@ -96,7 +113,7 @@ class KeyFitter:
                     self.overflowed[name] = self.overflowed.get(name, 0) + 1
                     changed = True
                     continue
-                self.admitted.add(path)
+                self.admit(path)
             out[key] = value
         return out, changed
 

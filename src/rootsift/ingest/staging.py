@@ -148,7 +148,7 @@ class Stager:
         for info in staged.new_fields:
             self.fields.setdefault(info.name, info)
             if info.path:
-                self.keys.admitted.add(tuple(info.path))
+                self.keys.admit(tuple(info.path))
         return staged
 
     def warnings(self) -> list[str]:
