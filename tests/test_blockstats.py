@@ -1,4 +1,4 @@
-"""The byte counts behind the JSON fast path's check, across chunk seams."""
+"""The byte counts behind the JSON fast path's check (rootsift.ingest.blockstats), across chunk seams."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rootsift.ingest.jsonl import BlockStats, _count, _windows
+from rootsift.ingest.blockstats import BlockStats, _count, _windows
 
 BLOB = b'{"a":null,"bb": null,"c":1,"d":"x\\":y"}\n' * 300
 
@@ -51,7 +51,7 @@ def test_blocks_the_count_cannot_vouch_for(line: bytes, suspect: bool) -> None:
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 1 << 20])
 def test_quote_pairs_across_seams(tmp_path: Path, chunk: int) -> None:
-    from rootsift.ingest.jsonl import _quote_pairs
+    from rootsift.ingest.blockstats import _quote_pairs
 
     blob = b'{"a":1,"b" :2,"c":"x"}\n' * 50
     path = tmp_path / "b.jsonl"
@@ -76,19 +76,19 @@ def test_quote_pairs_across_seams(tmp_path: Path, chunk: int) -> None:
 def test_keys_with_values_tell_escaped_quotes_by_their_backslash_run(
     tmp_path: Path, blob: bytes, with_values: int, chunk: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rootsift.ingest.jsonl as jsonl
+    import rootsift.ingest.blockstats as blockstats
 
     path = tmp_path / "b.jsonl"
     path.write_bytes(blob * 40)
     stats = BlockStats.of(blob * 40)
     stats.path = str(path)
-    windows = jsonl._windows
-    monkeypatch.setattr(jsonl, "_windows", lambda p: windows(p, chunk))
+    windows = blockstats._windows
+    monkeypatch.setattr(blockstats, "_windows", lambda p: windows(p, chunk))
     assert stats.keys_with_values() == with_values * 40
 
 
 def test_a_backslash_run_longer_than_the_seam_vouches_for_nothing(tmp_path: Path) -> None:
-    from rootsift.ingest.jsonl import SEAM
+    from rootsift.ingest.blockstats import SEAM
 
     blob = b'{"a":1,"s":"' + b"\\" * SEAM + b'\\":"}\n'
     path = tmp_path / "b.jsonl"
