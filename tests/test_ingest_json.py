@@ -262,3 +262,24 @@ def test_an_input_field_named_overflow_is_kept_inside_ours(
         kept = {k for k in ("a", "b", "c", "d") if k in stored}
         assert {k for k in m if k in ("a", "b", "c", "d")} == {"a", "b", "c", "d"} - kept
         assert m.get("_overflow") == {"mine": i} or m.get("_overflow.mine") == i
+
+
+def test_the_cli_prints_the_warnings_and_json_carries_them(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    rows: list[dict[str, Any]] = [{"timestamp": _ts(i), "n": i, "": "e"} for i in range(20)]
+    path = write_jsonl(tmp_path / "w.jsonl", rows)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "rootsift.cli", "ingest", str(path), "--dataset", "w", *args]
+        return subprocess.run(
+            [*cmd, "--data", str(tmp_path / "data")], capture_output=True, text=True, timeout=120, check=False
+        )
+
+    text = cli()
+    assert text.returncode == 0, text.stderr
+    assert "warning: 20 empty keys (\"\") stored as '_empty'" in text.stdout
+    as_json = cli("--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["warnings"] == ["20 empty keys (\"\") stored as '_empty'"]
