@@ -25,6 +25,7 @@ class IngestRun:
     peak_rss_mib: float
     process_seconds: float
     bytes_on_disk: int
+    cpu_seconds: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -61,7 +62,7 @@ def run_one(kind: str, source: Path, work: Path) -> IngestRun:
         raise RuntimeError(f"{kind} ingest failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     size = dir_bytes(target) if target.is_dir() else target.stat().st_size
-    return IngestRun(kind, out["seconds"], out["rows"], out["peak_rss_mib"], wall, size)
+    return IngestRun(kind, out["seconds"], out["rows"], out["peak_rss_mib"], wall, size, out.get("cpu_seconds", 0.0))
 
 
 def bench_ingest(source: Path, work: Path, runs: int, log: Any = print) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The byte counts behind the JSON fast path's check, across chunk seams."""
+"""The byte counts behind the JSON fast path's check (rootsift.ingest.blockstats), across chunk seams."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rootsift.ingest.jsonl import BlockStats, _count, _windows
+from rootsift.ingest.blockstats import BlockStats, _count, _windows
 
 BLOB = b'{"a":null,"bb": null,"c":1,"d":"x\\":y"}\n' * 300
 
@@ -27,7 +27,7 @@ def test_file_and_block_counts_agree(tmp_path: Path) -> None:
     assert whole.key_tokens == block.key_tokens == BLOB.count(b'":')
     # per line: keys a, bb, c, d (a and bb null); one '":' inside the string of d
     assert whole.keys_with_values() == 2 * 300
-    assert not whole.suspect and BlockStats.of(b'{"a":"\\u0022"}\n').suspect
+    assert not whole.suspect and not BlockStats.of(b'{"a":"\\u0022"}\n').suspect
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,9 @@ def test_file_and_block_counts_agree(tmp_path: Path) -> None:
         (b'{"a":"x" ,"b":1}', False),
         (b'{"a":" padded value","b":1}', False),
         (b'{"a":"x","b"  :1}', True),
-        (b'{"a":"\\u003a"}', True),
+        (b'{"a":"x","b"\t:1}', True),
+        (b'{"a":"\\u003a"}', False),  # an escape cannot make or hide a '":' token
+        (b'{"a\\u0022":"\\u0022:"}', False),
     ],
 )
 def test_blocks_the_count_cannot_vouch_for(line: bytes, suspect: bool) -> None:
@@ -49,7 +51,7 @@ def test_blocks_the_count_cannot_vouch_for(line: bytes, suspect: bool) -> None:
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 1 << 20])
 def test_quote_pairs_across_seams(tmp_path: Path, chunk: int) -> None:
-    from rootsift.ingest.jsonl import _quote_pairs
+    from rootsift.ingest.blockstats import _quote_pairs
 
     blob = b'{"a":1,"b" :2,"c":"x"}\n' * 50
     path = tmp_path / "b.jsonl"
@@ -59,3 +61,62 @@ def test_quote_pairs_across_seams(tmp_path: Path, chunk: int) -> None:
         k, s = _quote_pairs(buf, max(0, seam - 1), end)
         keys, spaced = keys + k, spaced + s
     assert (keys, spaced) == (blob.count(b'":'), blob.count(b'" '))
+
+
+@pytest.mark.parametrize(
+    ("blob", "with_values"),
+    [
+        (b'{"a":1,"b":"x\\":y"}\n', 2),  # a quote in a string
+        (b'{"k\\\\":1,"b":2}\n', 2),  # a key ending in a backslash
+        (b'{"k\\\\\\\\":1,"s":"\\\\\\":x"}\n', 2),  # two backslashes; an escaped backslash and quote
+        (b'{"k\\\\":null,"s":"\\":null","n": null}\n', 1),  # nulls outside strings only
+    ],
+)
+@pytest.mark.parametrize("chunk", [1, 3, 8, 1 << 20])
+def test_keys_with_values_tell_escaped_quotes_by_their_backslash_run(
+    tmp_path: Path, blob: bytes, with_values: int, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rootsift.ingest.blockstats as blockstats
+
+    path = tmp_path / "b.jsonl"
+    path.write_bytes(blob * 40)
+    stats = BlockStats.of(blob * 40)
+    stats.path = str(path)
+    windows = blockstats._windows
+    monkeypatch.setattr(blockstats, "_windows", lambda p: windows(p, chunk))
+    assert stats.keys_with_values() == with_values * 40
+
+
+def test_a_backslash_run_longer_than_the_seam_vouches_for_nothing(tmp_path: Path) -> None:
+    from rootsift.ingest.blockstats import SEAM
+
+    blob = b'{"a":1,"s":"' + b"\\" * SEAM + b'\\":"}\n'
+    path = tmp_path / "b.jsonl"
+    path.write_bytes(blob)
+    stats = BlockStats.of(blob)
+    stats.path = str(path)
+    assert stats.keys_with_values() == -1
+
+
+@pytest.mark.parametrize("chunk", [3, 64, 1 << 20])
+def test_a_gzip_file_counts_as_its_decompressed_bytes(tmp_path: Path, chunk: int) -> None:
+    import gzip
+
+    blob = BLOB + b'{"x" :1}\n'
+    path = tmp_path / "b.jsonl.gz"
+    path.write_bytes(gzip.compress(blob[:5000]) + gzip.compress(blob[5000:]))  # two members
+    stats, plain = BlockStats.of_file(str(path), chunk), BlockStats.of(blob)
+    assert (stats.key_tokens, stats.suspect) == (plain.key_tokens, True)
+    assert stats.keys_with_values() == 2 * 300  # the spaced key has no token: why it is suspect
+    clean = tmp_path / "c.jsonl.gz"
+    clean.write_bytes(gzip.compress(BLOB))
+    assert not BlockStats.of_file(str(clean), chunk).suspect
+
+
+def test_a_truncated_gzip_file_vouches_for_nothing(tmp_path: Path) -> None:
+    import gzip
+
+    data = gzip.compress(BLOB * 50)
+    path = tmp_path / "t.jsonl.gz"
+    path.write_bytes(data[: len(data) // 2])
+    assert BlockStats.of_file(str(path)).suspect

@@ -154,6 +154,8 @@ def ingest(
         f"({summary.events_per_second:,.0f} events/s); time field {summary.time_field!r} "
         f"({summary.time_format})"
     )
+    for warning in summary.warnings:
+        out.print(f"[yellow]warning:[/] {warning}")
     if summary.rejects:
         level = "[yellow]" if strictness != "ignore" else "[dim]"
         out.print(f"{level}{summary.rejects:,} rejected lines[/] saved to {summary.rejects_file}")

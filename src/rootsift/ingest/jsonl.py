@@ -9,152 +9,34 @@ difference, a parse error, or a row without a readable time sends the block down
 exact path, which validates each line, numbers it and lets DuckDB detect types over
 the whole block. See docs/storage.md, "Ingest".
 
-Blocks the count cannot vouch for (``\\u00..`` escapes; a quote followed by a space
-outside a string, as in ``"key" : value``) take the exact path directly.
+Blocks the count cannot vouch for (a quote followed by a space outside a string, as in
+``"key" : value``; an empty key) take the exact path directly. The counts are in
+``blockstats``.
 """
 
 from __future__ import annotations
 
 import json
-import mmap
 import os
-import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
-import numpy as np
 import orjson
 
 from rootsift.errors import UsageError
 from rootsift.ingest import convert
+from rootsift.ingest.blockstats import BlockStats, is_gzip, open_decompressed
 from rootsift.ingest.rejects import Reject
-from rootsift.ingest.staging import LINE_KEY, Staged, Stager, write_file
+from rootsift.ingest.staging import LINE_KEY, Staged, Stager
 from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal, path_expr
 from rootsift.store.writer import SegmentWriter, Verified
 
-SPACED_KEY = re.compile(rb'(?<!\\)"[ \t\r]+:')
-"""A key written ``"key" :``: its colon does not follow the quote, so ``":`` misses it."""
 SAMPLE_ROWS = 2048
 WHOLE_FILE_SAMPLE = 4096
 
-
-@dataclass
-class BlockStats:
-    """Byte-level counts of a block of JSON lines for the fast path's key check, and the
-    file that holds the block (``path``).
-
-    Every key ends in a ``":`` token. The typed rows must account for all of them, less
-    two kinds that are not values to keep: tokens inside strings (a quote in a string is
-    escaped, so they read ``\\":``) and null-valued keys outside strings. Those two are
-    counted only when the typed rows fall short (``keys_with_values()``).
-    """
-
-    key_tokens: int
-    suspect: bool
-    path: str | None = None
-    _with_values: int | None = None
-
-    @classmethod
-    def of(cls, block: bytes | bytearray, tmp_dir: str | None = None, end: int | None = None) -> BlockStats:
-        """Count ``block[:end]`` and, given ``tmp_dir``, write it to a file there."""
-        end = len(block) if end is None else end
-        path = write_file(memoryview(block)[:end], tmp_dir) if tmp_dir is not None else None
-        keys, spaced = _quote_pairs(block, 0, end)
-        return cls(keys, _suspect(block, 0, end, spaced), path)
-
-    @classmethod
-    def of_file(cls, path: str, chunk: int = 32 << 20) -> BlockStats:
-        """The same counts over a whole file, mapped rather than read (no copy)."""
-        size = os.path.getsize(path)
-        if size == 0:
-            return cls(0, False, path)
-        keys = 0
-        suspect = False
-        chunk -= chunk % mmap.ALLOCATIONGRANULARITY
-        with open(path, "rb") as fh:
-            # One mapped window at a time, so the process does not hold the file's pages.
-            # Each pair is counted at its quote: windows overlap by one byte.
-            for lo in range(0, size, chunk):
-                length = min(chunk + 1, size - lo)
-                with mmap.mmap(fh.fileno(), length, offset=lo, access=mmap.ACCESS_READ) as mm:
-                    found, spaced = _quote_pairs(mm, 0, length)
-                    keys += found
-                    # A seam may split a '\\u00' or a spaced key: check across it too.
-                    suspect = suspect or _suspect(mm, 0, length, spaced)
-                    if not suspect and lo:
-                        suspect = _seam_suspect(fh, lo)
-        return cls(keys, suspect, path)
-
-    def keys_with_values(self) -> int:
-        """Key tokens outside strings whose value is not null; counted on first use."""
-        if self._with_values is None:
-            assert self.path is not None
-            sub = 0
-            for buf, seam, end in _windows(self.path):
-                sub += _count(buf, b'\\":', seam, end)  # inside strings
-                for null in (b'":null', b'": null'):
-                    sub += _count(buf, null, seam, end) - _count(buf, b"\\" + null, seam, end)
-            self._with_values = self.key_tokens - sub
-        return self._with_values
-
-
-def _seam_suspect(fh: Any, at: int) -> bool:
-    """Whether the bytes around a window boundary hold a pattern ``_suspect`` looks for."""
-    fh.seek(max(0, at - 16))
-    around = fh.read(32)
-    return _suspect(around, 0, len(around), around.count(b'" '))
-
-
-def _quote_pairs(buf: bytes | bytearray | mmap.mmap, start: int, end: int) -> tuple[int, int]:
-    """How many quotes in ``buf[start:end]`` are followed by a colon, and by a space.
-
-    numpy compares all bytes at once (and without the GIL): about 3x faster than two
-    ``bytes.count`` scans, and this runs beside DuckDB on every byte ingested.
-    """
-    a = np.frombuffer(buf, dtype=np.uint8, count=end)[start:]
-    if a.size < 2:
-        return 0, 0
-    quote = a[:-1] == 34
-    after = a[1:]
-    return int(np.count_nonzero(quote & (after == 58))), int(np.count_nonzero(quote & (after == 32)))
-
-
-def _suspect(buf: bytes | bytearray | mmap.mmap, start: int, end: int, spaced: int) -> bool:
-    """Blocks the count cannot vouch for: a ``\\u00..`` escape (a decoded quote or colon the
-    raw bytes do not show), or a key written ``"key" : value`` (no ``":`` token)."""
-    if buf.find(b"\\", start, end) >= 0 and buf.find(b"\\u00", start, end) >= 0:
-        return True
-    # A quote followed by a space may only open a string that starts with one; a regex
-    # looks for the spaced colon itself, only then.
-    return spaced > 0 and SPACED_KEY.search(buf, start, end) is not None
-
-
-SEAM = 7
-"""Bytes carried from one window into the next: longer than any counted token."""
-
-
-def _windows(path: str, chunk: int = 32 << 20) -> Iterator[tuple[bytearray, int, int]]:
-    """(buffer, seam, end) windows over a file, in one reused buffer (no page faults per
-    chunk): ``buffer[:seam]`` repeats the last bytes of the window before, new bytes run
-    to ``end``. Count with ``_count`` so a token is counted in the window where it ends."""
-    buf = bytearray(SEAM + chunk)
-    view = memoryview(buf)
-    carried = 0
-    with open(path, "rb") as fh:
-        while n := fh.readinto(view[carried:]):
-            end = carried + n
-            yield buf, carried, end
-            keep = min(SEAM, end)
-            buf[:keep] = buf[end - keep : end]
-            carried = keep
-
-
-def _count(buf: bytearray, token: bytes, seam: int, end: int) -> int:
-    """Occurrences of ``token`` in ``buf[:end]`` that end after ``seam`` (not counted before)."""
-    return buf.count(token, max(0, seam - len(token) + 1), end)
+__all__ = ["BlockStats", "JsonLinesReader"]  # BlockStats: runner.py imports it from here
 
 
 class JsonLinesReader(Stager):
@@ -162,6 +44,8 @@ class JsonLinesReader(Stager):
 
     writer: SegmentWriter | None = None
     """Where the fast path writes; set by the pipeline. Without one, blocks take the exact path."""
+    _too_wide = False
+    """The last fast attempt found more fields than the dataset's limit allows."""
 
     def stage(self, block: bytes | None, first_line: int, stats: BlockStats | None = None) -> Staged:
         """Stage one block of complete lines; lines that cannot be events come back as rejects.
@@ -183,6 +67,8 @@ class JsonLinesReader(Stager):
                     staged = self._fast(path, lambda: stats, self.writer, sample_rows)
                     if staged is not None:
                         return staged
+                    if self._too_wide:  # keys past the field limit: only the exact path moves them
+                        break
             with open(path, "rb") as fh:
                 return self._exact(fh.read() if block is None else block, first_line)
         finally:
@@ -196,7 +82,7 @@ class JsonLinesReader(Stager):
         """
         if self.writer is None:
             return None
-        return self._fast(path, stats, self.writer, WHOLE_FILE_SAMPLE)
+        return self._fast(path, stats, self.writer, WHOLE_FILE_SAMPLE, "gzip" if is_gzip(path) else "none")
 
     # -- fast path -----------------------------------------------------------------
     def _fast(
@@ -205,14 +91,17 @@ class JsonLinesReader(Stager):
         stats_of: Callable[[], BlockStats],
         writer: SegmentWriter,
         sample_rows: int,
+        compression: str = "none",
     ) -> Staged | None:
-        """Write the block through the checked insert; ``sample_rows`` 0 reads only known fields."""
+        """Write the block through the checked insert; ``sample_rows`` 0 reads only known fields.
+
+        ``compression`` is DuckDB's name for how the file at ``path`` is compressed."""
+        options = f"format='newline_delimited', compression={literal(compression)}"
         try:
             if sample_rows:
                 detected = convert.parse_type(
                     self._describe(
-                        f"read_json({literal(path)}, sample_size={sample_rows}, map_inference_threshold=-1, "
-                        "format='newline_delimited')"
+                        f"read_json({literal(path)}, sample_size={sample_rows}, map_inference_threshold=-1, {options})"
                     )
                 )
                 time = self._time_spec(detected, path)
@@ -226,6 +115,9 @@ class JsonLinesReader(Stager):
             return None
         tree = convert.merge_detected(convert.tree_from_fields(self.fields), detected)
         tree.children.pop(time.field, None)
+        self._too_wide = len(tree.leaves()) > self.keys.limit
+        if self._too_wide:
+            return None
         # Numbers are read as text and cast exactly: DuckDB's reader would turn true into 1.0.
         # A value that does not cast becomes NULL, so the key count below sees it as missing.
         spec = convert.columns_spec(convert.read_tree(tree))[:-1]
@@ -241,9 +133,7 @@ class JsonLinesReader(Stager):
             number = convert.finite(f"TRY_CAST({col} AS DOUBLE)")
             cast = {"DOUBLE": number, "TIMESTAMP": f"CAST({col} AS TIMESTAMP)"}.get(t, col)
             items.append(f"{cast} AS {ident(n)}")
-        select = (
-            f"SELECT {', '.join(items)} FROM read_json({literal(path)}, columns={spec}, format='newline_delimited') src"
-        )
+        select = f"SELECT {', '.join(items)} FROM read_json({literal(path)}, columns={spec}, {options}) src"
         columns = {TIME_COLUMN: "TIMESTAMP", **{n: t for (_, t), n in zip(leaves, names)}}
         new = [FieldInfo(n, t, p) for (p, t), n in zip(leaves, names) if n not in self.fields]
 
@@ -289,10 +179,12 @@ class JsonLinesReader(Stager):
             text = line.strip()
             if not text:
                 continue
+            lenient = False
             try:
                 obj = orjson.loads(text)
             except orjson.JSONDecodeError as exc:
                 obj = _lenient(text)  # NaN and Infinity: not JSON, but common (Python's json.dumps)
+                lenient = True
                 if obj is None:
                     rejects.append(Reject(number, f"invalid JSON: {exc}", line.decode("utf-8", "replace")))
                     continue
@@ -301,6 +193,10 @@ class JsonLinesReader(Stager):
                     Reject(number, f"not a JSON object but {type(obj).__name__}", line.decode("utf-8", "replace"))
                 )
                 continue
+            fitted = self.keys.fit(obj)
+            if fitted is not None:  # an empty key renamed, or keys past the field limit moved
+                # orjson would write NaN and Infinity (read by _lenient) as null
+                text = json.dumps(fitted, ensure_ascii=False).encode() if lenient else orjson.dumps(fitted)
             inner = text[1:].lstrip()
             sep = b"" if inner.startswith(b"}") else b","
             lines.append(b'{"' + LINE_KEY.encode() + b'":' + str(number).encode() + sep + inner)
@@ -346,7 +242,7 @@ class JsonLinesReader(Stager):
 def _sample_values(path: str, name: str, limit: int = 1000) -> list[str]:
     """Up to ``limit`` values of top-level field ``name`` from the first lines of a JSON-lines file."""
     values: list[str] = []
-    with open(path, "rb") as fh:
+    with open_decompressed(path) as fh:
         for line in fh:
             if len(values) >= limit:
                 break

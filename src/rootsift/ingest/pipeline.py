@@ -47,6 +47,8 @@ class IngestSummary:
     time_format: str | None = None
     exact_blocks: int = 0
     blocks: int = 0
+    warnings: list[str] = field(default_factory=list)
+    """Keys renamed or moved past the field limit (rootsift.ingest.keys), nothing lost."""
 
     @property
     def events_per_second(self) -> float:
@@ -183,11 +185,13 @@ def ingest_file(
             )
             size = sum(_size(n) for n in names) if inp.name != "-" else None
             run.consume_text(blocks, events, str(source), size)
+            summary.warnings = events.warnings()
             return _finish(summary, log, started)
         try:
             stream, reader = run.reader_for(inp, head, kind, stack)
             if not (isinstance(reader, JsonLinesReader) and run.whole_file(inp, head, reader)):
                 run.consume(inp, stream, reader)
+            summary.warnings = reader.warnings()
         except (UsageError, InputFormatError) as exc:
             if opts.format != "auto" or summary.events:
                 raise

@@ -88,7 +88,8 @@ class IngestRun:
         (a bad line, a key the sample missed) nothing was written and the caller goes
         block by block. Returns True when the file is in.
         """
-        if inp.compression != "none" or inp.name == "-" or head.startswith(BOM) or not inp.size:
+        # gzip too: DuckDB decompresses it as it reads, the byte counts decompress it beside.
+        if inp.compression not in ("none", "gzip") or inp.name == "-" or head.startswith(BOM) or not inp.size:
             return False
         # A caller asking for smaller blocks (durable progress, tests) gets blocks.
         if inp.size > IN_PLACE_BYTES or self.opts.block_bytes < BLOCK_BYTES:

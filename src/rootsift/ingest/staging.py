@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 
 from rootsift.ingest import convert
+from rootsift.ingest.keys import KeyFitter
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.timefield import TimeSpec, detect_format, pick_field
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
@@ -57,6 +58,8 @@ class Stager:
         self.time_field = time_field
         self.time_format = time_format
         self.time: TimeSpec | None = None
+        self.keys = KeyFitter(tuple(f.path) for f in self.fields.values() if f.path)
+        # empty keys and keys past the field limit, for the readers that see each object
         self._n = 0
 
     def _stage_relation(self, source: str, detected: convert.Node, path: str) -> Staged:
@@ -119,7 +122,8 @@ class Stager:
     def _time_spec(self, detected: convert.Node, path: str) -> TimeSpec:
         if self.time is None:
             name = pick_field(list(detected.children), self.time_field)
-            self.time = TimeSpec(name, detect_format(self.cur, self._sample(path, name), self.time_format))
+            fmt = detect_format(self.cur, self._sample(path, name), self.time_format)
+            self.time = TimeSpec(name, fmt, detected=self.time_format in (None, "epoch"))
         return self.time
 
     def _sample(self, path: str, name: str) -> list[str]:
@@ -143,7 +147,13 @@ class Stager:
     def _done(self, staged: Staged) -> Staged:
         for info in staged.new_fields:
             self.fields.setdefault(info.name, info)
+            if info.path:
+                self.keys.admit(tuple(info.path))
         return staged
+
+    def warnings(self) -> list[str]:
+        """What the summary should say about keys that were renamed or moved."""
+        return self.keys.warnings()
 
     def _table(self) -> str:
         self._n += 1
