@@ -146,13 +146,17 @@ def test_a_a_splits_find_nothing(rs: Rootsift, tmp_path: Path) -> None:
 
 def test_hosts_are_the_unit_for_extremes(rs: Rootsift, tmp_path: Path) -> None:
     rs.ingest(write_events(tmp_path / "h.jsonl", hosts(3, ratio=0.4)), "mem")
-    result = rs.compare("mem", a='kernel = "a"', b='kernel = "b"', metrics="max(slab_bytes),min(mem_available_bytes)")
+    chosen = "max(slab_bytes),min(mem_available_bytes)"
+    higher = {"min(mem_available_bytes)": "higher"}  # a user says so: nothing is guessed from the name
+    result = rs.compare("mem", a='kernel = "a"', b='kernel = "b"', metrics=chosen, better=higher)
     m = by_metric(result)
     slab = m["max(slab_bytes)"]
     assert slab["unit"] == "host" and slab["n_a"] == slab["n_b"] == 5
     assert slab["verdict"] == "improvement" and -0.75 < slab["relative_change"] < -0.45
+    assert (slab["better"], slab["better_source"]) == ("lower", "default")
     available = m["min(mem_available_bytes)"]
-    assert available["better"] == "higher" and available["verdict"] == "improvement"
+    assert (available["better"], available["better_source"]) == ("higher", "--better")
+    assert available["verdict"] == "improvement"
     assert not slab["paired"]  # different hosts on each kernel
     # the same hosts on both sides are paired: each against itself, nothing moved
     same = rs.compare("mem", a='kernel = "a"', b='kernel = "a"', metrics="max(slab_bytes)")

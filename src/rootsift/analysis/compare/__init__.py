@@ -24,9 +24,10 @@ interval, a test suited to it, and a verdict against a tolerance:
   deploy). ``--per FIELD`` compares any metric per unit (an ``avg`` per host).
 
 Verdicts, with ``tolerance`` the relative change that does not matter (defaults in
-``TOLERANCE``). Larger is worse (latency, memory, errors), unless the field's name says
-larger is better (``HIGHER_IS_BETTER``: available or free memory, throughput, hits) or
-``better`` says so for the metric:
+``TOLERANCE``). Larger is worse for every metric (latency, memory, the share of events
+matching a filter) unless ``better`` says otherwise for it (``--better METRIC=higher``);
+nothing is guessed from a name, and each metric says which way it assumed
+(``better``, ``better_source``):
 
 - **regression** / **improvement**: significant (after Bonferroni over the metrics) and
   the estimated change beyond the tolerance;
@@ -50,12 +51,21 @@ from rootsift.analysis.compare.cohorts import cohort, describe, finite, rounded
 from rootsift.analysis.compare.concentrates import concentrates
 from rootsift.analysis.compare.fields import Fields
 from rootsift.analysis.compare.means import mean
-from rootsift.analysis.compare.metrics import ALPHA, TOLERANCE, Metric, default_metrics, higher_is_better, parse_metrics
+from rootsift.analysis.compare.metrics import (
+    ALPHA,
+    TOLERANCE,
+    Metric,
+    check_field,
+    default_metrics,
+    direction,
+    parse_metrics,
+)
 from rootsift.analysis.compare.quantile import quantile
 from rootsift.analysis.compare.rates import rate
 from rootsift.analysis.compare.shift import shift
 from rootsift.analysis.compare.units import extreme, per_unit
-from rootsift.analysis.compare.verdict import overall, score, verdict
+from rootsift.analysis.compare.verdict import judge, overall, score, verdict
+from rootsift.analysis.findings import Finding
 from rootsift.analysis.saturation import unit_field
 from rootsift.errors import QuerySpecError, UsageError
 from rootsift.store.duckdb import DuckDBBackend
@@ -75,6 +85,10 @@ class Comparison:
     method: dict[str, Any] = field(default_factory=dict)
     score: float | None = None
     """Kayenta's view: the percentage of the metrics' weight without a regression."""
+    evidence: list[Finding] = field(default_factory=list, repr=False)
+    """``findings`` as explain's objects, for drawing them (not in ``as_dict``)."""
+    explains: str | None = None
+    """The regressed metric the findings explain."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -141,14 +155,13 @@ def compare(
     for metric in chosen:
         tol = (tolerance or {}).get(metric.text, TOLERANCE[metric.kind])
         unit = per or (unit_field(frames["a"]) if metric.kind in ("max", "min", "slope") else None)
-        direction = (better or {}).get(metric.text) or ("higher" if higher_is_better(metric) else "lower")
-        if direction not in ("higher", "lower"):
-            raise UsageError(f"--better {metric.text}={direction}: say higher or lower")
+        check_field(metric, frames["a"])
+        way = direction(metric, better)
         if frames["a"].weight and unit and metric.kind == "quantile":
             out.warnings.append(
                 f"{metric.text} per {unit}: each host's quantile counts stored events, not sample rates"
             )
-        out.metrics.append(_one(fields, metric, tol, unit, level, direction))
+        out.metrics.append(_one(fields, metric, tol, unit, level, way))
         out.metrics[-1]["weight"] = (weights or {}).get(metric.text, 1.0)
     out.verdict = overall([m["verdict"] for m in out.metrics])
     out.score = score(out.metrics)
@@ -158,15 +171,19 @@ def compare(
     )
     regressed = next((m for m in out.metrics if m["verdict"] == "regression" and m["unit"] == "event"), None)
     if regressed is not None and regressed["kind"] in ("quantile", "rate"):
-        out.findings, note = concentrates(frames["a"], frames["b"], a, b, where, regressed, alpha)
+        out.evidence, note = concentrates(frames["a"], frames["b"], a, b, where, regressed, alpha)
+        out.explains = str(regressed["metric"])
+        out.findings = [f.as_dict() | {"explains": out.explains} for f in out.evidence]
         out.method["findings"] = note
     return out
 
 
-def _one(fields: Fields, metric: Metric, tol: float, unit: str | None, level: float, better: str) -> dict[str, Any]:
+def _one(
+    fields: Fields, metric: Metric, tol: float, unit: str | None, level: float, better: tuple[str, str]
+) -> dict[str, Any]:
+    """One metric compared: its test's numbers, its tolerance, which way is better and why
+    (``better``: the direction and ``default`` or ``--better``), and its verdict."""
     fa, fb = fields.fa, fields.fb
-    if metric.field is not None and metric.field not in fa.fields:
-        raise QuerySpecError(f"--metrics {metric.text}: no field {metric.field!r} in {fa.dataset}")
     if unit is not None and unit not in fa.fields:
         raise QuerySpecError(f"--per {unit}: no field {unit!r} in {fa.dataset}")
     if metric.kind == "slope" and unit is None:
@@ -183,16 +200,14 @@ def _one(fields: Fields, metric: Metric, tol: float, unit: str | None, level: fl
         got = shift(fields, metric, level)
     else:  # an extreme over events: one value per cohort, nothing to test
         got = extreme(fa, fb, metric)
-    change, lo, hi, p = got["relative_change"], got["ci"][0], got["ci"][1], got["p_value"]
     got["tolerance"] = tol
-    got["better"] = better
-    signed = (-change, -hi, -lo) if better == "higher" else (change, lo, hi)  # worse is positive
-    enough = bool(got.get("n_a") and got.get("n_b"))
-    got["verdict"] = verdict(*signed, p, tol, level) if enough else "not enough data"
-    got["metric"] = metric.text
+    got["better"], got["better_source"] = better
+    judged = judge(got, tol, level, better[0])
+    change, lo, hi = got["relative_change"], got["ci"][0], got["ci"][1]
     if math.isinf(change):  # JSON has no infinity: null, and said in words
-        got["note"] = "A has none: the relative change is infinite"
+        got["note"] = "; ".join(n for n in ("A has none: the relative change is infinite", got.get("note")) if n)
     got["ci"] = [finite(lo), finite(hi)]
     got["relative_change"] = finite(change)
-    got["p_value"] = float(f"{p:.4g}")
-    return {"metric": got.pop("metric"), "verdict": got.pop("verdict"), **got}
+    got["p_value"] = float(f"{got['p_value']:.4g}")
+    got.pop("too_few", None)
+    return {"metric": metric.text, "verdict": judged, **got}

@@ -6,15 +6,17 @@ from typing import Any
 
 from rootsift.analysis.compare.cohorts import and_filters, time_text
 from rootsift.analysis.explain import explain
+from rootsift.analysis.findings import Finding
 from rootsift.analysis.frame import Frame
 from rootsift.analysis.timeouts import ident_text
 
 
 def concentrates(
     fa: Frame, fb: Frame, a: str | None, b: str | None, where: str | None, m: dict[str, Any], alpha: float
-) -> tuple[list[dict[str, Any]], str]:
+) -> tuple[list[Finding], str]:
     """Where the first regressed metric's regression concentrates: explain (its statistics,
-    its corrections) on B's regressed part against A's events of the same kind."""
+    its corrections) on B's regressed part against A's events of the same kind. Returns
+    the first ten findings and what was compared."""
     if m["kind"] == "quantile":
         line = f"{ident_text(str(m['field']))} > {float(m['a'])!r}"
         what = f"B's events above A's {m['metric']} ({m['a']}) against A's events above it"
@@ -38,5 +40,6 @@ def concentrates(
         baseline=a_part or "true",
         alpha=alpha,
     )
-    found = [f.as_dict() | {"explains": m["metric"]} for f in result.findings[:10]]
-    return found, f"explain: {what} ({result.selection['events']:,} against {result.baseline['events']:,} events)"
+    return result.findings[
+        :10
+    ], f"explain: {what} ({result.selection['events']:,} against {result.baseline['events']:,} events)"

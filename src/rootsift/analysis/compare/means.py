@@ -18,7 +18,12 @@ def mean(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
     correlation: consecutive samples of one series (a gauge scraped every 15 s) say
     nearly the same thing. With lag-1 autocorrelation r within each unit's series (or
     the whole cohort's, in time order, without a unit field), n events count as
-    n (1 − r) / (1 + r), the AR(1) effective size, and never fewer than the series."""
+    n (1 − r) / (1 + r), the AR(1) effective size, and never fewer than the series.
+
+    r is estimated on each value's deviation from its own unit's mean, pooled over the
+    units: Σ (v_t − m_u)(v_{t−1} − m_u) / Σ (v_t − m_u)². Hosts at different levels
+    would otherwise make r near 1 from the levels alone (a host's value is always close
+    to its previous one when the hosts differ far more than the noise)."""
     col = ident(str(metric.field))
     unit = unit_field(fa)
     part = f"PARTITION BY {ident(unit)} " if unit else ""
@@ -29,10 +34,12 @@ def mean(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
             f"{col} AS v, {weight_of(frame)} AS w, lag({col}) OVER ({part}ORDER BY {ident('timestamp')}) AS pv"
             + (f", {ident(unit)} AS u" if unit else ", 1 AS u"),
         )
-        # the mean (each event counting as its sample rate) and Kish's size
+        # the mean (each event counting as its sample rate), Kish's size, and the lag-1
+        # autocorrelation of the deviations from each unit's own mean, pooled over the units
         n, total, squares, mean, var, r, units = frame.backend.execute_sql(
-            f"SELECT count(v), sum(w), sum(w * w), sum(w * v) / sum(w), var_samp(v), corr(v, pv), count(DISTINCT u) "
-            f"FROM ({sql} AND {col} IS NOT NULL)",
+            "SELECT count(v), sum(w), sum(w * w), sum(w * v) / sum(w), var_samp(v), "
+            "sum((v - mu) * (pv - mu)) / nullif(sum((v - mu) * (v - mu)), 0), count(DISTINCT u) "
+            f"FROM (SELECT *, avg(v) OVER (PARTITION BY u) AS mu FROM ({sql} AND {col} IS NOT NULL))",
             params,
         ).rows[0]
         eff = stats.effective_size(float(total or 0), float(squares or 0))

@@ -7,12 +7,11 @@ from dataclasses import dataclass
 
 from rootsift.analysis.frame import Frame
 from rootsift.analysis.investigate import ERROR_FIELDS, MEASURES
-from rootsift.errors import UsageError
+from rootsift.errors import QuerySpecError, UsageError
 
 ALPHA = 0.05
 TOLERANCE = {"quantile": 0.05, "shift": 0.05, "slope": 0.05, "avg": 0.05, "max": 0.05, "min": 0.05, "rate": 0.10}
 """Relative changes that do not matter, per metric kind (``--tolerance`` overrides)."""
-HIGHER_IS_BETTER = ("available", "free", "throughput", "success", "hit", "rps", "qps", "goodput")
 _METRIC = re.compile(r"^(?:p(?P<q>\d+(?:\.\d+)?)|(?P<agg>avg|mean|max|min|rate|shift|slope))\((?P<arg>.*)\)$", re.S)
 
 
@@ -74,7 +73,32 @@ def default_metrics(frame: Frame) -> list[Metric]:
     return out
 
 
-def higher_is_better(metric: Metric) -> bool:
-    """A field named like available/free memory, throughput or hits: larger is better."""
-    name = (metric.field or metric.filter or "").lower()
-    return any(w in name for w in HIGHER_IS_BETTER)
+def direction(metric: Metric, better: dict[str, str] | None) -> tuple[str, str]:
+    """(which way is better, where that came from) for a metric: ``lower`` by default, for
+    every kind (durations, sizes, quantiles, means and the share of events matching a
+    filter), unless ``better`` names the metric. Nothing is guessed from a field's name: a
+    rate of ``cache = "hit"`` among errors is as bad as any other error rate."""
+    given = (better or {}).get(metric.text)
+    if given is None:
+        return "lower", "default"
+    if given not in ("higher", "lower"):
+        raise UsageError(f"--better {metric.text}={given}: say higher or lower")
+    return given, "--better"
+
+
+NUMERIC = ("DOUBLE", "BIGINT")
+
+
+def check_field(metric: Metric, frame: Frame) -> None:
+    """A metric of a field needs the field, and a number in it: a usage error naming the
+    field and its type otherwise (a rate's filter is checked by the filter compiler)."""
+    if metric.field is None:
+        return
+    info = frame.fields.get(metric.field)
+    if info is None:
+        raise QuerySpecError(f"--metrics {metric.text}: no field {metric.field!r} in {frame.dataset}")
+    if info.type not in NUMERIC:
+        raise UsageError(
+            f"--metrics {metric.text}: {metric.field!r} is a {info.type} field, and {metric.kind} needs a number "
+            f'(for a share of its values, use rate({metric.field} = "..."))'
+        )

@@ -13,8 +13,23 @@ from rootsift.analysis.compare.cohorts import relative, rounded
 from rootsift.analysis.compare.fields import CURVE, SPREAD, Fields
 from rootsift.analysis.compare.metrics import Metric
 
+TAIL_EVENTS = 10
+"""Events needed beyond a quantile, in each cohort, before it is tested: n · (1 − q) for
+an upper quantile (n · q for a lower one). With fewer, the quantile rests on a handful
+of the largest values and its bootstrap interval is too narrow (p99.9 of 100–1,000
+events called 8–21 % of A/A splits a change at 5 %); the calibration is in
+docs/compare.md and ADR 0012."""
+
+
+def tail_events(q: float, n: float) -> float:
+    """The events beyond quantile q of n (below it, for q under one half)."""
+    return n * min(q, 1 - q)
+
 
 def quantile(fields: Fields, metric: Metric, level: float) -> dict[str, Any]:
+    """A quantile of each cohort, their ratio and its interval, the field's curve, spread
+    and shape; ``too_few`` (and a note saying how many are needed) when a cohort has fewer
+    than ``TAIL_EVENTS`` events beyond the quantile."""
     qs, (n_a, q_a), (n_b, q_b), draws_a, draws_b = fields.quantiles(str(metric.field))
     binned = dict(zip("ab", fields.binned(str(metric.field)), strict=True))
     q = float(metric.q or 0.5)
@@ -25,6 +40,14 @@ def quantile(fields: Fields, metric: Metric, level: float) -> dict[str, Any]:
         return out | {"relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(draws_a > 0, draws_b / draws_a, np.nan)
+    sizes = [float(binned[c][1].sum()) for c in "ab"]  # effective sizes with sample rates
+    if min(tail_events(q, n) for n in sizes) < TAIL_EVENTS:
+        needed = math.ceil(TAIL_EVENTS / min(q, 1 - q))
+        out["too_few"] = True
+        out["note"] = (
+            f"{TAIL_EVENTS} events beyond p{100 * q:g} in each cohort are needed to test it "
+            f"({needed:,} events per cohort); A has {round(sizes[0]):,}, B has {round(sizes[1]):,}"
+        )
     curve = []
     for k, qq in enumerate(qs):
         if qq not in CURVE and qq != q:
@@ -40,6 +63,7 @@ def quantile(fields: Fields, metric: Metric, level: float) -> dict[str, Any]:
                 "relative_change": rounded(change),
                 "ci": [rounded(lo), rounded(hi)],
                 "p_value": p,
+                "enough_events": min(tail_events(qq, n) for n in sizes) >= TAIL_EVENTS,
             }
         )
         if qq == q:

@@ -37,9 +37,10 @@ def rate(fields: Fields, metric: Metric, level: float) -> dict[str, Any]:
     lo, hi = _newcombe(p_a * na_e, na_e, p_b * nb_e, nb_e, level)
     if p_a > 0:
         change, ci = (p_b - p_a) / p_a, [lo / p_a, hi / p_a]
-    else:  # none in A: any significant rate in B is beyond every tolerance
+    else:  # none in A: any significant rate in B is beyond every tolerance; else judged absolutely
         change = math.inf if p_b > 0 else 0.0
         ci = [math.inf if lo > 0 else (0.0 if hi <= 0 else -math.inf), math.inf if hi > 0 else 0.0]
+        out.update(_from_zero(lo, hi, level))
     return out | {
         "absolute_change": rounded(p_b - p_a),
         "absolute_ci": [rounded(lo), rounded(hi)],
@@ -64,3 +65,28 @@ def _newcombe(k_a: float, n_a: float, k_b: float, n_b: float, level: float) -> t
     pa, pb = k_a / n_a, k_b / n_b
     d = pb - pa
     return d - math.sqrt((pb - lb) ** 2 + (ua - pa) ** 2), d + math.sqrt((ub - pb) ** 2 + (pa - la) ** 2)
+
+
+ZERO_BASE_TOLERANCE = 0.001
+"""When cohort A has no matching event, the difference of rates that does not matter: 0.1
+percentage point (one event in a thousand). A relative tolerance of a zero rate is
+meaningless; this one is absolute."""
+
+
+def _from_zero(lo: float, hi: float, level: float) -> dict[str, Any]:
+    """What a rate with no matching event in A is judged by: the absolute tolerance, and how
+    many events per cohort bound the difference within it when neither cohort has any
+    (Wilson's upper bound of 0 in n is z² / (n + z²), below the tolerance from
+    n ≥ z² (1 / tolerance − 1))."""
+    bound = ZERO_BASE_TOLERANCE
+    z = float(sps.norm.ppf(1 - level / 2))
+    needed = math.ceil(z * z * (1 / bound - 1))
+    within = -bound < lo and hi < bound
+    return {
+        "absolute_tolerance": bound,
+        "note": (
+            f"A has no matching event: judged on the difference of rates, "
+            f"{'within' if within else 'not bounded within'} ±{100 * bound:g} percentage point "
+            f"(with none on either side, that needs about {needed:,} events per cohort)"
+        ),
+    }

@@ -36,3 +36,22 @@ def verdict(change: float, lo: float, hi: float, p: float, tol: float, level: fl
             return "improvement"
         return "no change"
     return "not enough data"
+
+
+def judge(got: dict[str, Any], tol: float, level: float, better: str) -> str:
+    """A metric's verdict from what its test found (``relative_change``, ``ci``, ``p_value``),
+    worse being larger unless ``better`` is ``higher``. A test that found too few events
+    to be tested (``too_few``) is not enough data. A rate whose cohort A has no matching
+    event carries an ``absolute_tolerance``: a relative change from zero means nothing,
+    so unless the change is significant (then infinite, beyond any tolerance) it is no
+    change only when the whole interval of the difference (``absolute_ci``) lies within
+    that many percentage points."""
+    if got.get("too_few") or not (got.get("n_a") and got.get("n_b")):
+        return "not enough data"
+    change, lo, hi, p = got["relative_change"], got["ci"][0], got["ci"][1], got["p_value"]
+    bound = got.get("absolute_tolerance")
+    if bound is not None and not p < level:
+        a_lo, a_hi = got["absolute_ci"]
+        return "no change" if -bound < a_lo and a_hi < bound else "not enough data"
+    signed = (-change, -hi, -lo) if better == "higher" else (change, lo, hi)  # worse is positive
+    return verdict(*signed, p, tol, level)
