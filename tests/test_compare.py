@@ -223,20 +223,24 @@ def test_cli_contract(tmp_path: Path) -> None:
 
 def test_canary_gate(tmp_path: Path) -> None:
     """The gate exits 1 at the first look that is certain of a regression, and 0 after
-    every look when there is none; each look is a JSON line."""
+    every look when there is none; each look is a JSON line, look k seeing the events up
+    to --from + k × --every (a --from in the past: the looks catch up at once)."""
     data = tmp_path / "data"
     with Rootsift(data) as rs:
         rs.ingest(write_events(tmp_path / "r.jsonl", requests(7, tail=1.6)), "api")
     since = ["--from", START.isoformat(), "--data", str(data), "--json", "--metrics", "p99(duration_ms)"]
     bad = CliRunner().invoke(
-        main, ["canary", "api", "--baseline", 'version = "v1"', "--canary", 'version = "v2"', *since]
+        main, ["canary", "api", "--baseline", 'version = "v1"', "--canary", 'version = "v2"', "--every", "5m", *since]
     )
     assert bad.exit_code == 1, bad.output
-    (line,) = [json.loads(x) for x in bad.stdout.splitlines()]
-    assert line["look"] == 1 and line["of"] == 30 and line["verdict"] == "regression"
+    seen = [json.loads(x) for x in bad.stdout.splitlines()]
+    line = seen[-1]
+    assert [s["look"] for s in seen] == list(range(1, len(seen) + 1)) and len(seen) < 6
+    assert line["of"] == 6 and line["verdict"] == "regression"
+    assert line["upto"] == (START + timedelta(minutes=5 * len(seen))).isoformat().replace("+00:00", "Z")
     assert line["method"]["alpha"] == pytest.approx(line["level"], rel=1e-3)
-    assert line["level"] == pytest.approx(levels(30, 0.05)[0], rel=1e-3)
-    assert 0.05 / 30 < line["level"] < 0.05 / 5  # Pocock's level for 30 correlated looks
+    assert line["level"] == pytest.approx(levels(6, 0.05)[0], rel=1e-3)
+    assert 0.05 / 6 < line["level"] < 0.05 / 2  # Pocock's level for 6 correlated looks
     calm = CliRunner().invoke(
         main,
         [

@@ -359,8 +359,7 @@ def canary(
                     **how,
                 )
 
-        looks = int(total.total_seconds() // step.total_seconds())
-        for look in watch(run, start=began, every=step, looks=looks, alpha=alpha, boundary=boundary, replay=replay):
+        for look in watch(run, start=began, every=step, total=total, alpha=alpha, boundary=boundary, replay=replay):
             if as_json:
                 emit_json(look.as_dict())
             else:

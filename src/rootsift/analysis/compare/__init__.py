@@ -209,5 +209,4 @@ def _one(
     got["ci"] = [finite(lo), finite(hi)]
     got["relative_change"] = finite(change)
     got["p_value"] = float(f"{got['p_value']:.4g}")
-    got.pop("too_few", None)
     return {"metric": metric.text, "verdict": judged, **got}

@@ -22,14 +22,15 @@ docs/compare.md and ADR 0012."""
 
 
 def tail_events(q: float, n: float) -> float:
-    """The events beyond quantile q of n (below it, for q under one half)."""
-    return n * min(q, 1 - q)
+    """The events beyond quantile q of n (below it, for q under one half), rounded so that
+    p90 of 100 events has 10 (1 − 0.9 is not 0.1 in binary)."""
+    return round(n * min(q, 1 - q), 9)
 
 
 def quantile(fields: Fields, metric: Metric, level: float) -> dict[str, Any]:
     """A quantile of each cohort, their ratio and its interval, the field's curve, spread
-    and shape; ``too_few`` (and a note saying how many are needed) when a cohort has fewer
-    than ``TAIL_EVENTS`` events beyond the quantile."""
+    and shape; ``enough_events`` false (and a note saying how many are needed) when a
+    cohort has fewer than ``TAIL_EVENTS`` events beyond the quantile: not tested."""
     qs, (n_a, q_a), (n_b, q_b), draws_a, draws_b = fields.quantiles(str(metric.field))
     binned = dict(zip("ab", fields.binned(str(metric.field)), strict=True))
     q = float(metric.q or 0.5)
@@ -41,9 +42,9 @@ def quantile(fields: Fields, metric: Metric, level: float) -> dict[str, Any]:
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(draws_a > 0, draws_b / draws_a, np.nan)
     sizes = [float(binned[c][1].sum()) for c in "ab"]  # effective sizes with sample rates
-    if min(tail_events(q, n) for n in sizes) < TAIL_EVENTS:
+    out["enough_events"] = min(tail_events(q, n) for n in sizes) >= TAIL_EVENTS
+    if not out["enough_events"]:
         needed = math.ceil(TAIL_EVENTS / min(q, 1 - q))
-        out["too_few"] = True
         out["note"] = (
             f"{TAIL_EVENTS} events beyond p{100 * q:g} in each cohort are needed to test it "
             f"({needed:,} events per cohort); A has {round(sizes[0]):,}, B has {round(sizes[1]):,}"

@@ -41,12 +41,12 @@ def verdict(change: float, lo: float, hi: float, p: float, tol: float, level: fl
 def judge(got: dict[str, Any], tol: float, level: float, better: str) -> str:
     """A metric's verdict from what its test found (``relative_change``, ``ci``, ``p_value``),
     worse being larger unless ``better`` is ``higher``. A test that found too few events
-    to be tested (``too_few``) is not enough data. A rate whose cohort A has no matching
+    to be tested (``enough_events`` false) is not enough data. A rate whose cohort A has no matching
     event carries an ``absolute_tolerance``: a relative change from zero means nothing,
     so unless the change is significant (then infinite, beyond any tolerance) it is no
     change only when the whole interval of the difference (``absolute_ci``) lies within
     that many percentage points."""
-    if got.get("too_few") or not (got.get("n_a") and got.get("n_b")):
+    if got.get("enough_events") is False or not (got.get("n_a") and got.get("n_b")):
         return "not enough data"
     change, lo, hi, p = got["relative_change"], got["ci"][0], got["ci"][1], got["p_value"]
     bound = got.get("absolute_tolerance")
