@@ -190,8 +190,7 @@ def judging_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "betters",
             multiple=True,
             metavar="METRIC=higher|lower",
-            help="Which way is better for a metric, e.g. 'avg(throughput)=higher' (default: lower, unless the name "
-            "says).",
+            help="Which way is better for a metric, e.g. 'avg(throughput)=higher' (default: lower, for every metric).",
         ),
         click.option(
             "--weight",
