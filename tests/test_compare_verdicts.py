@@ -85,14 +85,27 @@ def test_a_zero_rate_on_both_sides_passes_with_enough_events(rs: Rootsift, tmp_p
 
 
 def test_an_extreme_quantile_waits_for_enough_events(rs: Rootsift, tmp_path: Path) -> None:
-    """p99.9 of 150 events a side rests on the single largest value: not enough data, with
-    a note saying how many events are needed; the curve marks the quantiles it cannot test."""
-    rs.ingest(write_events(tmp_path / "r.jsonl", requests(12, n=300, tail=3.0)), "api")
-    m = rs.compare("api", a='version = "v1"', b='version = "v2"', metrics="p99.9(duration_ms)").metrics[0]
-    assert m["n_a"] == m["n_b"] == 150
-    assert m["verdict"] == "not enough data" and "10,000 events per cohort" in m["note"]
+    """p99.9 of 150 events a side rests on the single largest value: an A/A split of them
+    is not enough data, never a verdict, with a note saying how many events are needed, and
+    so is a tail that really grew; the curve marks the quantiles it cannot test. p50 and
+    p90 of the same events are tested."""
+    rs.ingest(write_events(tmp_path / "tail.jsonl", requests(12, n=300, tail=3.0)), "tail")
+    chosen = "p50(duration_ms),p90(duration_ms),p99.9(duration_ms)"
+    for seed in range(12, 17):
+        rs.ingest(write_events(tmp_path / f"aa{seed}.jsonl", requests(seed, n=300)), f"aa{seed}")
+        got = by_metric(rs.compare(f"aa{seed}", a='split = "x"', b='split = "y"', metrics=chosen))
+        extreme = got["p99.9(duration_ms)"]
+        assert extreme["verdict"] == "not enough data" and extreme["enough_events"] is False
+        assert "10,000 events per cohort" in extreme["note"]
+        assert got["p50(duration_ms)"]["enough_events"] and got["p90(duration_ms)"]["enough_events"]
+    m = rs.compare("tail", a='version = "v1"', b='version = "v2"', metrics="p99.9(duration_ms)").metrics[0]
+    assert m["n_a"] == m["n_b"] == 150 and m["verdict"] == "not enough data"
     curve = {c["q"]: c["enough_events"] for c in m["curve"]}
     assert curve[0.5] and curve[0.9] and not curve[0.99] and not curve[0.999]
+
+
+def by_metric(result: Any) -> dict[str, dict[str, Any]]:
+    return {m["metric"]: m for m in result.metrics}
 
 
 def gauge(rows: list[dict[str, Any]], host: str, values: np.ndarray) -> None:

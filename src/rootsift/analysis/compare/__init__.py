@@ -7,14 +7,18 @@ interval, a test suited to it, and a verdict against a tolerance:
 - ``pNN(field)``: quantiles of the events. The estimate is exact (DuckDB's
   ``quantile_cont``). The interval and the p-value are normal on the log of the ratio,
   with the standard error of a bootstrap of both cohorts (multinomial resampling of their
-  counts in log-spaced bins of 0.5 %, so the cost does not grow with the events). A quantile field also gets the whole **curve**, p50 to
-  p99.9, with a band per quantile: "p85 and up regressed, p50 did not" is visible.
+  counts in log-spaced bins of 0.5 %, so the cost does not grow with the events). It is
+  tested only with ``TAIL_EVENTS`` (10) events beyond it in each cohort: p99.9 needs
+  10,000 events a side. A quantile field also gets the whole **curve**, p50 to p99.9,
+  with a band per quantile: "p85 and up regressed, p50 did not" is visible.
 - ``shift(field)``: the whole distribution, as Kayenta compares it: Mann–Whitney, and
   the Hodges–Lehmann estimate of the B/A ratio with Moses' interval (binned).
 - ``avg(field)``: the difference of means, Welch's interval and test.
 - ``rate(FILTER)``: the share of events matching the filter. Fisher's exact test and
-  Newcombe's interval for the difference; when A has none and B has some, the relative
-  change is infinite and the test decides alone (errors in B, none in A).
+  Newcombe's interval for the difference; when A has none, the relative change means
+  nothing: a significant test is a regression (errors in B, none in A), else the
+  difference is judged against ±0.1 percentage point (``ZERO_BASE_TOLERANCE``), so a
+  healthy service with no errors on either side passes once it has enough events.
 - ``slope(field)``: a per-unit growth, the least-squares slope per hour of each host's
   series (a leak grows; a full cache does not).
 - ``max(field)``, ``min(field)``: a per-unit statistic (a host's peak memory). The unit
