@@ -40,7 +40,7 @@ from common import BENCH, use_source_tree, wilson
 use_source_tree()
 
 from rootsift import Rootsift  # noqa: E402
-from rootsift.analysis.canary import levels, watch  # noqa: E402
+from rootsift.analysis.canary import levels, schedule, watch  # noqa: E402
 
 START = datetime(2024, 3, 1, tzinfo=UTC)
 MINUTES = 30
@@ -109,8 +109,8 @@ def main() -> None:
                 for boundary in BOUNDARIES:
                     if boundary == "every look at alpha":
                         looks = (
-                            (k, run(args.alpha, START + k * every).verdict == "regression")  # type: ignore[attr-defined]
-                            for k in range(1, args.looks + 1)
+                            (k, run(args.alpha, upto).verdict == "regression")  # type: ignore[attr-defined]
+                            for k, upto in enumerate(schedule(START, every, every * args.looks), 1)
                         )
                         stop = next((k for k, bad in looks if bad), None)
                     else:
@@ -119,7 +119,7 @@ def main() -> None:
                                 run,  # type: ignore[arg-type]
                                 start=START,
                                 every=every,
-                                looks=args.looks,
+                                total=every * args.looks,
                                 alpha=args.alpha,
                                 boundary=boundary,
                                 replay=True,

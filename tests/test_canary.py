@@ -18,19 +18,21 @@ from click.testing import CliRunner
 from scipy import stats as sps
 
 from rootsift import Rootsift
-from rootsift.analysis.canary import levels, watch
+from rootsift.analysis.canary import levels, schedule, watch
 from rootsift.cli import main
-from rootsift.errors import StoreLockedError
+from rootsift.errors import StoreLockedError, UsageError
 from test_explain import write_events
 
 START = datetime(2024, 3, 1, tzinfo=UTC)
 
 
-def stream(seed: int, minutes: int, tail: float, start: datetime = START, per_second: int = 10) -> list[dict[str, Any]]:
+def stream(
+    seed: int, minutes: float, tail: float, start: datetime = START, per_second: int = 10
+) -> list[dict[str, Any]]:
     """``per_second`` requests a second for ``minutes``, alternately v1 and v2; v2's
     requests above the p85 take ``tail`` times longer."""
     rng = np.random.default_rng(seed)
-    n = minutes * 60 * per_second
+    n = round(minutes * 60 * per_second)
     d = rng.lognormal(3, 0.5, n)
     line = float(np.exp(3 + 0.5 * 1.0364))
     version = np.where(np.arange(n) % 2, "v1", "v2")
@@ -97,40 +99,100 @@ def test_replay_stops_at_the_first_certain_regression(tmp_path: Path) -> None:
     assert no_start.exit_code == 2 and "--from" in no_start.output
 
 
-def test_a_busy_store_is_retried_then_skipped() -> None:
-    """A look retries while another process writes the store; one that stays busy for its
-    whole interval is skipped (its alpha unspent), and the watch goes on."""
-    now = [0.0]
+def test_one_schedule_for_live_and_replay() -> None:
+    """Look k at from + k × every, the last at from + for: the first look covers one
+    interval, the last the whole watch, and a --for that is not a multiple of --every
+    ends on time."""
+    minute = timedelta(minutes=1)
+    times = schedule(START, minute, 30 * minute)
+    assert len(times) == 30 and times[0] == START + minute and times[-1] == START + 30 * minute
+    assert schedule(START, 4 * minute, 10 * minute) == [START + 4 * minute, START + 8 * minute, START + 10 * minute]
+    assert schedule(START, minute, minute) == [START + minute]
+    with pytest.raises(UsageError, match="--every"):
+        schedule(START, 2 * minute, minute)
 
-    def run(level: float, upto: datetime | None) -> Any:
-        if now[0] < 2 or 10 <= now[0] < 20.5:  # the writer holds the store
+
+class Clock:
+    """A fake wall clock for ``watch``: ``sleep`` moves it on."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+        self.slept: list[float] = []
+
+    def now(self) -> datetime:
+        return self.at
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.at += timedelta(seconds=seconds)
+
+
+def test_live_looks_wait_for_their_time_and_see_up_to_it() -> None:
+    """Live, from now: the first look waits one whole interval (it covered 0 s before),
+    each look compares the events up to its time, and the last is at from + for (the
+    watch ended one interval early before). A watch from the past catches up at once,
+    on the same schedule as a replay."""
+    seen: list[tuple[datetime, datetime]] = []
+    clock = Clock(START)
+
+    def run(level: float, upto: datetime) -> Any:
+        seen.append((clock.now(), upto))
+        return type("Result", (), {"verdict": "no change"})()
+
+    every = timedelta(seconds=10)
+    looks = list(watch(run, start=START, every=every, total=3 * every, alpha=0.05, sleep=clock.sleep, now=clock.now))
+    expected = [START + k * every for k in (1, 2, 3)]
+    assert seen == [(t, t) for t in expected] and [lk.upto for lk in looks] == expected
+    assert clock.slept == [10.0, 10.0, 10.0]
+    late = Clock(START + 5 * every)  # --from two intervals before the watch ended
+    seen.clear()
+    list(watch(run, start=START, every=every, total=3 * every, alpha=0.05, sleep=late.sleep, now=late.now))
+    assert [upto for _, upto in seen] == expected and late.slept == [0.0, 0.0, 0.0]
+    replayed = list(watch(run, start=START, every=every, total=3 * every, alpha=0.05, replay=True))
+    assert [lk.upto for lk in replayed] == expected
+
+
+def test_a_busy_store_is_retried_then_skipped() -> None:
+    """A look retries while another process writes the store; one that stays busy for
+    the whole interval after its time is skipped (its alpha unspent), and the watch goes on."""
+    clock = Clock(START)
+
+    def run(level: float, upto: datetime) -> Any:
+        t = (clock.now() - START).total_seconds()
+        if t < 12 or 20 <= t < 30.5:  # the writer holds the store
             raise StoreLockedError("the store is open for writing by another process")
         return type("Result", (), {"verdict": "no change"})()
 
-    def sleep(seconds: float) -> None:
-        now[0] += seconds
-
     every = timedelta(seconds=10)
-    looks = list(watch(run, start=START, every=every, looks=3, alpha=0.05, sleep=sleep, clock=lambda: now[0]))
+    looks = list(watch(run, start=START, every=every, total=3 * every, alpha=0.05, sleep=clock.sleep, now=clock.now))
     assert [lk.skipped is None for lk in looks] == [True, False, True]
     assert "busy" in str(looks[1].skipped) and looks[1].result is None
-    assert now[0] == 21.0  # look 1 read at 2 s; look 2 gave up at 20 s; look 3 read at 21 s
+    assert [lk.waited for lk in looks] == [2, 11, 1]  # at 10, 11; 20 to 30; 30
+    assert clock.now() == START + timedelta(
+        seconds=31
+    )  # look 1 read at 12 s; look 2 gave up at 30 s; look 3 read at 31 s
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
 def test_live_watch_while_an_ingest_writes(tmp_path: Path) -> None:
-    """A live canary (its own process) watches while the store is written: calm traffic
-    first; then a writer holds the store across a look (the look must wait and then
-    read, not fail) and adds a regressed canary; then other ingest processes add more.
-    It exits 1 once the regression is certain."""
+    """A live canary (its own process) on the one schedule: look k at --from + k × --every,
+    seeing the events up to its time. Calm traffic in the first interval; then a writer
+    holds the store across look 2 (it must wait and then read, not fail) and adds a
+    regressed canary; then other ingest processes add an interval at a time. It exits 1
+    once the regression is certain."""
     data = tmp_path / "data"
-    began = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=10)
+    every = timedelta(seconds=5)
+    began = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=5)  # time for the gate to start
     rootsift = [sys.executable, "-m", "rootsift"]
     env = os.environ | {"PYTHONUNBUFFERED": "1"}
-    first = write_events(tmp_path / "calm.jsonl", stream(3, 2, tail=1.0, start=began))
-    subprocess.run([*rootsift, "ingest", str(first), "--dataset", "api", "--data", str(data)], check=True, env=env)
+
+    def interval(seed: int, k: int, tail: float) -> list[dict[str, Any]]:  # the k-th interval's traffic
+        return stream(seed, every.total_seconds() / 60, tail, start=began + k * every, per_second=200)
+
+    with Rootsift(data) as rs:
+        rs.ingest(write_events(tmp_path / "calm.jsonl", interval(3, 0, tail=1.0)), "api")
     command = [*rootsift, "canary", "api", "--baseline", 'version = "v1"', "--canary", 'version = "v2"']
-    command += ["--from", began.isoformat(), "--every", "4s", "--for", "60s", "--metrics", "p99(duration_ms)"]
+    command += ["--from", began.isoformat(), "--every", "5s", "--for", "50s", "--metrics", "p95(duration_ms)"]
     looks: list[dict[str, Any]] = []
     with subprocess.Popen(
         [*command, "--data", str(data), "--json"],
@@ -142,29 +204,30 @@ def test_live_watch_while_an_ingest_writes(tmp_path: Path) -> None:
         assert gate.stdout is not None and gate.stderr is not None
         try:
             looks.append(json.loads(gate.stdout.readline()))  # the calm first look
-            with Rootsift(data) as writer:  # holds the store for writing across the next look
-                minute = stream(10, 1, tail=2.0, start=began + timedelta(minutes=2))
-                writer.ingest(write_events(tmp_path / "b.jsonl", minute), "api")
-                time.sleep(5.5)
-            for k in range(10):  # then a regressed minute at a time, by other processes, until the gate closes
+            with Rootsift(data) as writer:  # holds the store for writing across look 2
+                writer.ingest(write_events(tmp_path / "b.jsonl", interval(10, 1, tail=2.0)), "api")
+                time.sleep(max(0.0, (began + 2 * every - datetime.now(UTC)).total_seconds() + 1.0))
+            for k in range(8):  # then a regressed interval at a time, by other processes, until the gate closes
                 line = gate.stdout.readline()
                 if not line:
                     break
                 looks.append(json.loads(line))
                 if looks[-1].get("verdict") == "regression":
                     break
-                minute = stream(11 + k, 1, tail=2.0, start=began + timedelta(minutes=3 + k))
-                batch = write_events(tmp_path / f"b{k}.jsonl", minute)
+                batch = write_events(tmp_path / f"b{k}.jsonl", interval(11 + k, len(looks), tail=2.0))
                 subprocess.run([*rootsift, "ingest", str(batch), "--dataset", "api", "--data", str(data)], env=env)
             gate.wait(timeout=90)
         finally:
             if gate.poll() is None:
                 gate.kill()
         assert gate.returncode == 1, gate.stderr.read()
-    assert looks[0]["verdict"] != "regression" and looks[0]["b"]["events"] == 600
-    assert looks[-1]["verdict"] == "regression" and looks[-1]["b"]["events"] > 600
+    stamp = lambda k: (began + k * every).isoformat().replace("+00:00", "Z")  # noqa: E731
+    assert [lk["upto"] for lk in looks] == [stamp(k) for k in range(1, len(looks) + 1)]
+    assert looks[0]["of"] == 10 and looks[0]["verdict"] != "regression"
+    assert looks[0]["b"]["events"] == 500  # the first look covers the first interval, not 0 s
     assert looks[1].get("busy_attempts", 0) >= 1  # it met the writer, waited, and read
-    assert all("skipped" in lk or "verdict" in lk for lk in looks)
+    assert looks[1]["b"]["events"] == 1000  # the writer's interval, committed before it read
+    assert looks[-1]["verdict"] == "regression" and looks[-1]["b"]["events"] > 500
 
 
 def test_an_ingest_waits_for_a_reader(tmp_path: Path) -> None:

@@ -210,6 +210,8 @@ def memleak_compare(result: Result, truth: Truth) -> None:
     if enough:
         assert growth["relative_change"] <= -0.5 and result["verdict"] == "improvement"
     assert metric(result, "max(active_file_bytes)")["verdict"] != "regression"
+    available = metric(result, "min(mem_available_bytes)")  # higher is better, said by the manifest, not guessed
+    assert (available["better"], available["better_source"]) == ("higher", "--better")
 
 
 # --- consul ----------------------------------------------------------------------------

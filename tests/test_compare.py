@@ -146,13 +146,17 @@ def test_a_a_splits_find_nothing(rs: Rootsift, tmp_path: Path) -> None:
 
 def test_hosts_are_the_unit_for_extremes(rs: Rootsift, tmp_path: Path) -> None:
     rs.ingest(write_events(tmp_path / "h.jsonl", hosts(3, ratio=0.4)), "mem")
-    result = rs.compare("mem", a='kernel = "a"', b='kernel = "b"', metrics="max(slab_bytes),min(mem_available_bytes)")
+    chosen = "max(slab_bytes),min(mem_available_bytes)"
+    higher = {"min(mem_available_bytes)": "higher"}  # a user says so: nothing is guessed from the name
+    result = rs.compare("mem", a='kernel = "a"', b='kernel = "b"', metrics=chosen, better=higher)
     m = by_metric(result)
     slab = m["max(slab_bytes)"]
     assert slab["unit"] == "host" and slab["n_a"] == slab["n_b"] == 5
     assert slab["verdict"] == "improvement" and -0.75 < slab["relative_change"] < -0.45
+    assert (slab["better"], slab["better_source"]) == ("lower", "default")
     available = m["min(mem_available_bytes)"]
-    assert available["better"] == "higher" and available["verdict"] == "improvement"
+    assert (available["better"], available["better_source"]) == ("higher", "--better")
+    assert available["verdict"] == "improvement"
     assert not slab["paired"]  # different hosts on each kernel
     # the same hosts on both sides are paired: each against itself, nothing moved
     same = rs.compare("mem", a='kernel = "a"', b='kernel = "a"', metrics="max(slab_bytes)")
@@ -219,20 +223,24 @@ def test_cli_contract(tmp_path: Path) -> None:
 
 def test_canary_gate(tmp_path: Path) -> None:
     """The gate exits 1 at the first look that is certain of a regression, and 0 after
-    every look when there is none; each look is a JSON line."""
+    every look when there is none; each look is a JSON line, look k seeing the events up
+    to --from + k × --every (a --from in the past: the looks catch up at once)."""
     data = tmp_path / "data"
     with Rootsift(data) as rs:
         rs.ingest(write_events(tmp_path / "r.jsonl", requests(7, tail=1.6)), "api")
     since = ["--from", START.isoformat(), "--data", str(data), "--json", "--metrics", "p99(duration_ms)"]
     bad = CliRunner().invoke(
-        main, ["canary", "api", "--baseline", 'version = "v1"', "--canary", 'version = "v2"', *since]
+        main, ["canary", "api", "--baseline", 'version = "v1"', "--canary", 'version = "v2"', "--every", "5m", *since]
     )
     assert bad.exit_code == 1, bad.output
-    (line,) = [json.loads(x) for x in bad.stdout.splitlines()]
-    assert line["look"] == 1 and line["of"] == 30 and line["verdict"] == "regression"
+    seen = [json.loads(x) for x in bad.stdout.splitlines()]
+    line = seen[-1]
+    assert [s["look"] for s in seen] == list(range(1, len(seen) + 1)) and len(seen) < 6
+    assert line["of"] == 6 and line["verdict"] == "regression"
+    assert line["upto"] == (START + timedelta(minutes=5 * len(seen))).isoformat().replace("+00:00", "Z")
     assert line["method"]["alpha"] == pytest.approx(line["level"], rel=1e-3)
-    assert line["level"] == pytest.approx(levels(30, 0.05)[0], rel=1e-3)
-    assert 0.05 / 30 < line["level"] < 0.05 / 5  # Pocock's level for 30 correlated looks
+    assert line["level"] == pytest.approx(levels(6, 0.05)[0], rel=1e-3)
+    assert 0.05 / 6 < line["level"] < 0.05 / 2  # Pocock's level for 6 correlated looks
     calm = CliRunner().invoke(
         main,
         [

@@ -22,6 +22,10 @@ look per interval, traffic steady). They are found by simulating that motion (a 
 seed, so the same watch gets the same levels). Each look is a ``compare`` at its level,
 which splits it over the metrics by Bonferroni, so the gate holds ``alpha`` over the
 looks and the metrics together.
+
+Live or replayed, the looks follow one ``schedule``: look k at ``from + k × every``, the
+last at ``from + for``, each comparing the events up to its time. Live, a look waits for
+its time; a replay does not wait.
 """
 
 from __future__ import annotations
@@ -89,8 +93,8 @@ class Look:
     look: int
     of: int
     level: float
-    upto: datetime | None
-    """The end of the events it saw (a replay's look time), None for everything so far."""
+    upto: datetime
+    """The end of the events it saw: the look's time."""
     result: Comparison | None = None
     skipped: str | None = None
     waited: int = 0
@@ -102,8 +106,7 @@ class Look:
 
     def as_dict(self) -> dict[str, Any]:
         head: dict[str, Any] = {"look": self.look, "of": self.of, "level": float(f"{self.level:.4g}")}
-        if self.upto is not None:
-            head["upto"] = self.upto.isoformat().replace("+00:00", "Z")
+        head["upto"] = self.upto.isoformat().replace("+00:00", "Z")
         if self.waited:
             head["busy_attempts"] = self.waited
         if self.skipped is not None:
@@ -112,8 +115,23 @@ class Look:
         return head | self.result.as_dict()
 
 
-Compare = Callable[[float, datetime | None], Comparison]
-"""Run the comparison at a level, over events up to a time (None: all so far)."""
+Compare = Callable[[float, datetime], Comparison]
+"""Run the comparison at a level, over the events up to a time."""
+
+
+def schedule(start: datetime, every: timedelta, total: timedelta) -> list[datetime]:
+    """The looks' times, live or replayed: look k at ``start + k * every`` for k = 1, 2, …,
+    the last at ``start + total`` (sooner than a whole interval after the one before when
+    ``total`` is not a multiple of ``every``). Each look sees the events up to its time,
+    so the first covers one interval and the last the whole watch.
+
+    >>> [t.minute for t in schedule(datetime(2024, 3, 1), timedelta(minutes=4), timedelta(minutes=10))]
+    [4, 8, 10]
+    """
+    if every <= timedelta(0) or total < every:
+        raise UsageError(f"--every {every} must be positive and no longer than --for {total}")
+    looks = -(-total // every)  # the ceiling
+    return [min(start + k * every, start + total) for k in range(1, looks + 1)]
 
 
 def watch(
@@ -121,41 +139,41 @@ def watch(
     *,
     start: datetime,
     every: timedelta,
-    looks: int,
+    total: timedelta,
     alpha: float,
     boundary: str = "pocock",
     replay: bool = False,
     sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> Iterator[Look]:
-    """Evaluate ``looks`` times, ``every`` apart, stopping after the first regression.
+    """Evaluate at each of ``schedule(start, every, total)``'s times, stopping after the
+    first regression; each look compares the events up to its time.
 
-    Live, each look compares everything stored so far and the next waits out the
-    interval; when another process is writing the store, the look retries every
-    ``RETRY`` seconds until its interval is over, and is then skipped (its share of
-    ``alpha`` unspent, so the gate stays valid). A replay evaluates look k on the events
-    up to ``start + k * every`` without waiting: the watch as it would have run.
+    Live, a look whose time is still to come is waited for (one whose time has passed,
+    when ``start`` is in the past, runs at once, as a replay would); when another process
+    is writing the store, the look retries every ``RETRY`` seconds for up to one interval
+    after its time, and is then skipped (its share of ``alpha`` unspent, so the gate
+    stays valid). A replay never waits, and skips a look the store refuses.
     """
-    tested = levels(looks, alpha, boundary)
-    for k in range(1, looks + 1):
-        upto = start + k * every if replay else None
-        began = clock()
-        look = Look(k, looks, tested[k - 1], upto)
+    times = schedule(start, every, total)
+    tested = levels(len(times), alpha, boundary)
+    for k, at in enumerate(times, 1):
+        if not replay:
+            sleep(max(0.0, (at - now()).total_seconds()))
+        look = Look(k, len(times), tested[k - 1], at)
         while True:
             try:
-                look.result = run(tested[k - 1], upto)
+                look.result = run(tested[k - 1], at)
                 break
             except StoreLockedError as exc:
                 look.waited += 1
-                if replay or clock() - began + RETRY > every.total_seconds():
+                if replay or (now() - at).total_seconds() + RETRY > every.total_seconds():
                     look.skipped = f"the store stayed busy for the whole interval: {exc}"
                     break
                 sleep(RETRY)
         yield look
         if look.regressed:
             return
-        if not replay and k < looks:
-            sleep(max(0.0, every.total_seconds() - (clock() - began)))
 
 
 def began_now() -> datetime:

@@ -43,8 +43,7 @@ def judging_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "betters",
             multiple=True,
             metavar="METRIC=higher|lower",
-            help="Which way is better for a metric, e.g. 'avg(throughput)=higher' (default: lower, unless the name "
-            "says).",
+            help="Which way is better for a metric, e.g. 'avg(throughput)=higher' (default: lower, for every metric).",
         ),
         click.option(
             "--weight",
@@ -222,8 +221,7 @@ def canary(
                     **how,
                 )
 
-        looks = int(total.total_seconds() // step.total_seconds())
-        for look in watch(run, start=began, every=step, looks=looks, alpha=alpha, boundary=boundary, replay=replay):
+        for look in watch(run, start=began, every=step, total=total, alpha=alpha, boundary=boundary, replay=replay):
             if as_json:
                 emit_json(look.as_dict())
             else:

@@ -131,6 +131,8 @@ class MemLeak(Scenario):
                 'kind = "meminfo"',
                 "--metrics",
                 "slope(sunreclaim_bytes),max(sunreclaim_bytes),max(active_file_bytes),min(mem_available_bytes)",
+                "--better",  # more memory left is better: said, as a user would, not guessed from the name
+                "min(mem_available_bytes)=higher",
             ],
         ]
         manifest = Manifest(self.name, self.seed, self.scale, sources, f"{n_hosts} hosts, {weeks} weeks", analyses)

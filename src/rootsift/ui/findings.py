@@ -163,27 +163,32 @@ VERDICT_STYLE = {"regression": "bold red", "improvement": "bold green", "no chan
 
 
 def comparison(console: Console, result: Comparison) -> None:
-    """The cohorts, a row per metric (A, B, change with its interval, p, verdict), the
-    quantile curves, and the overall verdict."""
+    """The cohorts, a row per metric (A, B, change with its interval, p, which way is
+    better and why, verdict), the metrics' notes, the quantile curves, where a regression
+    concentrates, and the overall verdict."""
     for name, g in (("A", result.a), ("B", result.b)):
         console.print(_group(name, g))
     t = Table(show_edge=False, header_style="bold")
-    for col in ("metric", "unit", "A", "B", "change", "interval", "p", "verdict"):
-        t.add_column(col, justify="left" if col in ("metric", "unit", "verdict") else "right")
+    for col in ("metric", "unit", "A", "B", "change", "interval", "p", "better", "verdict"):
+        t.add_column(col, justify="left" if col in ("metric", "unit", "better", "verdict") else "right")
     for m in result.metrics:
         t.add_row(
             m["metric"],
             str(m.get("unit", "")),
             num(m.get("a")),
             num(m.get("b")),
-            "+∞" if m.get("note", "").endswith("infinite") else _change(m.get("relative_change")),
-            f"{_change(m['ci'][0])} … {_change(m['ci'][1])}",
+            "+∞" if "infinite" in m.get("note", "") else _change(m.get("relative_change")),
+            _interval(m),
             f"{m['p_value']:.2g}",
+            f"{m['better']} ({m['better_source']})",
             f"[{VERDICT_STYLE.get(m['verdict'], '')}]{m['verdict']}[/]"
             if VERDICT_STYLE.get(m["verdict"])
             else m["verdict"],
         )
     console.print(t)
+    for m in result.metrics:
+        if m.get("note"):
+            console.print(f"[dim]{m['metric']}: {m['note']}[/dim]")
     for m in result.metrics:
         if m.get("curve"):
             cells = "  ".join(
@@ -192,12 +197,25 @@ def comparison(console: Console, result: Comparison) -> None:
             )
             console.print(f"[dim]{m['field']} by quantile, B vs A: {cells}[/dim]")
             break
+    if result.evidence:
+        console.print(f"[bold]where the regression of {result.explains} concentrates[/bold] (B against A)")
+        _table(console, result.evidence, [(what(f), *sides(f), f"{f.q_value:.2g}") for f in result.evidence])
+        console.print(f"[dim]{result.method['findings']}[/dim]")
     style = VERDICT_STYLE.get(result.verdict, "")
     line = f"verdict: [{style}]{result.verdict}[/]" if style else f"verdict: {result.verdict}"
     if result.score is not None:
         line += f"  [dim](score {result.score:g}: the metrics' weight without a regression)[/dim]"
     console.print(line)
     warnings(console, result.warnings)
+
+
+def _interval(m: dict[str, Any]) -> str:
+    """A metric's interval: relative, or in percentage points for a rate judged on its
+    difference (none in A)."""
+    if "absolute_tolerance" in m and m.get("absolute_ci"):
+        lo, hi = m["absolute_ci"]
+        return f"{100 * lo:+.2g} … {100 * hi:+.2g} pp"
+    return f"{_change(m['ci'][0])} … {_change(m['ci'][1])}"
 
 
 def _change(x: float | None) -> str:
