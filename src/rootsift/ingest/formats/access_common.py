@@ -219,13 +219,18 @@ class AccessLog(TextFormat):
         """The built-in layout most of ``lines`` match, and the share they match."""
         raise NotImplementedError
 
-    def parse(self, lines: Lines) -> Iterator[Item]:
+    def compiled(self, head: list[str]) -> Compiled:
+        """The template this input is read with: ``--log-format``, else the built-in ``head``
+        (the first 50 lines) matches best."""
         zone = self.options.zone()
         if self.options.log_format:
-            compiled = type(self).compile_user(self.options.log_format, zone)
-            yield from compiled.parse(lines, self.options.file_time)
+            return type(self).compile_user(self.options.log_format, zone)
+        return type(self).detect(sample(head), zone)[0]
+
+    def parse(self, lines: Lines) -> Iterator[Item]:
+        if self.options.log_format:
+            yield from self.compiled([]).parse(lines, self.options.file_time)
             return
         it = iter(lines)
         head = list(islice(it, 50))
-        compiled, _ = type(self).detect(sample([ln for _, ln in head]), zone)
-        yield from compiled.parse(chain(head, it), self.options.file_time)
+        yield from self.compiled([ln for _, ln in head]).parse(chain(head, it), self.options.file_time)

@@ -1,0 +1,137 @@
+"""Blocks of log lines that DuckDB parses itself: formats with a ``SqlPlan`` (access logs).
+
+The reader thread only cuts the input into blocks of whole lines and writes each to a
+file (``RawLines``); ``TextLinesReader`` reads the file with ``read_csv`` as one text
+column, numbers the lines, splits them with the plan's regex, and stages the typed
+columns through ``Stager._stage_relation`` (the catalog's types, new fields and
+``#raw``, as for any input). The lines the plan does not read (``SqlPlan.ok``) are parsed
+by the format's Python parser and staged as JSON lines, so every line gives the event or
+the reject it gave before, with its line number. A block DuckDB cannot read as text
+(invalid UTF-8, a stray control byte, ``\\r`` line ends) is parsed in Python whole.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from rootsift.ingest import convert
+from rootsift.ingest.formats.access_common import Compiled
+from rootsift.ingest.formats.access_sql import NO_BACKSLASH, PRINTABLE, SqlPlan
+from rootsift.ingest.formats.base import numbered_lines
+from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
+from rootsift.ingest.rejects import Reject
+from rootsift.ingest.staging import LINE_KEY, Staged
+from rootsift.store.sqltext import ident, literal
+
+_LINES = (
+    "SELECT line, row_number() OVER () AS n FROM read_csv({path}, sep=chr(1), quote='', escape='', "
+    "header=false, auto_detect=false, columns={{'line': 'VARCHAR'}})"
+)
+"""The file's lines in order, numbered from 1 (an empty line is a NULL line)."""
+
+
+@dataclass
+class RawLines(BlockStats):
+    """A block of log lines in the file ``path``, to be parsed by DuckDB with ``plan``."""
+
+    first_line: int = 1
+    plan: SqlPlan | None = None
+    compiled: Compiled | None = None
+    """The Python parser of the same template, for the lines the plan does not read."""
+    file_time: Callable[[], datetime] | None = None
+    tag: str | None = None
+    """The file's name for its rejects (directory input), or None."""
+    fmt: str = ""
+    clean: bool = False
+    """The block is ASCII without the control bytes on which RE2 and Python's ``re`` differ."""
+    whole_in_python: bool = False
+    """Set when the block cannot be read as text by DuckDB the way Python reads it (``\\r``)."""
+
+
+class TextLinesReader(JsonLinesReader):
+    """The JSON-lines reader, which also stages ``RawLines`` blocks (see the module)."""
+
+    def stage(self, block: bytes | None, first_line: int, stats: Any = None) -> Staged:
+        if not isinstance(stats, RawLines):
+            return super().stage(block, first_line, stats)
+        assert stats.path is not None
+        try:
+            return self._stage_raw(stats, stats.path)
+        finally:
+            os.unlink(stats.path)
+
+    def _stage_raw(self, raw: RawLines, path: str) -> Staged:
+        plan = raw.plan
+        assert plan is not None
+        if raw.whole_in_python:
+            return self._in_python(raw, self._all_lines(raw, path))
+        table = self._table()
+        try:
+            # One pass: split, convert, and keep the text of only the lines left to Python.
+            split = (
+                f"SELECT n, line, regexp_extract(line, {literal(plan.regex)}, {plan.names!r}) AS m "
+                f"FROM ({_LINES.format(path=literal(path))})"
+            )
+            if plan.derived:
+                split = f"SELECT *, {', '.join(plan.derived)} FROM ({split})"
+            columns = ", ".join(f"{sql} AS {ident(name)}" for name, sql in plan.columns)
+            self.cur.execute(
+                f"CREATE TEMP TABLE {table} AS SELECT n + {raw.first_line - 1} AS n, ok, "
+                f"CASE WHEN ok IS NOT TRUE THEN line END AS line, {columns} "
+                f"FROM (SELECT *, ({plan.ok}) AND {NO_BACKSLASH if raw.clean else PRINTABLE} AS ok FROM ({split}))"
+            )
+        except duckdb.InvalidInputException:
+            # not text as DuckDB reads it (invalid UTF-8, a \x01, a line over its limit);
+            # any other error is a bug to show, not to hide behind the slower path
+            return self._in_python(raw, self._all_lines(raw, path))
+        try:
+            odd = self.cur.execute(
+                f"SELECT n, line FROM {table} WHERE ok IS NOT TRUE AND line IS NOT NULL ORDER BY n"
+            ).fetchall()
+            fields = ", ".join(ident(name) for name, _ in plan.columns)
+            source = f"(SELECT n AS {LINE_KEY}, {fields} FROM {table} WHERE ok)"
+            staged = self._stage_relation(source, convert.parse_type(self._describe(source)), path)
+        finally:
+            self.cur.execute(f"DROP TABLE IF EXISTS {table}")
+        if not odd:
+            return staged
+        rest = self._in_python(raw, [(int(n), str(line)) for n, line in odd])
+        if not rest.rows:
+            self.cur.execute(f"DROP TABLE IF EXISTS {rest.table}")
+            staged.rejects = rest.rejects
+            return staged
+        return self._union(staged, rest)
+
+    def _all_lines(self, raw: RawLines, path: str) -> list[tuple[int, str]]:
+        with open(path, "rb") as fh:
+            return [(n + raw.first_line - 1, line) for n, line in numbered_lines(io.BytesIO(fh.read()))]
+
+    def _in_python(self, raw: RawLines, lines: list[tuple[int, str]]) -> Staged:
+        """Parse ``lines`` with the format's Python parser and stage its events as JSON lines."""
+        from rootsift.ingest.textrun import dumped, named  # textrun imports this module
+
+        assert raw.compiled is not None and raw.file_time is not None
+        rejects: list[Reject] = []
+        out: list[bytes] = []
+        for item in raw.compiled.parse(lines, raw.file_time):
+            if isinstance(item, Reject):
+                rejects.append(Reject(item.line, named(item.reason, raw.tag), item.text))
+                continue
+            number, event = item
+            data = dumped(event, raw.fmt)
+            if isinstance(data, str):
+                rejects.append(Reject(number, named(data, raw.tag), ""))
+                continue
+            inner = data[1:].rstrip(b"\n")
+            sep = b"" if inner.startswith(b"}") else b","
+            out.append(b'{"' + LINE_KEY.encode() + b'":' + str(number).encode() + sep + inner)
+        staged = self._exact_lines(out, rejects)
+        staged.rejects = sorted(rejects + staged.rejects, key=lambda r: r.line)
+        return staged
