@@ -7,7 +7,9 @@ parsing the same file with ``regexp_extract`` and a plain line count, measured i
 Four timings per case, each the median of ``--runs`` (rounds interleaved):
 - ``count``: read the file in 4 MiB chunks and count newlines (the floor: I/O + one pass);
 - ``parse``: the parser alone on one core: decode, parse, serialise each event with orjson;
-- ``ingest``: ``Rootsift.ingest`` into a fresh store, end to end;
+- ``ingest``: ``Rootsift.ingest`` into a fresh store, end to end; for the access logs
+  also with DuckDB's parsing turned off (``textrun.SQL_LINES``), every line through the
+  Python parser as before it existed;
 - ``duckdb``: the baseline (``BASELINES``): DuckDB reads the file as one text column,
   ``regexp_extract`` splits each line into the same fields, typed (times, integers,
   seconds as milliseconds), into a table of a fresh database file. The slow log's
@@ -34,7 +36,7 @@ from gen_logs import FORMAT_OF, GENERATORS, cached
 use_source_tree()
 
 from rootsift import Rootsift  # noqa: E402
-from rootsift.ingest import formats  # noqa: E402
+from rootsift.ingest import formats, textrun  # noqa: E402
 from rootsift.ingest.formats.base import FormatOptions, numbered_lines  # noqa: E402
 from rootsift.ingest.rejects import Reject  # noqa: E402
 
@@ -145,21 +147,26 @@ def timed(fn: object, runs: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def interleaved(a: object, b: object, runs: int) -> tuple[tuple[float, object], tuple[float, object]]:
-    """Median times of ``a`` and ``b`` run in alternating order (the machine's noise shared)."""
-    ta: list[float] = []
-    tb: list[float] = []
-    ra = rb = None
+def interleaved(fns: list[object], runs: int) -> list[tuple[float, object]]:
+    """Median time and last result of each of ``fns``, run in rotating order (the machine's noise shared)."""
+    times: list[list[float]] = [[] for _ in fns]
+    results: list[object] = [None] * len(fns)
     for i in range(runs):
-        for fn, times in ((a, ta), (b, tb)) if i % 2 == 0 else ((b, tb), (a, ta)):
+        for k in range(len(fns)):
+            j = (k + i) % len(fns)
             t0 = time.perf_counter()
-            out = fn()  # type: ignore[operator]
-            times.append(time.perf_counter() - t0)
-            if fn is a:
-                ra = out
-            else:
-                rb = out
-    return (statistics.median(ta), ra), (statistics.median(tb), rb)
+            results[j] = fns[j]()  # type: ignore[operator]
+            times[j].append(time.perf_counter() - t0)
+    return [(statistics.median(t), r) for t, r in zip(times, results)]
+
+
+def ingest_python_only(path: Path, fmt: str, options: dict[str, str], work: Path) -> int:
+    """``ingest`` with DuckDB's parsing of access logs turned off: every line through the Python parser."""
+    textrun.SQL_LINES = False
+    try:
+        return ingest(path, fmt, options, work)
+    finally:
+        textrun.SQL_LINES = True
 
 
 def main() -> None:
@@ -182,15 +189,15 @@ def main() -> None:
         t_count, _ = timed(functools.partial(count_lines, path), args.runs)
         t_parse, parsed = timed(functools.partial(parse_only, path, fmt, options), args.runs)
         has_base = case in BASELINES or case == "mysql-slow"
+        contenders = [functools.partial(ingest, path, fmt, options, work)]
         if has_base:
-            (t_ingest, stored), (t_base, base_rows) = interleaved(
-                functools.partial(ingest, path, fmt, options, work),
-                functools.partial(duckdb_baseline, path, case, args.out / f"base-{case}"),
-                args.runs,
-            )
-        else:
-            t_ingest, stored = timed(functools.partial(ingest, path, fmt, options, work), args.runs)
-            t_base, base_rows = float("nan"), None
+            contenders.append(functools.partial(duckdb_baseline, path, case, args.out / f"base-{case}"))
+        if fmt in ("nginx", "apache", "jetty"):  # formats DuckDB parses (textsql): the Python path too
+            contenders.append(functools.partial(ingest_python_only, path, fmt, options, work))
+        timings = interleaved(contenders, args.runs)  # type: ignore[arg-type]
+        t_ingest, stored = timings[0]
+        t_base, base_rows = timings[1] if has_base else (float("nan"), None)
+        t_py = timings[-1][0] if len(timings) == 3 else None
         events, rejects = parsed  # type: ignore[misc]
         row = {
             "case": case,
@@ -209,21 +216,24 @@ def main() -> None:
             "ingest_lines_per_s": round(lines / t_ingest),
             "baseline_lines_per_s": round(lines / t_base) if has_base else None,
             "ingest_vs_baseline": round(t_base / t_ingest, 2) if has_base else None,
+            "python_path_ingest_s": round(t_py, 3) if t_py else None,
+            "python_path_vs_baseline": round(t_base / t_py, 2) if t_py and has_base else None,
             "parse_vs_count": round(t_parse / t_count, 1),
         }
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
     print(
         "| case | lines | events | parse lines/s | ingest lines/s | DuckDB regexp lines/s | ingest ÷ DuckDB "
-        "| parse ÷ line count |"
+        "| Python-path ingest ÷ DuckDB | parse ÷ line count |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         base = f"{r['baseline_lines_per_s']:,}" if r["baseline_lines_per_s"] else "-"
         ratio = f"{r['ingest_vs_baseline']}×" if r["ingest_vs_baseline"] else "-"
+        py = f"{r['python_path_vs_baseline']}×" if r["python_path_vs_baseline"] else "-"
         print(
             f"| {r['case']} | {r['lines']:,} | {r['events']:,} | {r['parse_lines_per_s']:,} | "
-            f"{r['ingest_lines_per_s']:,} | {base} | {ratio} | {r['parse_vs_count']}× |"
+            f"{r['ingest_lines_per_s']:,} | {base} | {ratio} | {py} | {r['parse_vs_count']}× |"
         )
     (args.out / "parsers.json").write_text(json.dumps(rows, indent=1))
 

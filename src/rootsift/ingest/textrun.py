@@ -122,7 +122,9 @@ def text_blocks(
             if buf or block.rejects:
                 yield _sealed(block, buf, tmp_dir, done_bytes)
                 buf = bytearray()
-            for raw, first in line_blocks(_Joined(head.removeprefix(BOM), inp), block_bytes):
+            for raw, first in _growing(
+                line_blocks(_Joined(head.removeprefix(BOM), inp), FIRST_BLOCK_BYTES), block_bytes
+            ):
                 stats = RawLines(0, False, write_file(raw, tmp_dir, ".log"), first_line=first, plan=plan[1])
                 stats.compiled, stats.file_time, stats.tag, stats.fmt = plan[0], parser.options.file_time, tag, fmt.name
                 stats.whole_in_python, stats.clean = b"\r" in raw, clean(raw)
@@ -155,6 +157,23 @@ def text_blocks(
                 block = TextBlock(None, [], [(0, number, label)], name_files=name_files)
         done_bytes += inp.position()
     yield _sealed(block, buf, tmp_dir, done_bytes)
+
+
+def _growing(blocks: Iterator[tuple[bytes, int]], most: int) -> Iterator[tuple[bytes, int]]:
+    """Blocks of whole lines joined into blocks of 2, 4, 8... MiB up to ``most``: storing starts
+    early, and later blocks are big enough that DuckDB's per-block work is small beside them."""
+    parts: list[bytes] = []
+    size, first, limit = 0, 1, min(FIRST_BLOCK_BYTES, most)
+    for block, number in blocks:
+        if not parts:
+            first = number
+        parts.append(block)
+        size += len(block)
+        if size >= limit:
+            yield b"".join(parts), first
+            parts, size, limit = [], 0, min(limit * 2, most)
+    if parts:
+        yield b"".join(parts), first
 
 
 def sql_reading(parser: TextFormat, head: bytes) -> tuple[Compiled, SqlPlan] | None:

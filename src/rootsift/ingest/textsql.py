@@ -103,11 +103,28 @@ class TextLinesReader(JsonLinesReader):
         if not odd:
             return staged
         rest = self._in_python(raw, [(int(n), str(line)) for n, line in odd])
-        if not rest.rows:
+        try:
+            return self._absorbed(staged, rest)
+        finally:
             self.cur.execute(f"DROP TABLE IF EXISTS {rest.table}")
-            staged.rejects = rest.rejects
+
+    def _absorbed(self, staged: Staged, rest: Staged) -> Staged:
+        """``staged`` with the (few) rows of ``rest`` added: its columns first, then its rows by name."""
+        staged.rejects = sorted(staged.rejects + rest.rejects, key=lambda r: r.line)
+        if not rest.rows:
             return staged
-        return self._union(staged, rest)
+        have = {name for name, *_ in self.cur.execute(f"DESCRIBE {staged.table}").fetchall()}
+        for name, kind, *_ in self.cur.execute(f"DESCRIBE {rest.table}").fetchall():
+            if name not in have:
+                self.cur.execute(f"ALTER TABLE {staged.table} ADD COLUMN {ident(name)} {kind}")
+        self.cur.execute(f"INSERT INTO {staged.table} BY NAME SELECT * FROM {rest.table}")
+        known = {f.name for f in staged.new_fields}
+        staged.new_fields += [f for f in rest.new_fields if f.name not in known]
+        staged.rows += rest.rows
+        lo = min((t for t in (staged.span[0], rest.span[0]) if t is not None), default=None)
+        hi = max((t for t in (staged.span[1], rest.span[1]) if t is not None), default=None)
+        staged.span = (lo, hi)
+        return staged
 
     def _all_lines(self, raw: RawLines, path: str) -> list[tuple[int, str]]:
         with open(path, "rb") as fh:

@@ -135,14 +135,21 @@ def _var_sql(var: Var, g: str, r: str) -> tuple[Columns, str, str | None, str | 
         return [(TIME_KEY, r)], f"{_full(g, _CLF)} AND {r} IS NOT NULL", None, f"{value} AS {r}"
     if kind == "request":
         parts = f"regexp_extract({g}, {literal('^' + _REQUEST + '$')}, ['method', 'path', 'query', 'protocol'])"
-        cols = [
-            ("method", f"CASE WHEN {r}.method <> '' THEN {r}.method END"),
-            ("path", f"CASE WHEN {r}.method <> '' THEN {r}.path END"),
-            ("query", f"CASE WHEN {r}.query <> '' THEN {r}.query[2:] END"),
-            ("protocol", f"CASE WHEN {r}.method <> '' THEN {r}.protocol END"),
-        ]
-        return cols, f"({_absent(g)} OR {r}.method <> '')", None, f"{parts} AS {r}"
+        cols, ok = _request(g, f"{r}.")
+        return cols, ok, None, f"{parts} AS {r}"
     return None
+
+
+def _request(g: str, part: str) -> tuple[Columns, str]:
+    """A request's fields from its parts (``{part}method``... empty when it does not split)."""
+    split = f"{part}method <> ''"
+    cols = [
+        ("method", f"CASE WHEN {split} THEN {part}method END"),
+        ("path", f"CASE WHEN {split} THEN {part}path END"),
+        ("query", f"CASE WHEN {part}query <> '' THEN {part}query[2:] END"),
+        ("protocol", f"CASE WHEN {split} THEN {part}protocol END"),
+    ]
+    return cols, f"({_absent(g)} OR {split})"
 
 
 def sql_plan(compiled: Compiled) -> SqlPlan | None:
