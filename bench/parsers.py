@@ -10,6 +10,8 @@ Four timings per case, each the median of ``--runs`` (rounds interleaved):
 - ``ingest``: ``Rootsift.ingest`` into a fresh store, end to end; for the access logs
   also with DuckDB's parsing turned off (``textrun.SQL_LINES``), every line through the
   Python parser as before it existed;
+- wall and CPU seconds (all threads of the process) are both kept: on a shared machine the
+  CPU seconds are the steadier comparison (the ratio is baseline ÷ rootsift: higher is better);
 - ``duckdb``: the baseline (``BASELINES``): DuckDB reads the file as one text column,
   ``regexp_extract`` splits each line into the same fields, typed (times, integers,
   seconds as milliseconds), into a table of a fresh database file. The slow log's
@@ -147,17 +149,20 @@ def timed(fn: object, runs: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def interleaved(fns: list[object], runs: int) -> list[tuple[float, object]]:
-    """Median time and last result of each of ``fns``, run in rotating order (the machine's noise shared)."""
-    times: list[list[float]] = [[] for _ in fns]
+def interleaved(fns: list[object], runs: int) -> list[tuple[float, float, object]]:
+    """Median wall and CPU seconds (all threads of this process) and the last result of each
+    of ``fns``, run in rotating order so they share the machine's noise."""
+    walls: list[list[float]] = [[] for _ in fns]
+    cpus: list[list[float]] = [[] for _ in fns]
     results: list[object] = [None] * len(fns)
     for i in range(runs):
         for k in range(len(fns)):
             j = (k + i) % len(fns)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             results[j] = fns[j]()  # type: ignore[operator]
-            times[j].append(time.perf_counter() - t0)
-    return [(statistics.median(t), r) for t, r in zip(times, results)]
+            walls[j].append(time.perf_counter() - t0)
+            cpus[j].append(time.process_time() - c0)
+    return [(statistics.median(w), statistics.median(c), r) for w, c, r in zip(walls, cpus, results)]
 
 
 def ingest_python_only(path: Path, fmt: str, options: dict[str, str], work: Path) -> int:
@@ -195,9 +200,9 @@ def main() -> None:
         if fmt in ("nginx", "apache", "jetty"):  # formats DuckDB parses (textsql): the Python path too
             contenders.append(functools.partial(ingest_python_only, path, fmt, options, work))
         timings = interleaved(contenders, args.runs)  # type: ignore[arg-type]
-        t_ingest, stored = timings[0]
-        t_base, base_rows = timings[1] if has_base else (float("nan"), None)
-        t_py = timings[-1][0] if len(timings) == 3 else None
+        t_ingest, c_ingest, stored = timings[0]
+        t_base, c_base, base_rows = timings[1] if has_base else (float("nan"), float("nan"), None)
+        t_py, c_py = timings[-1][:2] if len(timings) == 3 else (None, None)
         events, rejects = parsed  # type: ignore[misc]
         row = {
             "case": case,
@@ -218,22 +223,28 @@ def main() -> None:
             "ingest_vs_baseline": round(t_base / t_ingest, 2) if has_base else None,
             "python_path_ingest_s": round(t_py, 3) if t_py else None,
             "python_path_vs_baseline": round(t_base / t_py, 2) if t_py and has_base else None,
+            "ingest_cpu_s": round(c_ingest, 3),
+            "baseline_cpu_s": round(c_base, 3),
+            "python_path_cpu_s": round(c_py, 3) if c_py else None,
+            "cpu_ingest_vs_baseline": round(c_base / c_ingest, 2) if has_base else None,
+            "cpu_python_path_vs_baseline": round(c_base / c_py, 2) if c_py and has_base else None,
             "parse_vs_count": round(t_parse / t_count, 1),
         }
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
     print(
         "| case | lines | events | parse lines/s | ingest lines/s | DuckDB regexp lines/s | ingest ÷ DuckDB "
-        "| Python-path ingest ÷ DuckDB | parse ÷ line count |"
+        "| Python-path ingest ÷ DuckDB | same, CPU seconds: ingest / Python path | parse ÷ line count |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         base = f"{r['baseline_lines_per_s']:,}" if r["baseline_lines_per_s"] else "-"
         ratio = f"{r['ingest_vs_baseline']}×" if r["ingest_vs_baseline"] else "-"
         py = f"{r['python_path_vs_baseline']}×" if r["python_path_vs_baseline"] else "-"
         print(
             f"| {r['case']} | {r['lines']:,} | {r['events']:,} | {r['parse_lines_per_s']:,} | "
-            f"{r['ingest_lines_per_s']:,} | {base} | {ratio} | {py} | {r['parse_vs_count']}× |"
+            f"{r['ingest_lines_per_s']:,} | {base} | {ratio} | {py} | {r['cpu_ingest_vs_baseline'] or '-'}× / "
+            f"{r['cpu_python_path_vs_baseline'] or '-'}× | {r['parse_vs_count']}× |"
         )
     (args.out / "parsers.json").write_text(json.dumps(rows, indent=1))
 

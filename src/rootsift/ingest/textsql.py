@@ -24,11 +24,14 @@ import duckdb
 from rootsift.ingest import convert
 from rootsift.ingest.formats.access_common import Compiled
 from rootsift.ingest.formats.access_sql import NO_BACKSLASH, PRINTABLE, SqlPlan
-from rootsift.ingest.formats.base import numbered_lines
+from rootsift.ingest.formats.base import TIME_KEY, numbered_lines
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged
+from rootsift.ingest.timefield import TimeSpec
+from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal
+from rootsift.store.writer import Verified
 
 _LINES = (
     "SELECT line, row_number() OVER () AS n FROM read_csv({path}, sep=chr(1), quote='', escape='', "
@@ -95,18 +98,63 @@ class TextLinesReader(JsonLinesReader):
             odd = self.cur.execute(
                 f"SELECT n, line FROM {table} WHERE ok IS NOT TRUE AND line IS NOT NULL ORDER BY n"
             ).fetchall()
-            fields = ", ".join(ident(name) for name, _ in plan.columns)
-            source = f"(SELECT n AS {LINE_KEY}, {fields} FROM {table} WHERE ok)"
-            staged = self._stage_relation(source, convert.parse_type(self._describe(source)), path)
+            staged = self._written(table, plan)
+            if staged is None:
+                fields = ", ".join(ident(name) for name, _ in plan.columns)
+                source = f"(SELECT n AS {LINE_KEY}, {fields} FROM {table} WHERE ok)"
+                staged = self._stage_relation(source, convert.parse_type(self._describe(source)), path)
         finally:
             self.cur.execute(f"DROP TABLE IF EXISTS {table}")
         if not odd:
             return staged
         rest = self._in_python(raw, [(int(n), str(line)) for n, line in odd])
+        if staged.committed:
+            # the rest is queued on the writer (committed before the next block is written)
+            staged.rejects = sorted(staged.rejects + rest.rejects, key=lambda r: r.line)
+            staged.new_fields += rest.new_fields
+            if rest.rows and self.writer is not None:
+                self.writer.append(rest.table, rest.new_fields, rest.rows, rest.span)
+            else:
+                self.cur.execute(f"DROP TABLE IF EXISTS {rest.table}")
+            return staged
         try:
             return self._absorbed(staged, rest)
         finally:
             self.cur.execute(f"DROP TABLE IF EXISTS {rest.table}")
+
+    def _written(self, table: str, plan: SqlPlan) -> Staged | None:
+        """The lines DuckDB read, inserted into the store in one checked statement (committed),
+        when every column has its catalog type already or is new; None otherwise (or when
+        there is no writer), and ``_stage_relation`` converts them instead."""
+        if self.writer is None or (self.time_field, self.time_format) != (TIME_KEY, "rfc3339"):
+            return None
+        types = {r[0]: r[1] for r in self.cur.execute(f"DESCRIBE {table}").fetchall()}
+        leaves = [([name], convert.storage_type(types[name])) for name, _ in plan.columns if name != TIME_KEY]
+        names = self._names(leaves)
+        if any(n in self.fields and self.fields[n].type != t for (_, t), n in zip(leaves, names)):
+            return None
+        counts = self.cur.execute(
+            "SELECT " + ", ".join([f"count({ident(p[0])})" for p, _ in leaves] or ["0"]) + f" FROM {table} WHERE ok"
+        ).fetchone()
+        kept = [(p, t, n) for ((p, t), n), c in zip(zip(leaves, names), counts or ()) if c or n in self.fields]
+        ts = ident(TIME_COLUMN)
+        select = f"SELECT CAST({ident(TIME_KEY)} AS TIMESTAMP) AS {ts}" + "".join(
+            f", CAST({ident(p[0])} AS {t}) AS {ident(n)}" for p, t, n in kept
+        )
+        new = [FieldInfo(n, t, p) for p, t, n in kept if n not in self.fields]
+
+        def verify(rel: str) -> Verified | None:
+            row = self.cur.execute(f"SELECT count(*), min({ts}), max({ts}) FROM {rel} AS r").fetchone()
+            return Verified(int(row[0]), (row[1], row[2])) if row else None
+
+        if self.time is None:
+            self.time = TimeSpec(TIME_KEY, "rfc3339")
+        verified = self.writer.write_checked(
+            f"{select} FROM {table} WHERE ok", {TIME_COLUMN: "TIMESTAMP", **{n: t for _, t, n in kept}}, new, verify
+        )
+        if verified is None:
+            return None
+        return self._done(Staged("", verified.rows, verified.span, new, committed=True))
 
     def _absorbed(self, staged: Staged, rest: Staged) -> Staged:
         """``staged`` with the (few) rows of ``rest`` added: its columns first, then its rows by name."""
