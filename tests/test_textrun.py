@@ -283,3 +283,18 @@ def test_duckdb_parsed_lines_keep_their_numbers_across_blocks(
     sql, py = _both_ways(rs, src, monkeypatch, format="nginx", log_format=NGINX_FORMAT, block_bytes=64 << 10)
     assert sql == py
     assert sql[2][0] > 5900 and sql[2][1] >= 20
+
+
+def test_duckdb_parsed_lines_take_the_types_a_dataset_already_has(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # status stored as text by an earlier input: the access log's numbers convert to it
+    # (the staged, converting route), the same with DuckDB's parsing as without
+    first = tmp_path / "first.jsonl"
+    first.write_text('{"timestamp": "2026-11-21T08:00:00Z", "status": "ok", "path": 7}\n')
+    for name in ("sql", "py"):
+        rs.ingest(first, name)
+    golden = Path(__file__).parent / "golden" / "formats" / "access"
+    sql, py = _both_ways(rs, golden / "nginx_combined.log", monkeypatch, format="nginx")
+    assert sql == py
+    assert ("status", "VARCHAR") in sql[1] and sql[2][0] == 9

@@ -86,11 +86,11 @@ def _many(g: str) -> str:
     return f"(contains({g}, ',') OR contains({g}, ' : '))"
 
 
-def _sum_of(g: str, number: str) -> str:
-    """The sum of the attempts' numbers (``-`` skipped), NULL when every attempt is ``-``."""
+def _sum_of(g: str, number: str, kind: str) -> str:
+    """The sum of the attempts' numbers (``-`` skipped, as ``kind``), NULL when every attempt is ``-``."""
     one = number.replace("x", g) if number != "x" else g
-    many = f"list_sum(list_transform(list_filter({_items(g)}, lambda x: x <> '-'), lambda x: CAST({number} AS DOUBLE)))"
-    return f"CASE WHEN {_many(g)} THEN {many} WHEN {g} <> '-' THEN CAST({one} AS DOUBLE) END"
+    many = f"list_sum(list_transform(list_filter({_items(g)}, lambda x: x <> '-'), lambda x: CAST({number} AS {kind})))"
+    return f"CASE WHEN {_many(g)} THEN CAST({many} AS {kind}) WHEN {g} <> '-' THEN CAST({one} AS {kind}) END"
 
 
 Columns = list[tuple[str, str]]
@@ -106,9 +106,10 @@ def _var_sql(var: Var, g: str, r: str) -> tuple[Columns, str, str | None, str | 
     if kind == "str":
         return [(key, f"CASE WHEN NOT {_absent(g)} THEN {g} END")], "true", None, None
     if kind in ("int", "bytes", "us_ms", "ms"):
-        absent = "0.0" if kind == "bytes" else "NULL"
+        # integers stay BIGINT (stored as DOUBLE; as text "200", not "200.0", as from JSON)
+        absent = "0" if kind == "bytes" else "NULL"
         div = {"us_ms": " / 1000.0", "ms": " / 1.0"}.get(kind, "")
-        value = f"CASE WHEN {_absent(g)} THEN {absent} ELSE CAST({g} AS DOUBLE){div} END"
+        value = f"CASE WHEN {_absent(g)} THEN {absent} ELSE CAST({g} AS {'DOUBLE' if div else 'BIGINT'}){div} END"
         ok = f"({_absent(g)} OR (length({g}) <= 15 AND ltrim({g}, {_DIGITS}) = ''))"
         return [(key, value)], ok, None, None
     if kind == "sec_ms":
@@ -120,7 +121,7 @@ def _var_sql(var: Var, g: str, r: str) -> tuple[Columns, str, str | None, str | 
         # whole milliseconds (three decimals) and integers of up to 12 digits add up exactly
         # in doubles, in any order: the same sums as the Python handlers'
         item, number = (r"\d{1,9}\.\d{3}", "replace(x, '.', '')") if kind == "up_time" else (r"\d{1,12}", "x")
-        value = f"CASE WHEN NOT {_absent(g)} THEN {_sum_of(g, number)} END"
+        value = f"CASE WHEN NOT {_absent(g)} THEN {_sum_of(g, number, 'DOUBLE' if kind == 'up_time' else 'BIGINT')} END"
         return [(key, value)], f"({_absent(g)} OR {_full(g, _list_of(item))})", attempts, None
     if kind in ("up_addr", "up_status"):
         value = f"CASE WHEN NOT {_absent(g)} THEN {g} END"
@@ -128,7 +129,8 @@ def _var_sql(var: Var, g: str, r: str) -> tuple[Columns, str, str | None, str | 
         ok = f"({_absent(g)} OR {_full(g, _ADDRESSES)})"  # no empty attempt
         if kind == "up_addr":
             return [("upstream_addr", value), ("upstream_addr_last", last)], ok, attempts, None
-        number = f"CASE WHEN ltrim({last}, {_DIGITS}) = '' THEN CAST({last} AS DOUBLE) END"
+        number = f"CASE WHEN ltrim({last}, {_DIGITS}) = '' THEN CAST({last} AS BIGINT) END"
+        ok += f" AND NOT (ltrim({last}, {_DIGITS}) = '' AND length({last}) > 15)"  # a huge number: Python
         return [("upstream_status", value), ("upstream_status_last", number)], ok, attempts, None
     if kind == "clf_time":
         value = f"CAST(try_strptime({g}, '%d/%b/%Y:%H:%M:%S %z') AS TIMESTAMP)"
@@ -188,7 +190,7 @@ def sql_plan(compiled: Compiled) -> SqlPlan | None:
         return None  # a field written twice: the Python parser's last-value-wins rules apply
     if attempts:
         most = attempts[0] if len(attempts) == 1 else f"greatest({', '.join(attempts)})"
-        columns.append(("upstream_attempts", f"CAST({most} AS DOUBLE)"))
+        columns.append(("upstream_attempts", f"CAST({most} AS BIGINT)"))
     columns.sort(key=lambda c: c[0] != TIME_KEY)
     return SqlPlan(
         regex="^(" + "".join(regex) + ")$",
