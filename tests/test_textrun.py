@@ -298,3 +298,16 @@ def test_duckdb_parsed_lines_take_the_types_a_dataset_already_has(
     sql, py = _both_ways(rs, golden / "nginx_combined.log", monkeypatch, format="nginx")
     assert sql == py
     assert ("status", "VARCHAR") in sql[1] and sql[2][0] == 9
+
+
+def test_duckdb_parsed_directory_names_each_file_in_its_rejects(rs: Rootsift, tmp_path: Path) -> None:
+    golden = (Path(__file__).parent / "golden" / "formats" / "access" / "nginx_combined.log").read_text()
+    d = tmp_path / "nginx"
+    d.mkdir()
+    (d / "access.log.1").write_text(golden + "bad line\n")
+    (d / "access.log").write_text("oops\n" + golden)
+    summary = rs.ingest(d, "web", format="nginx")
+    assert summary.events == 18
+    got = [(str(r["reason"]).split(":")[0], r["line"]) for r in summary.first_rejects]
+    n = golden.count("\n")
+    assert got == [("access.log", 1), ("access.log.1", n + 1)]
