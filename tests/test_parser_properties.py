@@ -13,7 +13,8 @@ hanging it. Hypothesis deadlines are off: on a shared two-core machine they woul
 on load, not on the parser.
 
 Runs are derandomized by default (the same examples on every run, as CI needs);
-``ROOTSIFT_HYPOTHESIS=explore`` draws new random examples, with more of them.
+``ROOTSIFT_HYPOTHESIS=explore`` draws new random examples, three times as many.
+The whole file takes about 30-40 s on the shared two-core machine.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ HANG_SECONDS = 10
 
 
 def profile(examples: int) -> settings:
-    """Derandomized ``examples`` per test (CI), or five times as many random ones (explore)."""
+    """Derandomized ``examples`` per test (CI), or three times as many random ones (explore)."""
     return settings(
-        max_examples=examples * (5 if EXPLORE else 1),
+        max_examples=examples * (3 if EXPLORE else 1),
         derandomize=not EXPLORE,
         deadline=None,
         database=None,
@@ -192,21 +193,21 @@ def mutated(draw: st.DrawFn, pool: list[bytes]) -> bytes:
 
 
 @pytest.mark.parametrize("name", NAMES)
-@profile(60)
+@profile(150)
 @given(data=st.one_of(st.binary(max_size=2048), token_lines))
 def test_any_bytes(name: str, data: bytes) -> None:
     outcome(name, data)
 
 
 @pytest.mark.parametrize("name", NAMES)
-@profile(40)
+@profile(100)
 @given(data=mutated(REAL))
 def test_mutated_real_lines(name: str, data: bytes) -> None:
     outcome(name, data)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
-@profile(15)
+@profile(30)
 @given(seed=st.data())
 def test_mutated_golden_input_with_its_options(case: Path, seed: st.DataObject) -> None:
     """The golden input's own lines, mutated, read with the options it was written for."""
@@ -227,7 +228,7 @@ LOG_FORMAT_PIECES = st.sampled_from(
 
 
 @pytest.mark.parametrize("name", [n for n, cls in formats.all_formats().items() if "log_format" in cls.reads])
-@profile(80)
+@profile(200)
 @given(
     log_format=st.one_of(st.lists(LOG_FORMAT_PIECES, max_size=12).map("".join), st.text(max_size=40)),
     data=st.one_of(mutated(REAL), token_lines),
@@ -241,7 +242,7 @@ PREFIX_PIECES = st.sampled_from(["%m", "%t", "%p", "%l", "%u", "%d", "%a", "%h",
 
 
 @pytest.mark.parametrize("name", [n for n, cls in formats.all_formats().items() if "log_line_prefix" in cls.reads])
-@profile(80)
+@profile(200)
 @given(
     prefix=st.one_of(st.lists(PREFIX_PIECES, max_size=10).map("".join), st.text(max_size=30)),
     data=st.one_of(mutated(REAL), token_lines),
@@ -251,7 +252,7 @@ def test_any_log_line_prefix(name: str, prefix: str, data: bytes) -> None:
 
 
 @pytest.mark.parametrize("name", [n for n, cls in formats.all_formats().items() if "tz" in cls.reads])
-@profile(10)
+@profile(20)
 @given(
     tz=st.one_of(
         st.sampled_from(["UTC", "Europe/Berlin", "", "+02:00", "../etc", "Nowhere/Zone"]), st.text(max_size=20)
@@ -279,7 +280,7 @@ def test_ingest_api_any_bytes(fmt: str, tmp_path: Path) -> None:
     src = tmp_path / "input.log"
     seen: dict[str, int] = {}
 
-    @profile(12)
+    @profile(30)
     @given(data=st.one_of(st.binary(max_size=512), json_ish, mutated(REAL)))
     def check(data: bytes) -> None:
         src.write_bytes(data)
