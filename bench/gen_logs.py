@@ -40,6 +40,12 @@ def nginx(rng: random.Random, n: int) -> Iterator[str]:
         )
 
 
+def nginx_combined(rng: random.Random, n: int) -> Iterator[str]:
+    """nginx's default ``combined`` format (read without ``--log-format``: the parser detects it)."""
+    for line in nginx(rng, n):
+        yield line[: line.index(" rt=")]
+
+
 NGINX_FORMAT = (
     '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" '
     '"$http_user_agent" rt=$request_time uct="$upstream_connect_time" uht="$upstream_header_time" '
@@ -127,12 +133,16 @@ def logfmt(rng: random.Random, n: int) -> Iterator[str]:
 
 GENERATORS: dict[str, tuple[Callable[[random.Random, int], Iterator[str]], dict[str, str]]] = {
     "nginx": (nginx, {"log_format": NGINX_FORMAT}),
+    "nginx-combined": (nginx_combined, {}),
     "apache": (apache, {}),
     "mysql-slow": (mysql_slow, {}),
     "postgres-stderr": (postgres_stderr, {}),
     "prometheus": (prometheus, {}),
     "logfmt": (logfmt, {}),
 }
+"""Benchmark cases by name: the generator and the options the format is read with."""
+FORMAT_OF = {"nginx-combined": "nginx"}
+"""The registered format of the cases not named after one."""
 
 
 def cached(out: Path, fmt: str, n: int, seed: int = 7) -> Path:

@@ -126,6 +126,17 @@ def test_nginx_braced_and_touching_variables() -> None:
     assert ev["connection"] == 17
 
 
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [("nginx", "$request$remote_addr$remote_addr$remote_addr"), ("nginx", "$host$uri"), ("apache", "%r%u %>s")],
+)
+def test_touching_variables_that_both_take_any_text_are_a_usage_error(name: str, fmt: str) -> None:
+    # Found by tests/test_parser_properties.py: the regex tried every split of the line
+    # between the touching values, O(n^k) for k of them (a 1 KiB line never finished).
+    with pytest.raises(UsageError, match="--log-format: .* touch and both may hold any text"):
+        parse(name, "\x00" * 1024 + "\n", log_format=fmt)
+
+
 def test_nginx_unknown_variables_become_fields_and_msec_is_the_time() -> None:
     fmt = '$msec "$http_x_request_id" $ssl_protocol $request_length $my_custom_time'
     ev = one("nginx", '1700000000.250 "abc-123" TLSv1.3 523 0.042', log_format=fmt)

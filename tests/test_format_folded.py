@@ -85,3 +85,14 @@ def test_any_input(lines: list[str]) -> None:
     check_items(events, rejects, text.count("\n") + 1)
     for _, ev in events:
         assert ev["function"] and ev["depth"] >= 1
+
+
+def test_sample_counts_beyond_64_bits_are_stored_as_doubles_and_endless_ones_rejected() -> None:
+    # Found by tests/test_parser_properties.py: a count past 2^64 gave an event orjson cannot
+    # write, and one past 4,300 digits made int() raise.
+    events, rejects = parse("folded", "a;b 20000000000000000000\na;c " + "9" * 5000 + "\na;d 7\n")
+    assert [(n, ev["samples"]) for n, ev in events] == [(1, 2e19), (3, 7)]
+    assert [(r.line, r.reason) for r in rejects] == [
+        (2, f"not a folded stack: sample count {'9' * 40!r} is not a finite number")
+    ]
+    check_items(events, rejects, 3)

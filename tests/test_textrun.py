@@ -217,3 +217,97 @@ def test_a_postgres_log_directory_with_stderr_and_csvlog(rs: Rootsift, tmp_path:
         want_rejects += len(spec["rejects"])
     summary = rs.ingest(d, "pg")
     assert (summary.events, summary.rejects) == (want_events, want_rejects)
+
+
+# --- access logs parsed by DuckDB (textsql) give what the Python parser gives ------------------
+
+ACCESS = sorted((Path(__file__).parent / "golden" / "formats" / "access").glob("*.expected.json"))
+
+
+def _both_ways(
+    rs: Rootsift, src: Path, monkeypatch: pytest.MonkeyPatch, **options: object
+) -> tuple[list[tuple[object, ...]], ...]:
+    """Ingest ``src`` with DuckDB parsing (``sql``) and with the Python parser only (``py``):
+    the stored rows, field types, counts and rejects of each."""
+    import json
+
+    from helpers.store import stored_rows
+    from rootsift.ingest import textrun
+
+    out = []
+    for name, sql in (("sql", True), ("py", False)):
+        monkeypatch.setattr(textrun, "SQL_LINES", sql)
+        summary = rs.ingest(src, name, **options)  # type: ignore[arg-type]
+        rows = sorted(json.dumps(r, sort_keys=True, default=str) for r in stored_rows(rs, name))
+        types = sorted((k, v.type) for k, v in rs.backend.fields(name).items())
+        rejects = [(r["line"], r["reason"]) for r in summary.first_rejects]
+        out.append((rows, types, (summary.events, summary.rejects), rejects))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("case", ACCESS, ids=lambda p: p.name.removesuffix(".expected.json"))
+def test_duckdb_reads_access_logs_as_the_python_parser_does(
+    rs: Rootsift, case: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    spec = json.loads(case.read_text())
+    src = next(p for p in case.parent.glob(case.name.removesuffix(".expected.json") + ".*") if p != case)
+    options = {k: v for k, v in spec.get("options", {}).items() if k in ("log_format", "tz")}
+    sql, py = _both_ways(rs, src, monkeypatch, format=spec["format"], **options)
+    assert sql == py
+
+
+def test_duckdb_parsed_lines_keep_their_numbers_across_blocks(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import random
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+    from gen_logs import NGINX_FORMAT, nginx
+    from rootsift.ingest.formats.access_nginx import compile_user
+    from rootsift.ingest.formats.access_sql import sql_plan
+
+    rng = random.Random(5)
+    lines = list(nginx(rng, 6000))  # multi-upstream retries and TLS probes: Python reads those
+    odd = ["", "garbage line", "   ", "10.0.0.1 - - [31/Feb/2024:10:00:00 +0000] \"GET / HTTP/1.1\" 200 1 \"-\" \"-\"",
+           lines[0].replace("GET", "GÉT"), lines[1][:40], lines[2].replace("10:00", "10:00\x1f")]  # fmt: skip
+    for i in sorted(rng.sample(range(len(lines)), 60), reverse=True):
+        lines.insert(i, rng.choice(odd))
+    src = tmp_path / "access.log"
+    src.write_text("\n".join(lines) + "\n")
+    from datetime import UTC
+
+    assert sql_plan(compile_user(NGINX_FORMAT, UTC)) is not None  # the DuckDB path is taken
+    sql, py = _both_ways(rs, src, monkeypatch, format="nginx", log_format=NGINX_FORMAT, block_bytes=64 << 10)
+    assert sql == py
+    assert sql[2][0] > 5900 and sql[2][1] >= 20
+
+
+def test_duckdb_parsed_lines_take_the_types_a_dataset_already_has(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # status stored as text by an earlier input: the access log's numbers convert to it
+    # (the staged, converting route), the same with DuckDB's parsing as without
+    first = tmp_path / "first.jsonl"
+    first.write_text('{"timestamp": "2026-11-21T08:00:00Z", "status": "ok", "path": 7}\n')
+    for name in ("sql", "py"):
+        rs.ingest(first, name)
+    golden = Path(__file__).parent / "golden" / "formats" / "access"
+    sql, py = _both_ways(rs, golden / "nginx_combined.log", monkeypatch, format="nginx")
+    assert sql == py
+    assert ("status", "VARCHAR") in sql[1] and sql[2][0] == 9
+
+
+def test_duckdb_parsed_directory_names_each_file_in_its_rejects(rs: Rootsift, tmp_path: Path) -> None:
+    golden = (Path(__file__).parent / "golden" / "formats" / "access" / "nginx_combined.log").read_text()
+    d = tmp_path / "nginx"
+    d.mkdir()
+    (d / "access.log.1").write_text(golden + "bad line\n")
+    (d / "access.log").write_text("oops\n" + golden)
+    summary = rs.ingest(d, "web", format="nginx")
+    assert summary.events == 18
+    got = [(str(r["reason"]).split(":")[0], r["line"]) for r in summary.first_rejects]
+    n = golden.count("\n")
+    assert got == [("access.log", 1), ("access.log.1", n + 1)]

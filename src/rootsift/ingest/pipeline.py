@@ -20,6 +20,7 @@ from rootsift.ingest.runner import BLOCK_BYTES, IngestRun
 from rootsift.ingest.sniff import sniff_directory, sniff_file, sniff_head
 from rootsift.ingest.sources import FORMATS, Input, open_input
 from rootsift.ingest.textrun import TEXT_BLOCK_BYTES, input_files, open_files, text_blocks
+from rootsift.ingest.textsql import TextLinesReader
 from rootsift.ingest.timefield import normalise_format
 from rootsift.store.duckdb import DuckDBBackend
 
@@ -163,7 +164,7 @@ def ingest_file(
             fields = backend.fields(dataset)
             # Parsers put an aware datetime under TIME_KEY; --time-field picks another field instead.
             when = (opts.time_field, opts.time_format) if opts.time_field else (TIME_KEY, "rfc3339")
-            events = JsonLinesReader(cur, fields, tmp, *when)
+            events = TextLinesReader(cur, fields, tmp, *when)  # JSON lines, and log lines DuckDB parses
             rest = (open_files(names[1:]) if is_dir else iter(()),)
             fmt = text_format
 

@@ -18,11 +18,17 @@ from pathlib import Path
 import orjson
 
 from rootsift.errors import InputFormatError
+from rootsift.ingest.formats.access_common import AccessLog, Compiled
+from rootsift.ingest.formats.access_sql import SqlPlan, clean, sql_plan
 from rootsift.ingest.formats.base import Event, FormatOptions, TextFormat, file_time, numbered_lines
 from rootsift.ingest.jsonl import BlockStats
 from rootsift.ingest.rejects import Reject
-from rootsift.ingest.sources import BOM, Input, open_input
+from rootsift.ingest.sources import BOM, Input, line_blocks, open_input
+from rootsift.ingest.staging import write_file
+from rootsift.ingest.textsql import RawLines
 
+SQL_LINES = True
+"""Let DuckDB parse the formats that have a ``SqlPlan`` (tests turn it off to compare)."""
 TEXT_BLOCK_BYTES = 32 << 20
 """JSON bytes per block: big enough for DuckDB, small enough that parsing and storing overlap."""
 FIRST_BLOCK_BYTES = 2 << 20
@@ -31,6 +37,8 @@ MAX_EVENT_BYTES = 8 << 20
 text values are cut to ``MAX_TEXT_CHARS`` and the cut is recorded on the event."""
 MAX_TEXT_CHARS = 2 << 20
 _DUMP = orjson.OPT_APPEND_NEWLINE
+HEAD_BYTES = 64 << 10
+"""What ``open_files`` reads of each file's front (for sniffing and detection)."""
 
 Chooser = Callable[[Input, bytes], type[TextFormat]]
 """Picks the format of one file of the input from its name and first bytes."""
@@ -51,6 +59,8 @@ class TextBlock:
     name_files: bool = False
     """Put each file's name in front of its rejects' reasons (directory input)."""
     bytes_read: int = 0
+    numbered: bool = False
+    """The store's rejects already carry the log's line numbers (a ``RawLines`` block)."""
 
     def origin(self, index: int) -> tuple[int, int, str | None]:
         """The input line, file number and file name of the block's ``index``-th event (0-based)."""
@@ -61,9 +71,11 @@ class TextBlock:
     def traced(self, store_rejects: list[Reject]) -> list[Reject]:
         """The parser's rejects and the store's (renumbered to the log's lines), in file and line order."""
         out = list(self.rejects)
+        if self.numbered:
+            return [rej for _, rej in out] + sorted(store_rejects, key=lambda r: r.line)
         for rej in store_rejects:
             line, number, name = self.origin(rej.line - 1)
-            out.append((number, Reject(line, _named(rej.reason, name) if self.name_files else rej.reason, rej.text)))
+            out.append((number, Reject(line, named(rej.reason, name) if self.name_files else rej.reason, rej.text)))
         out.sort(key=lambda item: (item[0], item[1].line))
         return [rej for _, rej in out]
 
@@ -104,10 +116,27 @@ def text_blocks(
         parser = fmt(options.for_file(inp.name, file_time(inp.name) if inp.name != "-" else None))
         label = Path(inp.name).name
         tag = label if name_files else None
+        plan = None if stop_at_reject or labels or not SQL_LINES else sql_reading(parser, head)
+        if plan is not None:
+            # DuckDB parses this file's lines (textsql): hand on raw blocks, after what came before
+            if buf or block.rejects:
+                yield _sealed(block, buf, tmp_dir, done_bytes)
+                buf = bytearray()
+            for raw, first in _growing(
+                line_blocks(_Joined(head.removeprefix(BOM), inp), FIRST_BLOCK_BYTES), block_bytes
+            ):
+                stats = RawLines(0, False, write_file(raw, tmp_dir, ".log"), first_line=first, plan=plan[1])
+                stats.compiled, stats.file_time, stats.tag, stats.fmt = plan[0], parser.options.file_time, tag, fmt.name
+                stats.whole_in_python, stats.clean = b"\r" in raw, clean(raw)
+                yield TextBlock(stats, [], [(0, number, label)], name_files=name_files, numbered=True,
+                                bytes_read=done_bytes + inp.position())  # fmt: skip
+            done_bytes += inp.position()
+            block = TextBlock(None, [], name_files=name_files)
+            continue
         block.files.append((len(block.lines), number, label))
         for item in parser.parse(numbered_lines(_Joined(head.removeprefix(BOM), inp))):
             if isinstance(item, Reject):
-                block.rejects.append((number, Reject(item.line, _named(item.reason, tag), item.text)))
+                block.rejects.append((number, Reject(item.line, named(item.reason, tag), item.text)))
                 if stop_at_reject:
                     yield _sealed(block, buf, tmp_dir, done_bytes + inp.position())
                     return
@@ -115,9 +144,9 @@ def text_blocks(
             line, event = item
             if labels:
                 event = {**labels, **event}
-            data = _dumped(event, fmt.name)
+            data = dumped(event, fmt.name)
             if isinstance(data, str):
-                block.rejects.append((number, Reject(line, _named(data, tag), "")))
+                block.rejects.append((number, Reject(line, named(data, tag), "")))
                 continue
             buf += data
             block.lines.append(line)
@@ -130,7 +159,36 @@ def text_blocks(
     yield _sealed(block, buf, tmp_dir, done_bytes)
 
 
-def _dumped(event: Event, fmt: str) -> bytes | str:
+def _growing(blocks: Iterator[tuple[bytes, int]], most: int) -> Iterator[tuple[bytes, int]]:
+    """Blocks of whole lines joined into blocks of 2, 4, 8... MiB up to ``most``: storing starts
+    early, and later blocks are big enough that DuckDB's per-block work is small beside them."""
+    parts: list[bytes] = []
+    size, first, limit = 0, 1, min(FIRST_BLOCK_BYTES, most)
+    for block, number in blocks:
+        if not parts:
+            first = number
+        parts.append(block)
+        size += len(block)
+        if size >= limit:
+            yield b"".join(parts), first
+            parts, size, limit = [], 0, min(limit * 2, most)
+    if parts:
+        yield b"".join(parts), first
+
+
+def sql_reading(parser: TextFormat, head: bytes) -> tuple[Compiled, SqlPlan] | None:
+    """The template and DuckDB's plan for reading this input, when its format has one (access logs)."""
+    if not isinstance(parser, AccessLog):
+        return None
+    lines = head.removeprefix(BOM).decode("utf-8", "replace").split("\n")
+    if len(head) >= HEAD_BYTES and len(lines) > 1:
+        lines.pop()  # cut by the head's end
+    compiled = parser.compiled([line.removesuffix("\r") for line in lines[:50]])
+    plan = sql_plan(compiled)
+    return (compiled, plan) if plan is not None else None
+
+
+def dumped(event: Event, fmt: str) -> bytes | str:
     """The event as one JSON line, its longest texts cut when it is too big; a reason when it cannot be."""
     try:
         data = orjson.dumps(event, option=_DUMP)
@@ -156,7 +214,7 @@ def _sealed(block: TextBlock, buf: bytearray, tmp_dir: str, bytes_read: int) -> 
     return block
 
 
-def _named(reason: str, label: str | None) -> str:
+def named(reason: str, label: str | None) -> str:
     return f"{label}: {reason}" if label else reason
 
 
@@ -179,6 +237,6 @@ def open_files(names: list[str]) -> Iterator[tuple[Input, bytes]]:
     for name in names:
         inp = open_input(name)
         try:
-            yield inp, inp.stream.read(64 << 10)
+            yield inp, inp.stream.read(HEAD_BYTES)
         finally:
             inp.close()

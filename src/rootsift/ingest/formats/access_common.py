@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, tzinfo
 from itertools import chain, islice
 
+from rootsift.errors import UsageError
 from rootsift.ingest.formats import access_fields as af
 from rootsift.ingest.formats.access_handlers import Var, make_handler
 from rootsift.ingest.formats.base import TIME_KEY, Event, Item, Lines, TextFormat
@@ -31,6 +32,8 @@ _QUOTED = {"default": r'[^"]*'}
 _QUOTED_ESC = r'[^"\\]*(?:\\.[^"\\]*)*'
 
 
+ANY_TEXT = (".*", ".*?", r"\S+")
+"""Value patterns that take any text (or any word): two of them touching cannot be split."""
 SPACEY = frozenset({"http_user_agent", "http_referer", "http_cookie", "remote_user"})
 """Text fields that often hold spaces: when left unquoted they take the shortest match."""
 
@@ -99,14 +102,24 @@ class Compiled:
         handlers: list[af.Handler | None] = []
         keys: list[str] = []
         kinds: list[str] = []
+        loose: Var | None = None  # the variable just before, when it takes any text
         for i, tok in enumerate(template):
             if isinstance(tok, str):
                 self.parts.append(re.escape(tok))
+                loose = None
             else:
                 nxt = template[i + 1] if i + 1 < len(template) else ""
                 following = nxt if isinstance(nxt, str) else "$"
                 final = i + 2 == len(template) and isinstance(nxt, str)  # only a literal after it
-                self.parts.append("(" + value_pattern(tok, following, escape, final) + ")")
+                pattern = value_pattern(tok, following, escape, final)
+                if loose is not None and pattern in ANY_TEXT:
+                    raise UsageError(
+                        f"--log-format: {loose.source} and {tok.source} touch and both may hold any "
+                        "text, so where one ends and the next begins cannot be told (and trying every split "
+                        "takes time that grows with a power of the line's length); put a separator between them"
+                    )
+                loose = tok if pattern in ANY_TEXT else None
+                self.parts.append("(" + pattern + ")")
                 plain = tok.kind == "str" and tok.handler is None
                 handlers.append(None if plain else make_handler(tok, unescape, zone, has_time))
                 keys.append(tok.key)
@@ -206,13 +219,18 @@ class AccessLog(TextFormat):
         """The built-in layout most of ``lines`` match, and the share they match."""
         raise NotImplementedError
 
-    def parse(self, lines: Lines) -> Iterator[Item]:
+    def compiled(self, head: list[str]) -> Compiled:
+        """The template this input is read with: ``--log-format``, else the built-in ``head``
+        (the first 50 lines) matches best."""
         zone = self.options.zone()
         if self.options.log_format:
-            compiled = type(self).compile_user(self.options.log_format, zone)
-            yield from compiled.parse(lines, self.options.file_time)
+            return type(self).compile_user(self.options.log_format, zone)
+        return type(self).detect(sample(head), zone)[0]
+
+    def parse(self, lines: Lines) -> Iterator[Item]:
+        if self.options.log_format:
+            yield from self.compiled([]).parse(lines, self.options.file_time)
             return
         it = iter(lines)
         head = list(islice(it, 50))
-        compiled, _ = type(self).detect(sample([ln for _, ln in head]), zone)
-        yield from compiled.parse(chain(head, it), self.options.file_time)
+        yield from self.compiled([ln for _, ln in head]).parse(chain(head, it), self.options.file_time)

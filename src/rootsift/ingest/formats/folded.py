@@ -14,6 +14,7 @@ takes the file's modification time (now for stdin); name what the profile is of 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,16 +62,22 @@ class Folded(TextFormat):
                 kind = "two sample counts (before, after)" if differential else "a sample count"
                 yield Reject(number, f"not a folded stack: expected `frame;frame;...` then {kind}", raw)
                 continue
+            try:
+                samples = _number(match.group(match.lastindex or 2))
+                before = _number(match.group(2)) if differential else None
+            except ValueError as exc:
+                yield Reject(number, f"not a folded stack: {exc}", raw)
+                continue
             event: dict[str, object] = {
                 TIME_KEY: when,
                 "stack": match.group(1).strip(),
                 "function": frames[-1],
                 "root": frames[0],
                 "depth": len(frames),  # empty frames (``a;;b``, a trailing ``;``) are not counted
-                "samples": _number(match.group(match.lastindex or 2)),
+                "samples": samples,
             }
-            if differential:
-                event["samples_before"] = _number(match.group(2))
+            if before is not None:
+                event["samples_before"] = before
             if profile:
                 event["profile"] = profile
             if self.options.host:
@@ -79,4 +86,12 @@ class Folded(TextFormat):
 
 
 def _number(text: str) -> int | float:
-    return int(text) if text.isdigit() else float(text)
+    """A sample count: an integer (a float beyond 64 bits, where JSON integers end: stored
+    as a double either way); ValueError naming it when it is not a finite number."""
+    if text.isdigit() and len(text) <= 19:
+        value: int | float = int(text)
+        return value if value < 1 << 63 else float(value)
+    value = float(text)  # digits beyond int()'s 4,300-digit limit, or a decimal
+    if not math.isfinite(value):
+        raise ValueError(f"sample count {text[:40]!r} is not a finite number")
+    return value
