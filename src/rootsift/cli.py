@@ -24,6 +24,7 @@ from rootsift import scenarios
 from rootsift.api import Rootsift, default_data_dir
 from rootsift.errors import QuerySpecError, RootsiftError, UsageError
 from rootsift.ingest import formats
+from rootsift.ingest.pipeline import IngestSummary
 from rootsift.ingest.sources import FORMATS
 from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.timeutil import parse_duration
@@ -193,7 +194,14 @@ def ingest(
         )
     if as_json:
         emit_json(summary.as_dict())
-        return
+    else:
+        _print_ingested(summary, dataset, strictness)
+    if problem := summary.problem():  # what could be read is stored, yet the input was not all good
+        err.print(f"[red]error:[/red] {problem}", markup=True, highlight=False)
+        sys.exit(1)
+
+
+def _print_ingested(summary: IngestSummary, dataset: str, strictness: str) -> None:
     out.print(
         f"ingested [bold]{summary.events:,}[/bold] events into [bold]{dataset}[/bold] from {summary.source} "
         f"({summary.format}, {summary.compression}) in {summary.seconds:.2f} s "

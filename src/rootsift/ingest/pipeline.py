@@ -15,7 +15,7 @@ from rootsift.errors import InputFormatError, UsageError
 from rootsift.ingest import formats
 from rootsift.ingest.formats.base import TIME_KEY, FormatOptions, TextFormat
 from rootsift.ingest.jsonl import JsonLinesReader
-from rootsift.ingest.rejects import RejectLog
+from rootsift.ingest.rejects import Reject, RejectLog
 from rootsift.ingest.runner import BLOCK_BYTES, IngestRun
 from rootsift.ingest.sniff import sniff_directory, sniff_file, sniff_head
 from rootsift.ingest.sources import FORMATS, Input, open_input
@@ -47,6 +47,16 @@ class IngestSummary:
     time_format: str | None = None
     exact_blocks: int = 0
     blocks: int = 0
+    truncated: str | None = None
+    """Where a compressed input was cut short: what was before the cut is stored."""
+
+    def problem(self) -> str | None:
+        """Why this ingest counts as failed though it stored what it could (exit code 1), or None."""
+        if self.truncated:
+            return f"the input is truncated: {self.truncated}; the complete lines before the cut were ingested"
+        if self.rejects and not self.events:
+            return f"every line was rejected ({self.rejects:,}): nothing was ingested"
+        return None
 
     @property
     def events_per_second(self) -> float:
@@ -55,6 +65,7 @@ class IngestSummary:
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)
         out["events_per_second"] = round(self.events_per_second, 1)
+        out["problem"] = self.problem()
         return out
 
 
@@ -134,7 +145,7 @@ def ingest_file(
         elif is_dir:
             kind = sniff_directory(names[:SNIFF_FILES], opts.parse)
         else:
-            kind = sniff_head(head, inp.name, opts.parse)
+            kind = sniff_head(head, inp.name, opts.parse, inp.compression)
         opts.check_options_for(kind)
         text_format = formats.all_formats().get(kind)
         if is_dir and text_format is None:
@@ -183,17 +194,28 @@ def ingest_file(
             )
             size = sum(_size(n) for n in names) if inp.name != "-" else None
             run.consume_text(blocks, events, str(source), size)
+            _note_cut(summary, log, inp, None)
             return _finish(summary, log, started)
         try:
             stream, reader = run.reader_for(inp, head, kind, stack)
             if not (isinstance(reader, JsonLinesReader) and run.whole_file(inp, head, reader)):
                 run.consume(inp, stream, reader)
+            _note_cut(summary, log, inp, run.next_line + (kind in ("csv", "tsv")))
         except (UsageError, InputFormatError) as exc:
             if opts.format != "auto" or summary.events:
                 raise
             # Sniffing fell back to a structured format: the input may be a log no format was sure of.
             raise type(exc)(f"{exc} (the input was read as {kind}; {NAME_THE_FORMAT})") from exc
     return _finish(summary, log, started)
+
+
+def _note_cut(summary: IngestSummary, log: RejectLog, inp: Input, line: int | None) -> None:
+    """Report a compressed input cut short; its cut last line is a reject (when the reader knows its number:
+    a text format's reader reads the cut line as a line of its own)."""
+    summary.truncated = inp.truncated
+    if summary.truncated and inp.cut is not None and inp.cut.cut_line and line is not None:
+        text = inp.cut.cut_line.decode("utf-8", "replace")
+        log.add(Reject(line, "cut short: the compressed input ends inside this line", text))
 
 
 def _finish(summary: IngestSummary, log: RejectLog, started: float) -> IngestSummary:

@@ -58,6 +58,8 @@ class IngestRun:
     log: RejectLog
     progress: Progress | None
     on_commit: Callable[[int], None] | None
+    next_line: int = 1
+    """The number of the first input line not yet cut into a block (after the header, for CSV)."""
 
     def reader_for(self, inp: Input, head: bytes, kind: str, stack: contextlib.ExitStack) -> tuple[BinaryIO, Stager]:
         """The byte stream to cut into blocks (after the header, for CSV) and its reader."""
@@ -144,12 +146,14 @@ class IngestRun:
             # wall time. JSON blocks travel as files, so the queue holds no block in memory.
             if measure:
                 for buf, end, line in line_buffers(stream, self.opts.block_bytes):
+                    self.next_line = line + buf.count(b"\n", 0, end)
                     stats = BlockStats.of(buf, self.tmp, end)
                     del buf  # written to a file: free it before the next block is read
                     if not put((None, line, stats)):
                         return
             else:
                 for block, line in line_blocks(stream, self.opts.block_bytes, quoted=True):
+                    self.next_line = line + block.count(b"\n")
                     if not put((block, line + first_line - 1, None)):
                         return
 

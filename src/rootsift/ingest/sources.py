@@ -12,6 +12,7 @@ import gzip
 import io
 import lzma
 import sys
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,19 @@ class Input:
     compression: str
     size: int | None
     raw: BinaryIO
+    cut: CutGuard | None = None
+    """For compressed input: where the compressed stream ended early, if it did."""
+
+    @property
+    def truncated(self) -> str | None:
+        """How and where a compressed input was cut short (None when it was whole)."""
+        if self.cut is None or self.cut.error is None:
+            return None
+        of = f" of {self.size:,} compressed bytes" if self.size else ""
+        return (
+            f"{self.name}: the {self.compression} stream is cut short after {self.cut.delivered:,} bytes "
+            f"(decompressed){of}: {self.cut.error}"
+        )
 
     def position(self) -> int:
         """Bytes consumed from the underlying (compressed) file, for progress."""
@@ -83,10 +97,88 @@ def open_input(source: str | Path) -> Input:
         stream, compression = lzma.LZMAFile(buffered), "xz"  # type: ignore[assignment]  # noqa: SIM115 - closed by Input.close
     else:
         stream, compression = buffered, "none"
+    cut = None
+    if compression != "none":
+        cut = CutGuard(stream)
+        stream = io.BufferedReader(cut, buffer_size=1 << 20)  # type: ignore[assignment,type-var]
     peek = getattr(stream, "peek", None)
     if peek is not None and peek(2)[:2] in UTF16_BOMS:
         stream = io.BufferedReader(Utf16AsUtf8(stream), buffer_size=1 << 20)  # type: ignore[assignment,type-var]
-    return Input(name, stream, compression, size, buffered)
+    return Input(name, stream, compression, size, buffered, cut)
+
+
+DECOMPRESSION_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError)
+"""What a decompressor raises on a cut or corrupt stream (gzip: EOFError, BadGzipFile)."""
+
+
+class CutGuard(io.RawIOBase):
+    """A decompressing stream that ends, rather than fails, where its input is cut short.
+
+    It hands out whole lines only: the bytes after the last line break read so far are held
+    back until more arrive (or the stream ends cleanly). When the decompressor fails (a
+    truncated ``.gz``: "Compressed file ended before the end-of-stream marker was reached"),
+    the stream ends there: every complete line before the cut has been read, the held-back
+    partial line is kept in ``cut_line`` and ``error`` says what happened.
+    """
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._tail = b""
+        self._ended = False
+        self.error: str | None = None
+        self.cut_line = b""
+        self.delivered = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+        view = memoryview(buffer).cast("B")
+        while True:
+            held = len(self._tail)
+            if held >= len(view) or self._ended:  # a line longer than the read, or the end
+                n = min(len(view), held)
+                view[:n] = self._tail[:n]
+                self._tail = self._tail[n:]
+                self.delivered += n
+                return n
+            view[:held] = self._tail
+            try:
+                # One read of the decompressor at a time: a buffered read that fails part-way
+                # through filling a large request drops what it had decompressed.
+                got = self._stream.readinto1(view[held:])  # type: ignore[attr-defined]
+            except DECOMPRESSION_ERRORS as exc:
+                self.error = str(exc) or type(exc).__name__
+                self.cut_line, self._tail, self._ended = self._tail, b"", True
+                return 0
+            if not got:
+                self._ended = True
+                continue
+            end = held + got
+            line_end = _last_newline(view, end) + 1
+            if line_end == 0:  # no line ends yet: hold it all and read on
+                self._tail = bytes(view[:end])
+                continue
+            self._tail = bytes(view[line_end:end])
+            self.delivered += line_end
+            return line_end
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
+
+
+def _last_newline(view: memoryview, end: int) -> int:
+    """Index of the last b"\\n" in ``view[:end]``, or -1; looks at the end first (lines are short)."""
+    width = 4096
+    while True:
+        start = max(0, end - width)
+        at = bytes(view[start:end]).rfind(b"\n")
+        if at >= 0:
+            return start + at
+        if start == 0:
+            return -1
+        end, width = start, width * 4
 
 
 class Utf16AsUtf8(io.RawIOBase):

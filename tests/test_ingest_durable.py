@@ -1,0 +1,172 @@
+"""Ingest that loses nothing: truncated compressed input, files with nothing valid, inputs in
+no known format, streams committed every few seconds and on SIGTERM, files committed in
+bounded transactions that only become visible whole (issue 13; docs/storage.md)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from helpers.formats import CORPORA
+from helpers.store import iso, query_rows, write_jsonl
+from rootsift import Rootsift
+from test_store import T0
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
+    """``rootsift ARGS --data DATA`` in a subprocess, the way a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "rootsift.cli", *args, "--data", str(data)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+
+
+def lines(n: int, start: int = 0) -> list[dict[str, object]]:
+    """``n`` events numbered from ``start``, one millisecond apart."""
+    return [
+        {"timestamp": iso(T0 + timedelta(milliseconds=i)), "n": i, "msg": f"event {i} " + "x" * (i % 40)}
+        for i in range(start, start + n)
+    ]
+
+
+# -- a truncated compressed input keeps every complete line before the cut ---------------------
+
+
+def test_a_truncated_gz_keeps_the_complete_lines_reports_the_cut_and_exits_1(tmp_path: Path) -> None:
+    whole = b"".join(json.dumps(e).encode() + b"\n" for e in lines(60_000))
+    packed = gzip.compress(whole, compresslevel=6)
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(packed[: len(packed) * 2 // 3])
+    got = b""  # what any gzip reader recovers
+    with open(cut, "rb") as fh, gzip.GzipFile(fileobj=fh) as readable, pytest.raises(EOFError):
+        while chunk := readable.read1(1 << 16):
+            got += chunk
+    complete = got.count(b"\n")
+    assert 0 < complete < 60_000 and not got.endswith(b"\n")
+
+    data = tmp_path / "data"
+    res = cli("ingest", str(cut), "-d", "cut", "--json", data=data)
+    assert res.returncode == 1, res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["events"] == complete
+    kept = len(got) - len(got.rsplit(b"\n", 1)[1])
+    assert "cut.jsonl.gz" in summary["truncated"] and f"after {kept:,} bytes" in summary["truncated"]
+    assert summary["rejects"] == 1 and summary["first_rejects"][0]["line"] == complete + 1
+    assert "truncated" in res.stderr and "cut.jsonl.gz" in res.stderr
+    with Rootsift(data, read_only=True) as rs:
+        assert rs.events("cut") == complete
+        assert query_rows(rs, "cut", "max(n)") == [[complete - 1]]
+
+
+# -- a file whose every line is rejected is a failure ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "flags"),
+    [
+        ("bad.jsonl", '{"timestamp": "2024-01-01T00:00:00Z", "a": 1\n{"timestamp": nope}\n[1, 2]\n', ["--format", "jsonl"]),
+        ("bad.csv", "ts,a\nnot-a-time,1\nalso-not,2\n", ["--time-field", "ts", "--time-format", "epoch"]),
+    ],
+)
+def test_a_file_whose_every_line_is_rejected_exits_1_with_the_rejects(
+    name: str, text: str, flags: list[str], tmp_path: Path
+) -> None:
+    src = tmp_path / name
+    src.write_text(text)
+    res = cli("ingest", str(src), "-d", "x", *flags, data=tmp_path / "data")
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    assert "rejected lines" in res.stdout and "line 2:" in res.stdout
+    assert "every line was rejected" in res.stderr
+    res = cli("ingest", str(src), "-d", "x", *flags, "--json", data=tmp_path / "data")
+    assert res.returncode == 1
+    summary = json.loads(res.stdout)
+    assert summary["events"] == 0 and summary["rejects"] >= 2 and "every line" in summary["problem"]
+
+
+# -- an input in no known format says what it looks like ---------------------------------------
+
+
+def _pprof() -> bytes:
+    """A minimal pprof profile: gzip'd protobuf (sample_type, one sample, the string table)."""
+
+    def field(number: int, payload: bytes) -> bytes:
+        return bytes([number << 3 | 2, len(payload)]) + payload
+
+    sample_type = field(1, b"\x08\x01\x10\x02")  # ValueType{type: 1, unit: 2}
+    sample = field(2, b"\x08\x01\x10\x0a")  # Sample{location_id: 1, value: 10}
+    strings = field(6, b"") + field(6, b"cpu") + field(6, b"nanoseconds")
+    return gzip.compress(sample_type + sample + strings + b"\x48\x86\xdb\xbd\xcf\x83\x81\xcd\x8f\x17")
+
+
+PERF_SCRIPT = (
+    "# ========\n# captured on: Thu Aug 17 14:14:43 2017\n# ========\n#\n"
+    + "".join(
+        f"noploop {21796 + i % 2} [00{i % 4}] 1410597.{984841 + i}: cycles: \n"
+        f"\t             993 main (/root/noploop)\n\t           2003a __libc_start_main (/lib/libc.so.6)\n\n"
+        for i in range(20)
+    )
+)
+PGBOUNCER = "".join(
+    f"2023-12-19 03:06:{i:02d}.586 CET [10384] LOG C-0x7f3bd6c47f40: retail/game_api@192.168.0.80:38296 "
+    "closing because: client close request (age=5s)\n"
+    for i in range(30)
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "looks", "hint"),
+    [
+        ("blob.bin", bytes(range(256)) * 40, "binary data", "text telemetry"),
+        ("cpu.pb.gz", _pprof(), "a pprof profile (gzip-compressed protobuf)", "--format folded"),
+        ("perf.txt", PERF_SCRIPT.encode(), "`perf script` output", "--format folded"),
+        ("pgbouncer.log", PGBOUNCER.encode(), "a PgBouncer log", "no PgBouncer format"),
+        ("pgbouncer.log.gz", gzip.compress(PGBOUNCER.encode()), "a PgBouncer log", "no PgBouncer format"),
+    ],
+)
+def test_an_input_in_no_known_format_says_what_it_looks_like(
+    name: str, content: bytes, looks: str, hint: str, tmp_path: Path
+) -> None:
+    src = tmp_path / name
+    src.write_bytes(content)
+    res = cli("ingest", str(src), "-d", "x", data=tmp_path / "data")
+    assert res.returncode == 2, res.stderr
+    text = " ".join(res.stderr.split())
+    assert f"it looks like {looks}" in text and hint in text and "--format" in text
+    assert "read as csv" not in text and "Traceback" not in text
+
+
+@pytest.mark.skipif(not CORPORA.exists(), reason="../shared/corpora is not beside the checkout")
+@pytest.mark.parametrize(
+    ("path", "looks"),
+    [
+        ("profiles/google_pprof/internal/report/testdata/sample.cpu", "a pprof profile"),
+        ("profiles/google_pprof/profile/testdata/gobench.cpu", "binary data"),
+        ("pgbadger_fixtures/t/fixtures/pgbouncer.log.gz", "a PgBouncer log"),
+        ("pgbadger_fixtures/t/fixtures/pgbouncer.1.21.log.gz", "a PgBouncer log"),
+        ("profiles/flamegraph/test/perf-cycles-instructions-01.txt", "`perf script` output"),
+        ("profiles/flamegraph/test/perf-java-stacks-02.txt", "`perf script` output"),
+        ("profiles/flamegraph/test/perf-funcab-pid-01.txt", "`perf script` output"),
+    ],
+)
+def test_real_inputs_in_no_known_format(path: str, looks: str, tmp_path: Path) -> None:
+    res = cli("ingest", str(CORPORA / path), "-d", "x", data=tmp_path / "data")
+    assert res.returncode == 2 and f"it looks like {looks}" in " ".join(res.stderr.split()), res.stderr
+
+
+def test_csv_and_logs_a_format_reads_are_not_mistaken_for_unknown_ones(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "ok.jsonl", lines(3))
+    assert cli("ingest", str(src), "-d", "ok", data=tmp_path / "data").returncode == 0
+    csv = tmp_path / "ok.csv"
+    csv.write_text("timestamp,n\n2024-03-01T00:00:00Z,1\n2024-03-01T00:00:01Z,2\n")
+    assert cli("ingest", str(csv), "-d", "ok", data=tmp_path / "data").returncode == 0
