@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,6 +19,7 @@ import pytest
 from helpers.formats import CORPORA
 from helpers.store import iso, query_rows, write_jsonl
 from rootsift import Rootsift
+from rootsift.errors import UsageError
 from test_store import T0
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +79,11 @@ def test_a_truncated_gz_keeps_the_complete_lines_reports_the_cut_and_exits_1(tmp
 @pytest.mark.parametrize(
     ("name", "text", "flags"),
     [
-        ("bad.jsonl", '{"timestamp": "2024-01-01T00:00:00Z", "a": 1\n{"timestamp": nope}\n[1, 2]\n', ["--format", "jsonl"]),
+        (
+            "bad.jsonl",
+            '{"timestamp": "2024-01-01T00:00:00Z", "a": 1\n{"timestamp": nope}\n[1, 2]\n',
+            ["--format", "jsonl"],
+        ),
         ("bad.csv", "ts,a\nnot-a-time,1\nalso-not,2\n", ["--time-field", "ts", "--time-format", "epoch"]),
     ],
 )
@@ -109,13 +117,10 @@ def _pprof() -> bytes:
     return gzip.compress(sample_type + sample + strings + b"\x48\x86\xdb\xbd\xcf\x83\x81\xcd\x8f\x17")
 
 
-PERF_SCRIPT = (
-    "# ========\n# captured on: Thu Aug 17 14:14:43 2017\n# ========\n#\n"
-    + "".join(
-        f"noploop {21796 + i % 2} [00{i % 4}] 1410597.{984841 + i}: cycles: \n"
-        f"\t             993 main (/root/noploop)\n\t           2003a __libc_start_main (/lib/libc.so.6)\n\n"
-        for i in range(20)
-    )
+PERF_SCRIPT = "# ========\n# captured on: Thu Aug 17 14:14:43 2017\n# ========\n#\n" + "".join(
+    f"noploop {21796 + i % 2} [00{i % 4}] 1410597.{984841 + i}: cycles: \n"
+    f"\t             993 main (/root/noploop)\n\t           2003a __libc_start_main (/lib/libc.so.6)\n\n"
+    for i in range(20)
 )
 PGBOUNCER = "".join(
     f"2023-12-19 03:06:{i:02d}.586 CET [10384] LOG C-0x7f3bd6c47f40: retail/game_api@192.168.0.80:38296 "
@@ -170,3 +175,81 @@ def test_csv_and_logs_a_format_reads_are_not_mistaken_for_unknown_ones(tmp_path:
     csv = tmp_path / "ok.csv"
     csv.write_text("timestamp,n\n2024-03-01T00:00:00Z,1\n2024-03-01T00:00:01Z,2\n")
     assert cli("ingest", str(csv), "-d", "ok", data=tmp_path / "data").returncode == 0
+
+
+# -- a stream is committed every few seconds and on SIGTERM, and does not hold the store ------
+
+
+def _events_when_readable(data: Path, dataset: str) -> int | None:
+    """The dataset's events as another process sees them now; None while it does not exist yet."""
+    with Rootsift(data, read_only=True) as rs:
+        names = {d.name for d in rs.datasets()}
+        return rs.events(dataset) if dataset in names else None
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stream_commits_every_few_seconds_releases_the_store_and_commits_on_sigterm(
+    stop: signal.Signals, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rootsift.cli",
+            "ingest",
+            "-",
+            "-d",
+            "live",
+            "--commit-every",
+            "1",
+            "--json",
+            "--data",
+            str(data),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env={**os.environ, "ROOTSIFT_LOCK_WAIT": "30"},
+    )
+    assert writer.stdin is not None
+
+    def send(events: list[dict[str, object]]) -> None:
+        assert writer.stdin is not None
+        writer.stdin.write(b"".join(json.dumps(e).encode() + b"\n" for e in events))
+        writer.stdin.flush()
+
+    try:
+        send(lines(100))
+        # the pipe stays open: the first lines are committed and readable by another process
+        deadline = time.monotonic() + 30
+        seen = None
+        while seen != 100 and time.monotonic() < deadline:
+            seen = _events_when_readable(data, "live")
+            time.sleep(0.2)
+        assert seen == 100, "the stream's first lines were not committed within 30 s"
+        send(lines(50, start=100))
+        time.sleep(0.1)  # written, not yet due for a commit (every 1 s): only the signal commits them
+        writer.send_signal(stop)
+        out, err = writer.communicate(timeout=60)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+    assert writer.returncode == 0, err.decode()
+    summary = json.loads(out)
+    assert (summary["events"], summary["stopped_by"]) == (150, stop.name)
+    with Rootsift(data, read_only=True) as rs:
+        assert query_rows(rs, "live", "count", "count_distinct(n)", "max(n)") == [[150, 150, 149.0]]
+
+
+def test_commit_every_must_be_positive(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "ok.jsonl", lines(3))
+    res = cli("ingest", str(src), "-d", "ok", "--commit-every", "0", data=tmp_path / "data")
+    assert res.returncode == 2 and "--commit-every" in res.stderr
+    with Rootsift(tmp_path / "data2") as rs:
+        with pytest.raises(UsageError, match="--commit-every"):
+            rs.ingest(src, "ok", commit_every=-1)
+        assert rs.ingest(src, "ok", commit_every=0.5).events == 3

@@ -16,7 +16,7 @@ from rootsift.analysis.compare import Comparison, Metric, compare, parse_metrics
 from rootsift.analysis.explain import ALPHA, TOP_VALUES, Explanation, explain
 from rootsift.analysis.investigate import Investigation, investigate
 from rootsift.ingest.formats.base import FormatOptions
-from rootsift.ingest.pipeline import IngestSummary, Progress, ingest_file
+from rootsift.ingest.pipeline import COMMIT_EVERY, IngestSummary, Progress, ingest_file
 from rootsift.ingest.runner import BLOCK_BYTES
 from rootsift.query.engine import QueryOutput, run_query
 from rootsift.query.spec import QuerySpec
@@ -69,6 +69,7 @@ class Rootsift:
         host: str | None = None,
         tz: str | None = None,
         labels: dict[str, str] | None = None,
+        commit_every: float = COMMIT_EVERY,
     ) -> IngestSummary:
         """Ingest a file, a directory of files in a text log format, or ``-`` (stdin) into
         ``dataset``, creating it if needed.
@@ -76,7 +77,9 @@ class Rootsift:
         ``format`` is ``auto`` (sniffed), jsonl, json, csv, tsv or a log format of
         ``rootsift.ingest.formats``; ``log_format``, ``log_line_prefix``, ``host`` and
         ``tz`` are told to the log formats that read them (docs/formats/); ``labels`` are
-        fields set on every event of a log format (a value the event has wins).
+        fields set on every event of a log format (a value the event has wins). A stream
+        (``-``, a pipe) is committed every ``commit_every`` seconds and on SIGTERM/SIGINT,
+        releasing the store between commits.
         """
         return ingest_file(
             self.backend,
@@ -92,6 +95,7 @@ class Rootsift:
                 log_format=log_format, log_line_prefix=log_line_prefix, host=host, tz=tz, labels=dict(labels or {})
             ),
             block_bytes=block_bytes or BLOCK_BYTES,
+            commit_every=commit_every,
         )
 
     def datasets(self) -> list[DatasetInfo]:

@@ -141,6 +141,14 @@ def main() -> None:
     type=click.Choice(["ignore", "warn", "raise"]),
     help="What a bad line does.",
 )
+@click.option(
+    "--commit-every",
+    type=float,
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stdin or a pipe: commit at least this often (and on SIGTERM/SIGINT), releasing the store in between.",
+)
 @common(read_only=False)
 def ingest(
     rs: Rootsift,
@@ -156,6 +164,7 @@ def ingest(
     host: str | None,
     tz: str | None,
     labels: tuple[str, ...],
+    commit_every: float,
 ) -> None:
     """Ingest SOURCE into a dataset: a file or - for stdin (plain, gzip or zstd), or a
     directory of files in a log format (e.g. /proc snapshots).
@@ -191,6 +200,7 @@ def ingest(
             host=host,
             tz=tz,
             labels=parse_labels(labels),
+            commit_every=commit_every,
         )
     if as_json:
         emit_json(summary.as_dict())

@@ -13,7 +13,7 @@ import io
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
 import duckdb
@@ -23,7 +23,7 @@ from rootsift.ingest.csv import CsvReader
 from rootsift.ingest.jsonarray import array_to_lines
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import Reject, RejectLog
-from rootsift.ingest.sources import BOM, Input, Prefetched, line_blocks, line_buffers
+from rootsift.ingest.sources import BOM, Input, Prefetched, line_blocks, line_buffers, paced_buffers
 from rootsift.ingest.staging import Stager
 from rootsift.ingest.textrun import TextBlock
 from rootsift.store.duckdb import DuckDBBackend
@@ -60,6 +60,11 @@ class IngestRun:
     on_commit: Callable[[int], None] | None
     next_line: int = 1
     """The number of the first input line not yet cut into a block (after the header, for CSV)."""
+    stop: threading.Event = field(default_factory=threading.Event)
+    """Set on SIGTERM/SIGINT while a stream is read: what arrived is committed, then the ingest ends."""
+    paced: bool = False
+    """A stream: blocks end every ``opts.commit_every`` seconds, each is committed at once and the
+    store is released between commits."""
 
     def reader_for(self, inp: Input, head: bytes, kind: str, stack: contextlib.ExitStack) -> tuple[BinaryIO, Stager]:
         """The byte stream to cut into blocks (after the header, for CSV) and its reader."""
@@ -144,15 +149,22 @@ class IngestRun:
         def produce(put: Callable[[Item], bool]) -> None:
             # Runs beside DuckDB (which releases the GIL): byte counts and block files cost little
             # wall time. JSON blocks travel as files, so the queue holds no block in memory.
+            size, every = self.opts.block_bytes, self.opts.commit_every
             if measure:
-                for buf, end, line in line_buffers(stream, self.opts.block_bytes):
+                buffers = paced_buffers(stream, size, every, self.stop) if self.paced else line_buffers(stream, size)
+                for buf, end, line in buffers:
                     self.next_line = line + buf.count(b"\n", 0, end)
                     stats = BlockStats.of(buf, self.tmp, end)
                     del buf  # written to a file: free it before the next block is read
                     if not put((None, line, stats)):
                         return
             else:
-                for block, line in line_blocks(stream, self.opts.block_bytes, quoted=True):
+                blocks = (
+                    ((bytes(b[:e]), n) for b, e, n in paced_buffers(stream, size, every, self.stop, quoted=True))
+                    if self.paced
+                    else line_blocks(stream, size, quoted=True)
+                )
+                for block, line in blocks:
                     self.next_line = line + block.count(b"\n")
                     if not put((block, line + first_line - 1, None)):
                         return
@@ -253,12 +265,14 @@ class IngestRun:
             self.summary.new_fields += [f.name for f in staged.new_fields]
             if self.on_commit:
                 self.on_commit(self.summary.events)
+            if self.paced:
+                self.backend.release(self.dataset)
         elif staged.rows:
             writer.append(staged.table, staged.new_fields, staged.rows, staged.span)
             self.summary.new_fields += [f.name for f in staged.new_fields]
         else:
             self.cur.execute(f"DROP TABLE IF EXISTS {staged.table}")
-        if writer.pending >= COMMIT_ROWS or writer.segment_full():
+        if writer.pending >= COMMIT_ROWS or writer.segment_full() or self.paced:
             self._commit(writer)
         if self.progress:
             self.progress(where[1], where[2], self.summary.events + writer.pending)
@@ -278,6 +292,8 @@ class IngestRun:
         self.summary.events += writer.commit()
         if self.on_commit:
             self.on_commit(self.summary.events)
+        if self.paced:
+            self.backend.release(self.dataset)
 
 
 def _rest(head: bytes, inp: Input) -> BinaryIO:

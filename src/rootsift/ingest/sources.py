@@ -11,7 +11,10 @@ import codecs
 import gzip
 import io
 import lzma
+import queue
 import sys
+import threading
+import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -63,7 +66,20 @@ class Input:
         except (OSError, ValueError):
             return 0
 
+    def head(self, limit: int = 64 << 10) -> bytes:
+        """The input's first ``limit`` bytes; a stream's first lines, if it pauses before."""
+        if isinstance(self.stream, Pumped):
+            return self.stream.head(limit)
+        return self.stream.read(limit)
+
+    @property
+    def is_stream(self) -> bool:
+        """stdin or a pipe: input that may pause and never end (``tail -f app.log | rootsift ingest -``)."""
+        return self.size is None
+
     def close(self) -> None:
+        if self.name == "-":
+            return  # stdin stays the process's (a reader thread may still be blocked on it)
         self.stream.close()
         if self.raw is not self.stream:
             self.raw.close()
@@ -73,7 +89,8 @@ def open_input(source: str | Path) -> Input:
     """Open a path, or ``-`` for stdin, decompressing gzip, zstd, bzip2 and xz by their magic bytes."""
     name = str(source)
     if name == "-":
-        raw: BinaryIO = sys.stdin.buffer
+        # The file descriptor itself: sys.stdin.buffer would wait to fill a whole read from a pipe.
+        raw: BinaryIO = open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)  # noqa: SIM115
         size = None
     else:
         path = Path(name)
@@ -82,7 +99,7 @@ def open_input(source: str | Path) -> Input:
         if path.is_dir():
             raise InputFormatError(f"input is a directory, not a file: {name}")
         raw = open(path, "rb")  # noqa: SIM115 - closed by Input.close
-        size = path.stat().st_size
+        size = path.stat().st_size if path.is_file() else None  # a FIFO is a stream
     buffered: Any = io.BufferedReader(raw, buffer_size=1 << 20) if name == "-" else raw  # type: ignore[type-var]
     head = buffered.peek(6)[:6] if isinstance(buffered, io.BufferedReader) else b""
     stream: BinaryIO
@@ -104,6 +121,8 @@ def open_input(source: str | Path) -> Input:
     peek = getattr(stream, "peek", None)
     if peek is not None and peek(2)[:2] in UTF16_BOMS:
         stream = io.BufferedReader(Utf16AsUtf8(stream), buffer_size=1 << 20)  # type: ignore[assignment,type-var]
+    if size is None:
+        stream = Pumped(stream)  # type: ignore[assignment]
     return Input(name, stream, compression, size, buffered, cut)
 
 
@@ -242,7 +261,8 @@ class Prefetched(io.RawIOBase):
             buffer[:n] = self._head[:n]
             self._head = self._head[n:]
             return n
-        data = self._rest.read(len(buffer))
+        read = getattr(self._rest, "read1", self._rest.read)  # what is there: a pipe may pause
+        data = read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
 
@@ -323,3 +343,125 @@ def line_buffers(
         yield buf, cut + 1, line_no
         line_no += buf.count(b"\n", 0, cut + 1)
         size = min(size * 2, block_bytes)
+
+
+DRAIN_SECONDS = 1.0
+"""How long a stopped stream (SIGTERM) keeps taking what its writer still sends before the
+last commit; it stops earlier when nothing arrives for a moment."""
+
+
+class Pumped(io.RawIOBase):
+    """A stream read by a daemon thread into a small queue, so that its front can be taken
+    without blocking for more than arrived (``head``) and a reader blocked on a pipe never
+    holds a lock another thread needs."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._chunks: queue.Queue[bytes | BaseException] = queue.Queue(maxsize=8)
+        self._left = b""
+        self._eof = False
+        read = getattr(stream, "read1", stream.read)
+
+        def pump() -> None:
+            try:
+                while data := read(1 << 20):
+                    self._chunks.put(data)
+                self._chunks.put(b"")
+            except BaseException as exc:  # noqa: BLE001 - handed to the reader
+                self._chunks.put(exc)
+
+        threading.Thread(target=pump, name="rootsift-input", daemon=True).start()
+
+    def readable(self) -> bool:
+        return True
+
+    def _next(self, timeout: float | None = None) -> bytes:
+        item = self._chunks.get(timeout=timeout)
+        if isinstance(item, BaseException):
+            raise item
+        self._eof = not item
+        return item
+
+    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+        if not self._left and not self._eof:
+            self._left = self._next()
+        n = min(len(buffer), len(self._left))
+        buffer[:n] = self._left[:n]
+        self._left = self._left[n:]
+        return n
+
+    def head(self, limit: int, quiet: float = 0.5) -> bytes:
+        """The stream's first bytes: up to ``limit``, fewer when it ends or, once a whole line
+        has arrived, nothing more comes for ``quiet`` seconds (``tail -f`` of a small log)."""
+        got = bytearray(self._left)
+        while len(got) < limit and not self._eof:
+            try:
+                got += self._next(timeout=quiet if b"\n" in got else None)
+            except queue.Empty:
+                break
+        self._left = bytes(got[limit:])
+        return bytes(got[:limit])
+
+
+def paced_buffers(
+    stream: BinaryIO, block_bytes: int, every: float, stop: threading.Event, quoted: bool = False
+) -> Iterator[tuple[bytearray, int, int]]:
+    """Like line_buffers, for a stream that may pause and never end (a pipe from ``tail -f``):
+    a block also ends ``every`` seconds after its first byte arrived, at its last complete
+    line, so each can be committed while the stream goes on. When ``stop`` is set (SIGTERM),
+    what has arrived is drained and cut, the last line even without its line break.
+
+    A daemon thread does the blocking reads into a queue of a few MiB; with ``quoted`` (CSV)
+    a block only ends outside quotes.
+    """
+    chunks: queue.Queue[bytes | BaseException] = queue.Queue(maxsize=8)
+
+    def pump() -> None:
+        read = getattr(stream, "read1", stream.read)
+        try:
+            while data := read(1 << 20):
+                chunks.put(data)
+            chunks.put(b"")
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            chunks.put(exc)
+
+    threading.Thread(target=pump, name="rootsift-stdin", daemon=True).start()
+    line_no, buf, since, ended, stopping = 1, bytearray(), 0.0, False, 0.0
+    while not ended:
+        if stop.is_set() and not stopping:
+            stopping = time.monotonic()
+        wait = 0.2 if stopping or not buf else max(0.0, min(0.2, since + every - time.monotonic()))
+        try:
+            chunk = chunks.get(timeout=wait)
+        except queue.Empty:
+            chunk = None
+            ended = bool(stopping)  # stopping: nothing more arrived in a moment
+        ended = ended or (bool(stopping) and time.monotonic() > stopping + DRAIN_SECONDS)
+        if isinstance(chunk, BaseException):
+            raise chunk
+        if chunk == b"":
+            ended = True
+        elif chunk:
+            since = since if buf else time.monotonic()
+            buf += chunk
+        due = ended or len(buf) >= block_bytes or (buf and time.monotonic() >= since + every)
+        if not due or not buf:
+            continue
+        cut = len(buf) - 1 if ended else _cut_at(buf, quoted)
+        if cut < 0:
+            continue
+        block = buf[: cut + 1]
+        if not block.endswith(b"\n"):
+            block += b"\n"
+        yield block, len(block), line_no
+        line_no += block.count(b"\n")
+        buf = buf[cut + 1 :]
+        since = time.monotonic()
+
+
+def _cut_at(buf: bytearray, quoted: bool) -> int:
+    """Where a block of ``buf`` may end: its last line break (outside quotes with ``quoted``), or -1."""
+    cut = buf.rfind(b"\n")
+    while quoted and cut >= 0 and buf.count(b'"', 0, cut) % 2:
+        cut = buf.rfind(b"\n", 0, cut)
+    return cut
+

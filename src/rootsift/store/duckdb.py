@@ -348,6 +348,22 @@ class DuckDBBackend(Backend):
 
         return SegmentWriter(self, self.state(dataset, create=True), cur)
 
+    def release(self, dataset: str) -> None:
+        """Detach the dataset's segment files, releasing DuckDB's file locks so that other
+        processes can read or write them; the next use attaches them again (waiting, as any
+        open does, while another process holds them). A stream ingest calls this after each
+        commit, so it does not hold the store for its whole life (docs/storage.md)."""
+        with self._lock:
+            state = self._states.pop(dataset, None)
+            if state is None:
+                return
+            with state.write_lock:
+                for seg in state.segments:
+                    try:
+                        self._con.execute(f"DETACH {seg.alias}")
+                    except duckdb.Error as exc:
+                        raise translate(exc, f"releasing segment {seg.path}") from exc
+
     def drop_before(self, dataset: str, cutoff: datetime) -> int:
         state = self.state(dataset)
         dropped = 0

@@ -48,9 +48,15 @@ class SegmentWriter:
 
     def __init__(self, backend: DuckDBBackend, state: DatasetState, cur: duckdb.DuckDBPyConnection) -> None:
         self.backend = backend
-        self.state = state
+        self.dataset = state.name
         self.cur = cur
         self._queue: list[_Pending] = []
+
+    @property
+    def state(self) -> DatasetState:
+        """The dataset as this process has it attached now: a stream ingest releases the
+        store between its commits (``DuckDBBackend.release``), and the next use attaches it again."""
+        return self.backend.state(self.dataset)
 
     @property
     def pending(self) -> int:
