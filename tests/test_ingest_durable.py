@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers.formats import CORPORA
-from helpers.store import iso, query_rows, write_jsonl
+from helpers.store import iso, query_rows, subprocess_env, write_jsonl
 from rootsift import Rootsift
 from rootsift.errors import UsageError
 from test_store import T0
@@ -253,3 +253,80 @@ def test_commit_every_must_be_positive(tmp_path: Path) -> None:
         with pytest.raises(UsageError, match="--commit-every"):
             rs.ingest(src, "ok", commit_every=-1)
         assert rs.ingest(src, "ok", commit_every=0.5).events == 3
+
+
+# -- a file goes in bounded transactions, visible only when whole ------------------------------
+
+FILE_KILL_CHILD = """
+import sys
+from rootsift import Rootsift
+data, seed, source = sys.argv[1:4]
+rs = Rootsift(data, segment_rows=20_000)
+rs.ingest(seed, dataset="dur")
+
+def progress(done, total, events):
+    sys.stdout.write(f"PROGRESS {events}\\n")
+    sys.stdout.flush()
+
+rs.ingest(source, dataset="dur", block_bytes=256 << 10, progress=progress)
+sys.stdout.write("DONE\\n")
+"""
+
+
+def test_kill_9_in_the_middle_of_a_file_leaves_none_of_it(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "big.jsonl", lines(200_000))
+    seed = write_jsonl(tmp_path / "seed.jsonl", lines(1, start=-1))
+    data = tmp_path / "data"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FILE_KILL_CHILD, str(data), str(seed), str(source)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=subprocess_env(),
+    )
+    assert proc.stdout is not None
+    try:
+        committed = 0
+        while committed < 40_000:  # two pending segments' worth, in many transactions
+            line = proc.stdout.readline().decode()
+            assert line.startswith("PROGRESS"), (line, proc.stderr.read().decode() if proc.stderr else "")
+            committed = int(line.split()[1])
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    segments = data / "dur" / "segments"
+    assert list(segments.glob("*.pending")), "the file was being written into pending segments"
+    with Rootsift(data, read_only=True) as rs:  # a reader sees none of the file
+        assert rs.events("dur") == 1
+    with Rootsift(data) as rs:  # the first writer to open the dataset removes what the crash left
+        assert rs.events("dur") == 1
+        assert not list(segments.glob("*.pending*"))
+        assert rs.ingest(source, dataset="dur", block_bytes=256 << 10).events == 200_000
+        assert query_rows(rs, "dur", "count", "count_distinct(n)") == [[200_001, 200_001]]
+
+
+def test_a_file_that_fails_part_way_leaves_nothing_visible(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", lines(20_000))
+    commits: list[int] = []
+    calls = 0
+
+    def progress(done: int, total: int | None, events: int) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 4:  # three blocks were committed
+            raise RuntimeError("the caller gave up")
+
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(write_jsonl(tmp_path / "seed.jsonl", lines(1, start=-1)), "f")
+        with pytest.raises(RuntimeError, match="gave up"):
+            rs.ingest(source, "f", block_bytes=64 << 10, progress=progress, on_commit=commits.append)
+        assert rs.events("f") == 1 and commits == []
+        assert not list((tmp_path / "data" / "f" / "segments").glob("*.pending*"))
+        summary = rs.ingest(source, "f", block_bytes=64 << 10, on_commit=commits.append)
+        assert summary.events == 20_000 and summary.blocks > 3 and commits == [20_000]
+        assert rs.events("f") == 20_001

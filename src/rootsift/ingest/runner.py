@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -24,7 +25,7 @@ from rootsift.ingest.jsonarray import array_to_lines
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import Reject, RejectLog
 from rootsift.ingest.sources import BOM, Input, Prefetched, line_blocks, line_buffers, paced_buffers
-from rootsift.ingest.staging import Stager
+from rootsift.ingest.staging import Stager, write_file
 from rootsift.ingest.textrun import TextBlock
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.writer import SegmentWriter
@@ -34,9 +35,13 @@ if TYPE_CHECKING:
 
 BLOCK_BYTES = 128 << 20
 """Largest block: DuckDB reads and commits blocks this big about as fast as a whole file."""
-IN_PLACE_BYTES = 64 << 30
+IN_PLACE_BYTES = 2 << 30
 """Largest plain JSON-lines file read in place, in one checked transaction (a failed
-check costs one more read, in blocks; nothing is acknowledged until the commit)."""
+check costs one more read, in blocks; nothing is acknowledged until the commit). One
+transaction's memory grows with its size (0.53 GiB at 0.5 GB, 0.85 GiB at 5 GB): a larger
+file goes in blocks, each its own transaction, into pending segments (docs/adr/0010)."""
+COUNT_WINDOW = 8 << 20
+"""Bytes of a block counted at a time for the fast path's key check."""
 IN_PLACE_MEMORY_LIMIT = "1GB"
 """DuckDB's memory limit while a file is read in place (the store opens with 512 MB)."""
 COMMIT_ROWS = 250_000
@@ -154,8 +159,11 @@ class IngestRun:
                 buffers = paced_buffers(stream, size, every, self.stop) if self.paced else line_buffers(stream, size)
                 for buf, end, line in buffers:
                     self.next_line = line + buf.count(b"\n", 0, end)
-                    stats = BlockStats.of(buf, self.tmp, end)
+                    path = write_file(memoryview(buf)[:end], self.tmp)
                     del buf  # written to a file: free it before the next block is read
+                    # Counted from the file in small windows: numpy's temporaries over a whole
+                    # 128 MiB block took several times its size (docs/adr/0010).
+                    stats = BlockStats.of_file(path, chunk=COUNT_WINDOW)
                     if not put((None, line, stats)):
                         return
             else:
@@ -220,21 +228,34 @@ class IngestRun:
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer
                 put(exc)
 
+        def take() -> Item:
+            item = blocks.get()
+            if isinstance(item, RootsiftError):
+                raise item
+            if isinstance(item, BaseException):
+                raise InputFormatError(f"{name}: cannot read input: {item}") from item
+            return item
+
         producer = threading.Thread(target=run, name="rootsift-ingest-reader", daemon=True)
         producer.start()
         writer = self.backend.writer(self.dataset, self.cur)
         if isinstance(reader, JsonLinesReader):
             reader.writer = writer
         try:
-            while (item := blocks.get()) is not None:
-                if isinstance(item, RootsiftError):
-                    raise item
-                if isinstance(item, BaseException):
-                    raise InputFormatError(f"{name}: cannot read input: {item}") from item
+            first = take()
+            second = take() if first is not None and not self.paced else None
+            if second is not None:
+                # More than one block: each is its own bounded transaction, into pending
+                # segments that become part of the dataset only when the input is complete.
+                writer.begin_pending()
+            more = second is not None or (self.paced and first is not None)
+            for item in itertools.chain((i for i in (first, second) if i is not None), iter(take, None) if more else ()):
                 handle(writer, item)
             self._commit(writer)
+            self._publish(writer)
         finally:
             writer.discard()
+            writer.abandon()  # nothing of a failed input becomes visible
             stop.set()  # an early exit must not leave the reader thread blocked on a full queue
             producer.join()
         if reader.time is not None:
@@ -263,10 +284,7 @@ class IngestRun:
         if staged.committed:
             self.summary.events += staged.rows
             self.summary.new_fields += [f.name for f in staged.new_fields]
-            if self.on_commit:
-                self.on_commit(self.summary.events)
-            if self.paced:
-                self.backend.release(self.dataset)
+            self._acknowledge(writer)
         elif staged.rows:
             writer.append(staged.table, staged.new_fields, staged.rows, staged.span)
             self.summary.new_fields += [f.name for f in staged.new_fields]
@@ -285,15 +303,26 @@ class IngestRun:
             if table:  # a committed fast-path block has no table left
                 self.cur.execute(f"DROP TABLE IF EXISTS {table}")
             self._commit(writer)
+            self._publish(writer)  # what came before the first reject stays, as documented
             first = rejects[0]
             raise InputFormatError(f"{name}: line {first.line}: {first.reason}")
 
     def _commit(self, writer: SegmentWriter) -> None:
         self.summary.events += writer.commit()
-        if self.on_commit:
+        self._acknowledge(writer)
+
+    def _acknowledge(self, writer: SegmentWriter) -> None:
+        """After a commit: tell ``on_commit`` what is durable and visible (not rows in pending
+        segments: those are told when published), and release a stream's store."""
+        if writer.targets is None and self.on_commit:
             self.on_commit(self.summary.events)
         if self.paced:
             self.backend.release(self.dataset)
+
+    def _publish(self, writer: SegmentWriter) -> None:
+        if writer.targets is not None:
+            writer.publish()
+            self._acknowledge(writer)
 
 
 def _rest(head: bytes, inp: Input) -> BinaryIO:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rootsift.errors import InputFormatError, UsageError
+from rootsift.errors import InputFormatError, UnknownFormatError, UsageError
 from rootsift.ingest import formats
 from rootsift.ingest.formats.base import FormatOptions
 from rootsift.ingest.sources import open_input, sniff_format
@@ -41,7 +41,7 @@ def sniff_head(head: bytes, name: str, options: FormatOptions | None = None, com
         looks = looks_like(head, lines, compression)
         if looks is not None:
             what, hint = looks
-            raise UsageError(
+            raise UnknownFormatError(
                 f"{name} is in no format rootsift reads: it looks like {what}; {hint} "
                 "(if it is a format rootsift knows, name it with --format; `rootsift formats` lists them)"
             )

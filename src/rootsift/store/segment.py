@@ -55,6 +55,11 @@ class Segment:
         if hi is not None:
             self.max_ts = hi if self.max_ts is None else max(self.max_ts, hi)
 
+    @property
+    def pending(self) -> bool:
+        """Still being written by one input's ingest: not part of the dataset yet."""
+        return not self.path.name.endswith(".duckdb")
+
     def files(self) -> list[Path]:
         """The segment's database file and its write-ahead log, where present."""
         return [p for p in (self.path, self.path.with_name(self.path.name + ".wal")) if p.exists()]

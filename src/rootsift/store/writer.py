@@ -51,6 +51,35 @@ class SegmentWriter:
         self.dataset = state.name
         self.cur = cur
         self._queue: list[_Pending] = []
+        self.targets: list[Segment] | None = None
+        """Pending segments (``DuckDBBackend.open_pending``) that take every write instead of
+        the head while one input is read: its rows, committed in bounded transactions and
+        published together when it ends (``publish``), dropped if it fails (``abandon``)."""
+
+    def begin_pending(self) -> None:
+        """Write into pending segments from now on, until ``publish`` or ``abandon``."""
+        self.targets = []
+
+    def publish(self) -> None:
+        """Make the pending segments part of the dataset (nothing of them was visible before)."""
+        targets, self.targets = self.targets or [], None
+        if targets:
+            self.backend.publish(self.state, targets)
+
+    def abandon(self) -> None:
+        """Drop the pending segments: the input failed, and none of its rows were ever visible."""
+        targets, self.targets = self.targets or [], None
+        for seg in targets:
+            self.backend.discard_pending(seg)
+
+    def _segment(self) -> Segment:
+        """Where the next transaction writes: the head, or the pending segment of the input
+        being read (a new one when it is full)."""
+        if self.targets is None:
+            return self.backend.head(self.state)
+        if not self.targets or self.targets[-1].rows >= self.backend.segment_rows:
+            self.targets.append(self.backend.open_pending(self.state))
+        return self.targets[-1]
 
     @property
     def state(self) -> DatasetState:
@@ -70,8 +99,8 @@ class SegmentWriter:
         self._queue.append(_Pending(stage, new_fields, rows, span))
 
     def segment_full(self) -> bool:
-        """True when the head segment would be full with what is queued."""
-        segs = self.state.segments
+        """True when the head (or pending) segment would be full with what is queued."""
+        segs = self.state.segments if self.targets is None else self.targets
         head_rows = segs[-1].rows if segs and segs[-1].rows < self.backend.segment_rows else 0
         return head_rows + self.pending >= self.backend.segment_rows
 
@@ -81,7 +110,7 @@ class SegmentWriter:
             return 0
         rows = self.pending
         with self.state.write_lock:
-            seg = self.backend.head(self.state)
+            seg = self._segment()
             try:
                 self.cur.execute("BEGIN TRANSACTION")
                 for item in self._queue:
@@ -121,7 +150,7 @@ class SegmentWriter:
         assert not self._queue, "commit() the queued tables before write_checked()"
         cur = self.cur
         with self.state.write_lock:
-            seg = self.backend.head(self.state)
+            seg = self._segment()
             try:
                 cur.execute("BEGIN TRANSACTION")
                 row = cur.execute(f"SELECT count(*) FROM {seg.alias}.events").fetchone()
