@@ -24,8 +24,9 @@ from rootsift.ingest.csv import CsvReader
 from rootsift.ingest.jsonarray import array_to_lines
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import Reject, RejectLog
-from rootsift.ingest.sources import BOM, Input, Prefetched, line_blocks, line_buffers, paced_buffers
+from rootsift.ingest.sources import BOM, Input, Prefetched, line_blocks, line_buffers
 from rootsift.ingest.staging import Stager, write_file
+from rootsift.ingest.streams import paced_buffers
 from rootsift.ingest.textrun import TextBlock
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.writer import SegmentWriter
@@ -249,7 +250,9 @@ class IngestRun:
                 # segments that become part of the dataset only when the input is complete.
                 writer.begin_pending()
             more = second is not None or (self.paced and first is not None)
-            for item in itertools.chain((i for i in (first, second) if i is not None), iter(take, None) if more else ()):
+            ahead: list[Item] = [i for i in (first, second) if i is not None]
+            rest: Iterator[Item] = iter(take, None) if more else iter(())
+            for item in itertools.chain(ahead, rest):
                 handle(writer, item)
             self._commit(writer)
             self._publish(writer)

@@ -28,6 +28,7 @@ import sqlglot
 from sqlglot import exp
 
 from rootsift.errors import DatasetNotFoundError
+from rootsift.store import pending
 from rootsift.store.base import (
     TIME_COLUMN,
     Backend,
@@ -37,7 +38,7 @@ from rootsift.store.base import (
     check_dataset_name,
 )
 from rootsift.store.driver import translate
-from rootsift.store.segment import SAMPLE_TABLE, Segment, sample_sql, segment_file, segment_id
+from rootsift.store.segment import SAMPLE_TABLE, Segment, fsync_dir, sample_sql, segment_file, segment_id
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
@@ -45,8 +46,6 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 1
 DEFAULT_SEGMENT_ROWS = 8_000_000
-PENDING = ".pending"
-"""Suffix of a segment file still being written by one input's ingest: readers never attach it."""
 WRITER_MEMORY_LIMIT = "512MB"
 LOCK_WAIT = 10.0
 """Seconds to wait for a segment file another process holds (DuckDB lets one process write
@@ -164,7 +163,7 @@ class DuckDBBackend(Backend):
             state = DatasetState(name, directory)
             state.settings = json.loads(meta.read_text())
             if not self.read_only:
-                self._clear_pending(state)
+                pending.clear_stale(self, state)
             for path in sorted(state.segment_dir.glob("seg-*.duckdb")):
                 seg_id = segment_id(path)
                 if seg_id is not None:
@@ -341,7 +340,7 @@ class DuckDBBackend(Backend):
         with self._lock:
             if state.segments and state.segments[-1].rows < self.segment_rows:
                 return state.segments[-1]
-            seg_id = self._next_id(state)  # past pending segments too: their names are taken
+            seg_id = pending.next_id(state)  # past pending segments too: their names are taken
             seg = self._attach(segment_file(state.segment_dir, seg_id), seg_id, state)
             state.segments.append(seg)
             return seg
@@ -351,81 +350,6 @@ class DuckDBBackend(Backend):
         from rootsift.store.writer import SegmentWriter
 
         return SegmentWriter(self, self.state(dataset, create=True), cur)
-
-    # -- pending segments: a file's rows, invisible until the file is complete ----------
-    def open_pending(self, state: DatasetState) -> Segment:
-        """A new segment file for one input, under a name no reader attaches
-        (``seg-NNNNNN.duckdb.pending``): the ingest commits into it in bounded transactions,
-        and ``publish`` makes it part of the dataset when the input is complete. A crash
-        leaves only a pending file, removed when the store is next opened for writing
-        (docs/adr/0010-bounded-ingest-transactions.md)."""
-        with self._lock:
-            seg_id = self._next_id(state)
-            path = segment_file(state.segment_dir, seg_id).with_name(
-                segment_file(state.segment_dir, seg_id).name + PENDING
-            )
-            seg = self._attach(path, seg_id, state)
-            self._con.execute(f"CHECKPOINT {seg.alias}")  # the file exists whole before rows arrive
-            return seg
-
-    def publish(self, state: DatasetState, segs: list[Segment]) -> None:
-        """Make pending segments part of the dataset, each whole, by one link each, in order.
-
-        Each file is checkpointed (its WAL folded in) and detached first, so the name a
-        reader attaches only ever points at a complete file. An input of more than
-        ``segment_rows`` rows has several: a crash between their links (microseconds) would
-        leave the first ones visible (docs/adr/0010-bounded-ingest-transactions.md).
-        """
-        with state.write_lock, self._lock:  # the order every writer takes them in
-            try:
-                for seg in segs:
-                    self._con.execute(f"CHECKPOINT {seg.alias}")
-                    self._con.execute(f"DETACH {seg.alias}")
-            except duckdb.Error as exc:
-                raise translate(exc, f"finishing segment {segs[0].path}") from exc
-            for seg in segs:
-                seg_id = max(seg.id, self._next_id(state, pending=False))
-                while True:  # another process may have taken the id meanwhile: link() never replaces
-                    final = segment_file(state.segment_dir, seg_id)
-                    try:
-                        os.link(seg.path, final)
-                        break
-                    except FileExistsError:
-                        seg_id += 1
-                _fsync_dir(state.segment_dir)
-                for path in seg.files():
-                    path.unlink()
-                state.segments.append(self._attach(final, seg_id, state))
-            state.segments.sort(key=lambda s: s.id)
-
-    def discard_pending(self, seg: Segment) -> None:
-        """Drop a pending segment whose input failed: nothing of it was ever visible."""
-        with self._lock:
-            with contextlib.suppress(duckdb.Error):
-                self._con.execute(f"DETACH {seg.alias}")
-            for path in seg.files():
-                path.unlink(missing_ok=True)
-
-    def _next_id(self, state: DatasetState, pending: bool = True) -> int:
-        """One more than the highest segment id on disk (and in memory), pending ones included."""
-        names = state.segment_dir.glob("seg-*") if pending else state.segment_dir.glob("seg-*.duckdb")
-        ids = [segment_id(p.with_name(p.name.removesuffix(PENDING))) for p in names]
-        known = [i for i in ids if i is not None] + [s.id for s in state.segments]
-        return max(known, default=0) + 1
-
-    def _clear_pending(self, state: DatasetState) -> None:
-        """Remove the pending segments of ingests that crashed; one another process is still
-        writing is locked, and stays."""
-        for path in sorted(state.segment_dir.glob(f"seg-*.duckdb{PENDING}")):
-            self._aliases += 1
-            alias = f"stale_{self._aliases}"
-            try:
-                self._con.execute(f"ATTACH {literal(str(path))} AS {alias}")
-                self._con.execute(f"DETACH {alias}")
-            except duckdb.Error:
-                continue  # held by a running ingest (or unreadable: left for a person to look at)
-            for stale in (path, path.with_name(path.name + ".wal")):
-                stale.unlink(missing_ok=True)
 
     def release(self, dataset: str) -> None:
         """Detach the dataset's segment files, releasing DuckDB's file locks so that other
@@ -497,7 +421,7 @@ class DuckDBBackend(Backend):
                     stale.unlink(missing_ok=True)
                 raise translate(exc, f"rewriting segment {seg.path}") from exc
             os.replace(tmp, seg.path)
-            _fsync_dir(seg.path.parent)
+            fsync_dir(seg.path.parent)
             seg.path.with_name(seg.path.name + ".wal").unlink(missing_ok=True)
             state.segments.remove(seg)
             fresh = self._attach(seg.path, seg.id, state)
@@ -546,15 +470,6 @@ def _size_bytes(text: str) -> float:
         return float("inf")
 
 
-def _fsync_dir(directory: Path) -> None:
-    """Make a rename in ``directory`` durable."""
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as fh:
@@ -562,4 +477,4 @@ def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)

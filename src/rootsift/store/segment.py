@@ -7,6 +7,7 @@ straddles the cutoff, so the data directory shrinks (see docs/storage.md).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -81,3 +82,12 @@ def segment_id(path: Path) -> int | None:
         return None
     digits = stem[4:]
     return int(digits) if digits.isdigit() else None
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename (or link) in ``directory`` durable."""
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from rootsift.store import pending
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
 from rootsift.store.driver import translate
 from rootsift.store.segment import SAMPLE_TABLE, Segment, sample_sql
@@ -52,7 +53,7 @@ class SegmentWriter:
         self.cur = cur
         self._queue: list[_Pending] = []
         self.targets: list[Segment] | None = None
-        """Pending segments (``DuckDBBackend.open_pending``) that take every write instead of
+        """Pending segments (``store/pending.py``) that take every write instead of
         the head while one input is read: its rows, committed in bounded transactions and
         published together when it ends (``publish``), dropped if it fails (``abandon``)."""
 
@@ -64,13 +65,13 @@ class SegmentWriter:
         """Make the pending segments part of the dataset (nothing of them was visible before)."""
         targets, self.targets = self.targets or [], None
         if targets:
-            self.backend.publish(self.state, targets)
+            pending.publish(self.backend, self.state, targets)
 
     def abandon(self) -> None:
         """Drop the pending segments: the input failed, and none of its rows were ever visible."""
         targets, self.targets = self.targets or [], None
         for seg in targets:
-            self.backend.discard_pending(seg)
+            pending.discard(self.backend, seg)
 
     def _segment(self) -> Segment:
         """Where the next transaction writes: the head, or the pending segment of the input
@@ -78,7 +79,7 @@ class SegmentWriter:
         if self.targets is None:
             return self.backend.head(self.state)
         if not self.targets or self.targets[-1].rows >= self.backend.segment_rows:
-            self.targets.append(self.backend.open_pending(self.state))
+            self.targets.append(pending.open_pending(self.backend, self.state))
         return self.targets[-1]
 
     @property
