@@ -24,7 +24,7 @@ from rootsift import scenarios
 from rootsift.api import Rootsift, default_data_dir
 from rootsift.errors import QuerySpecError, RootsiftError, UsageError
 from rootsift.ingest import formats
-from rootsift.ingest.pipeline import IngestSummary
+from rootsift.ingest.pipeline import COMMIT_EVERY, IngestSummary
 from rootsift.ingest.sources import FORMATS
 from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.timeutil import parse_duration
@@ -144,7 +144,7 @@ def main() -> None:
 @click.option(
     "--commit-every",
     type=float,
-    default=5.0,
+    default=COMMIT_EVERY,
     show_default=True,
     metavar="SECONDS",
     help="Stdin or a pipe: commit at least this often (and on SIGTERM/SIGINT), releasing the store in between.",
@@ -218,6 +218,8 @@ def _print_ingested(summary: IngestSummary, dataset: str, strictness: str) -> No
         f"({summary.events_per_second:,.0f} events/s); time field {summary.time_field!r} "
         f"({summary.time_format})"
     )
+    if summary.stopped_by:
+        out.print(f"stopped by {summary.stopped_by}: every line that had arrived was committed")
     if summary.rejects:
         level = "[yellow]" if strictness != "ignore" else "[dim]"
         out.print(f"{level}{summary.rejects:,} rejected lines[/] saved to {summary.rejects_file}")

@@ -3,7 +3,10 @@
 A reader thread decompresses and cuts blocks into a queue of at most two, so memory is
 bounded by a few blocks whatever the input's size; the calling thread stages each block
 (the JSON fast path commits it at once) and commits exact-path rows every ~250k rows.
-After each commit the rows are durable and ``on_commit`` is told.
+An input of more than one block is committed into pending segments, published when it
+is whole (docs/adr/0010-bounded-ingest-transactions.md); a stream's blocks also end every
+``commit_every`` seconds and each is committed into the head. ``on_commit`` is told the
+rows that are durable and visible: after each commit of the head, or at the publish.
 """
 
 from __future__ import annotations
