@@ -75,8 +75,8 @@ class Input:
         return self.size is None
 
     def close(self) -> None:
-        if self.name == "-":
-            return  # stdin stays the process's (a reader thread may still be blocked on it)
+        if self.is_stream:
+            return  # stdin or a pipe: a reader thread may still be blocked on it (closing would wait)
         self.stream.close()
         if self.raw is not self.stream:
             self.raw.close()
