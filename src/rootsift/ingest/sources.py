@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-import zstandard
-
 from rootsift.errors import InputFormatError
-from rootsift.ingest.streams import CutGuard, Pumped
+from rootsift.ingest.streams import CutGuard, Pumped, ZstdFrames
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -103,7 +101,7 @@ def open_input(source: str | Path) -> Input:
     if head.startswith(GZIP_MAGIC):
         stream, compression = gzip.GzipFile(fileobj=buffered), "gzip"  # type: ignore[assignment]
     elif head.startswith(ZSTD_MAGIC):
-        stream = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)  # type: ignore[assignment]
+        stream = io.BufferedReader(ZstdFrames(buffered), buffer_size=1 << 20)  # type: ignore[assignment,type-var]
         compression = "zstd"
     elif head.startswith(BZIP2_MAGIC) and head[3:4].isdigit():
         stream, compression = bz2.BZ2File(buffered), "bzip2"  # type: ignore[assignment]

@@ -24,6 +24,43 @@ DECOMPRESSION_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard
 """What a decompressor raises on a cut or corrupt stream (gzip: EOFError, BadGzipFile)."""
 
 
+class ZstdFrames(io.RawIOBase):
+    """zstd frames one after another, decompressed; raises EOFError when the input ends
+    inside a frame (zstandard's stream reader ends quietly there, hiding a cut file)."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._dctx = zstandard.ZstdDecompressor()
+        self._frame = self._dctx.decompressobj()
+        self._started = False
+        self._out = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+        while not self._out:
+            data = self._stream.read(1 << 20)
+            if not data:
+                if self._started and not self._frame.eof:
+                    raise EOFError("the zstd stream ends inside a frame")
+                return 0
+            while data:
+                if self._frame.eof:  # the next frame
+                    self._frame, self._started = self._dctx.decompressobj(), False
+                self._started = True
+                self._out += self._frame.decompress(data)
+                data = self._frame.unused_data if self._frame.eof else b""
+        n = min(len(buffer), len(self._out))
+        buffer[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
+
+
 class CutGuard(io.RawIOBase):
     """A decompressing stream that ends, rather than fails, where its input is cut short.
 
