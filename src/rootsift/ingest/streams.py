@@ -34,12 +34,14 @@ class ZstdFrames(io.RawIOBase):
         self._frame = self._dctx.decompressobj()
         self._started = False
         self._out = b""
+        self._at = 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
-        while not self._out:
+        while self._at == len(self._out):
+            self._out, self._at = b"", 0
             data = self._stream.read(1 << 20)
             if not data:
                 if self._started and not self._frame.eof:
@@ -51,9 +53,9 @@ class ZstdFrames(io.RawIOBase):
                 self._started = True
                 self._out += self._frame.decompress(data)
                 data = self._frame.unused_data if self._frame.eof else b""
-        n = min(len(buffer), len(self._out))
-        buffer[:n] = self._out[:n]
-        self._out = self._out[n:]
+        n = min(len(buffer), len(self._out) - self._at)
+        buffer[:n] = memoryview(self._out)[self._at : self._at + n]
+        self._at += n
         return n
 
     def close(self) -> None:
