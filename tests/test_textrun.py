@@ -141,9 +141,16 @@ def test_directory_starting_with_an_empty_file(rs: Rootsift, tmp_path: Path) -> 
 
 
 def test_a_log_read_as_csv_says_to_name_its_format(rs: Rootsift, tmp_path: Path) -> None:
+    src = tmp_path / "app.log"
+    src.write_text("2018-09-12 16:08:54.775 pid=3392 max fds: 150, clients: 100\n2018-09-12 16:08:55 ok, x\n")
+    with pytest.raises(UsageError, match="read as csv; if it is a log, name its format with --format"):
+        rs.ingest(src, "app")
+
+
+def test_a_pgbouncer_log_is_named_as_one(rs: Rootsift, tmp_path: Path) -> None:
     src = tmp_path / "pgbouncer.log"
     src.write_text("2018-09-12 16:08:54.775 3392 LOG max fds: 150, clients: 100\n2018-09-12 16:08:55 3394 LOG ok, x\n")
-    with pytest.raises(UsageError, match="read as csv; if it is a log, name its format with --format"):
+    with pytest.raises(UsageError, match="looks like a PgBouncer log"):
         rs.ingest(src, "pgb")
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rootsift.analysis.defaults import ALPHA, TOP_VALUES
 from rootsift.errors import UsageError
+from rootsift.ingest import COMMIT_EVERY
 from rootsift.query.spec import QuerySpec
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, DatasetInfo
 from rootsift.store.duckdb import DuckDBBackend, weight_sql
@@ -76,6 +77,7 @@ class Rootsift:
         host: str | None = None,
         tz: str | None = None,
         labels: dict[str, str] | None = None,
+        commit_every: float = COMMIT_EVERY,
     ) -> IngestSummary:
         """Ingest a file, a directory of files in a text log format, or ``-`` (stdin) into
         ``dataset``, creating it if needed.
@@ -83,7 +85,9 @@ class Rootsift:
         ``format`` is ``auto`` (sniffed), jsonl, json, csv, tsv or a log format of
         ``rootsift.ingest.formats``; ``log_format``, ``log_line_prefix``, ``host`` and
         ``tz`` are told to the log formats that read them (docs/formats/); ``labels`` are
-        fields set on every event of a log format (a value the event has wins).
+        fields set on every event of a log format (a value the event has wins). A stream
+        (``-``, a pipe) is committed every ``commit_every`` seconds and on SIGTERM/SIGINT,
+        releasing the store between commits.
         """
         from rootsift.ingest.formats.base import FormatOptions
         from rootsift.ingest.pipeline import ingest_file
@@ -103,6 +107,7 @@ class Rootsift:
                 log_format=log_format, log_line_prefix=log_line_prefix, host=host, tz=tz, labels=dict(labels or {})
             ),
             block_bytes=block_bytes or BLOCK_BYTES,
+            commit_every=commit_every,
         )
 
     def datasets(self) -> list[DatasetInfo]:

@@ -10,7 +10,8 @@
     │   ├── DatasetNotFoundError  no dataset of that name
     │   └── QuerySpecError        a query spec is inconsistent (bad calculation, order key…)
     ├── InputFormatError          an input file cannot be read at all (not one bad line: those
-    │                             are counted rejects, see ``rootsift.ingest.rejects``)
+    │   │                         are counted rejects, see ``rootsift.ingest.rejects``)
+    │   └── UnknownFormatError    the input is in no format rootsift reads (also a UsageError: exit 2)
     └── StoreError                the store failed; driver errors are translated into it
         └── StoreLockedError      another process holds the store (past ROOTSIFT_LOCK_WAIT)
 
@@ -69,6 +70,11 @@ class QuerySpecError(UsageError):
 
 class InputFormatError(RootsiftError):
     """An input cannot be read at all (unknown format, unreadable compression, missing file)."""
+
+
+class UnknownFormatError(UsageError, InputFormatError):
+    """The input is in no format rootsift reads (binary data, a pprof profile...): the message
+    says what it looks like. A usage error (exit code 2): name the format, or convert it."""
 
 
 class StoreError(RootsiftError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -11,10 +12,12 @@ from rich.table import Table
 
 from rootsift.cli.common import Duration, common, emit_json, err, out
 from rootsift.errors import UsageError
+from rootsift.ingest import COMMIT_EVERY
 from rootsift.ui import terminal
 
 if TYPE_CHECKING:
     from rootsift.api import Rootsift
+    from rootsift.ingest.pipeline import IngestSummary
 
 
 class FormatChoice(click.Choice):
@@ -92,6 +95,14 @@ BUILTIN_FORMATS = {
     type=click.Choice(["ignore", "warn", "raise"]),
     help="What a bad line does.",
 )
+@click.option(
+    "--commit-every",
+    type=float,
+    default=COMMIT_EVERY,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stdin or a pipe: commit at least this often (and on SIGTERM/SIGINT), releasing the store in between.",
+)
 @common(read_only=False)
 def ingest(
     rs: Rootsift,
@@ -107,6 +118,7 @@ def ingest(
     host: str | None,
     tz: str | None,
     labels: tuple[str, ...],
+    commit_every: float,
 ) -> None:
     """Ingest SOURCE into a dataset: a file or - for stdin (plain, gzip or zstd), or a
     directory of files in a log format (e.g. /proc snapshots).
@@ -144,16 +156,26 @@ def ingest(
             host=host,
             tz=tz,
             labels=parse_labels(labels),
+            commit_every=commit_every,
         )
     if as_json:
         emit_json(summary.as_dict())
-        return
+    else:
+        _print_ingested(summary, dataset, strictness)
+    if problem := summary.problem():  # what could be read is stored, yet the input was not all good
+        err.print(f"[red]error:[/red] {problem}", markup=True, highlight=False)
+        sys.exit(1)
+
+
+def _print_ingested(summary: IngestSummary, dataset: str, strictness: str) -> None:
     out.print(
         f"ingested [bold]{summary.events:,}[/bold] events into [bold]{dataset}[/bold] from {summary.source} "
         f"({summary.format}, {summary.compression}) in {summary.seconds:.2f} s "
         f"({summary.events_per_second:,.0f} events/s); time field {summary.time_field!r} "
         f"({summary.time_format})"
     )
+    if summary.stopped_by:
+        out.print(f"stopped by {summary.stopped_by}: every line that had arrived was committed")
     for warning in summary.warnings:
         out.print(f"[yellow]warning:[/] {warning}")
     if summary.rejects:

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import signal
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from rootsift.errors import InputFormatError, UsageError
-from rootsift.ingest import formats
+from rootsift.ingest import COMMIT_EVERY, formats
 from rootsift.ingest.formats.base import TIME_KEY, FormatOptions, TextFormat
 from rootsift.ingest.jsonl import JsonLinesReader
-from rootsift.ingest.rejects import RejectLog
+from rootsift.ingest.rejects import Reject, RejectLog
 from rootsift.ingest.runner import BLOCK_BYTES, IngestRun
 from rootsift.ingest.sniff import sniff_directory, sniff_file, sniff_head
 from rootsift.ingest.sources import FORMATS, Input, open_input
@@ -50,6 +52,18 @@ class IngestSummary:
     blocks: int = 0
     warnings: list[str] = field(default_factory=list)
     """Keys renamed or moved past the field limit (rootsift.ingest.keys), nothing lost."""
+    truncated: str | None = None
+    """Where a compressed input was cut short: what was before the cut is stored."""
+    stopped_by: str | None = None
+    """The signal (SIGTERM, SIGINT) that ended a stream; what had arrived was committed."""
+
+    def problem(self) -> str | None:
+        """Why this ingest counts as failed though it stored what it could (exit code 1), or None."""
+        if self.truncated:
+            return f"the input is truncated: {self.truncated}; the complete lines before the cut were ingested"
+        if self.rejects and not self.events:
+            return f"every line was rejected ({self.rejects:,}): nothing was ingested"
+        return None
 
     @property
     def events_per_second(self) -> float:
@@ -58,6 +72,7 @@ class IngestSummary:
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)
         out["events_per_second"] = round(self.events_per_second, 1)
+        out["problem"] = self.problem()
         return out
 
 
@@ -76,6 +91,8 @@ class IngestOptions:
     block_bytes: int = BLOCK_BYTES
     parse: FormatOptions = field(default_factory=FormatOptions)
     """What a text log format is told (--log-format, --log-line-prefix, --host, --tz, --label)."""
+    commit_every: float = COMMIT_EVERY
+    """A stream (stdin, a pipe) is committed at least this often, in seconds (--commit-every)."""
 
     def check(self) -> None:
         names = (*FORMATS, *formats.all_formats())
@@ -83,6 +100,8 @@ class IngestOptions:
             raise UsageError(f"--format {self.format!r} is not one of {', '.join(names)}")
         if self.strictness not in STRICTNESS:
             raise UsageError(f"--on-error {self.strictness!r} is not one of {', '.join(STRICTNESS)}")
+        if not self.commit_every > 0:
+            raise UsageError(f"--commit-every {self.commit_every!r} must be a number of seconds above 0 (e.g. 5)")
         self.time_format = normalise_format(self.time_format)
         self.parse.zone()  # a bad --tz fails before anything is read
 
@@ -116,14 +135,21 @@ def ingest_file(
     progress: Progress | None = None,
     on_commit: Callable[[int], None] | None = None,
     parse: FormatOptions | None = None,
+    commit_every: float = COMMIT_EVERY,
 ) -> IngestSummary:
     """Ingest one file, a directory of files in a text log format, or ``-`` (stdin) into
     ``dataset``; return the summary.
 
     Bad lines are counted rejects saved under the dataset's ``rejects/`` folder; with
     ``strictness='raise'`` the first one stops the ingest (what was committed stays).
+
+    A stream (stdin, a pipe) is committed every ``commit_every`` seconds and, when the
+    process gets SIGTERM or SIGINT, once more with what has arrived before the ingest ends;
+    between commits the store is released for other processes (docs/storage.md).
     """
-    opts = IngestOptions(format, time_field, time_format, strictness, block_bytes, parse or FormatOptions())
+    opts = IngestOptions(
+        format, time_field, time_format, strictness, block_bytes, parse or FormatOptions(), commit_every
+    )
     opts.check()
     started = time.perf_counter()
     names = input_files(str(source))
@@ -131,13 +157,13 @@ def ingest_file(
     with contextlib.ExitStack() as stack:
         inp = open_input(names[0])
         stack.callback(inp.close)
-        head = inp.stream.read(64 << 10)
+        head = inp.head()
         if opts.format != "auto":
             kind = opts.format
         elif is_dir:
             kind = sniff_directory(names[:SNIFF_FILES], opts.parse)
         else:
-            kind = sniff_head(head, inp.name, opts.parse)
+            kind = sniff_head(head, inp.name, opts.parse, inp.compression)
         opts.check_options_for(kind)
         text_format = formats.all_formats().get(kind)
         if is_dir and text_format is None:
@@ -159,7 +185,9 @@ def ingest_file(
         tmp = stack.enter_context(tempfile.TemporaryDirectory(dir=tmp_root))
         cur = backend.cursor()
         stack.callback(cur.close)
-        run = IngestRun(backend, cur, dataset, opts, tmp, summary, log, progress, on_commit)
+        run = IngestRun(backend, cur, dataset, opts, tmp, summary, log, progress, on_commit, paced=inp.is_stream)
+        if run.paced:
+            stack.enter_context(_stopping_on_signals(run.stop, summary))
         if text_format is not None:
             fields = backend.fields(dataset)
             # Parsers put an aware datetime under TIME_KEY; --time-field picks another field instead.
@@ -187,18 +215,50 @@ def ingest_file(
             size = sum(_size(n) for n in names) if inp.name != "-" else None
             run.consume_text(blocks, events, str(source), size)
             summary.warnings = events.warnings()
+            _note_cut(summary, log, inp, None)
             return _finish(summary, log, started)
         try:
             stream, reader = run.reader_for(inp, head, kind, stack)
             if not (isinstance(reader, JsonLinesReader) and run.whole_file(inp, head, reader)):
                 run.consume(inp, stream, reader)
             summary.warnings = reader.warnings()
+            _note_cut(summary, log, inp, run.next_line + (kind in ("csv", "tsv")))
         except (UsageError, InputFormatError) as exc:
             if opts.format != "auto" or summary.events:
                 raise
             # Sniffing fell back to a structured format: the input may be a log no format was sure of.
             raise type(exc)(f"{exc} (the input was read as {kind}; {NAME_THE_FORMAT})") from exc
     return _finish(summary, log, started)
+
+
+@contextlib.contextmanager
+def _stopping_on_signals(stop: threading.Event, summary: IngestSummary) -> Iterator[None]:
+    """While a stream is read: SIGTERM and SIGINT set ``stop`` (what arrived is committed, then
+    the ingest ends) instead of killing the process with up to a block uncommitted. Python
+    only lets the main thread set handlers; elsewhere the caller's own handling stands."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        summary.stopped_by = signal.Signals(signum).name
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _note_cut(summary: IngestSummary, log: RejectLog, inp: Input, line: int | None) -> None:
+    """Report a compressed input cut short; its cut last line is a reject (when the reader knows its number:
+    a text format's reader reads the cut line as a line of its own)."""
+    summary.truncated = inp.truncated
+    if summary.truncated and inp.cut is not None and inp.cut.cut_line and line is not None:
+        text = inp.cut.cut_line.decode("utf-8", "replace")
+        log.add(Reject(line, "cut short: the compressed input ends inside this line", text))
 
 
 def _finish(summary: IngestSummary, log: RejectLog, started: float) -> IngestSummary:

@@ -3,17 +3,21 @@
 A reader thread decompresses and cuts blocks into a queue of at most two, so memory is
 bounded by a few blocks whatever the input's size; the calling thread stages each block
 (the JSON fast path commits it at once) and commits exact-path rows every ~250k rows.
-After each commit the rows are durable and ``on_commit`` is told.
+An input of more than one block is committed into pending segments, published when it
+is whole (docs/adr/0010-bounded-ingest-transactions.md); a stream's blocks also end every
+``commit_every`` seconds and each is committed into the head. ``on_commit`` is told the
+rows that are durable and visible: after each commit of the head, or at the publish.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
 import duckdb
@@ -24,7 +28,8 @@ from rootsift.ingest.jsonarray import array_to_lines
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import Reject, RejectLog
 from rootsift.ingest.sources import BOM, Input, Prefetched, line_blocks, line_buffers
-from rootsift.ingest.staging import Stager
+from rootsift.ingest.staging import Stager, write_file
+from rootsift.ingest.streams import paced_buffers
 from rootsift.ingest.textrun import TextBlock
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.writer import SegmentWriter
@@ -34,9 +39,13 @@ if TYPE_CHECKING:
 
 BLOCK_BYTES = 128 << 20
 """Largest block: DuckDB reads and commits blocks this big about as fast as a whole file."""
-IN_PLACE_BYTES = 64 << 30
+IN_PLACE_BYTES = 2 << 30
 """Largest plain JSON-lines file read in place, in one checked transaction (a failed
-check costs one more read, in blocks; nothing is acknowledged until the commit)."""
+check costs one more read, in blocks; nothing is acknowledged until the commit). One
+transaction's memory grows with its size (0.53 GiB at 0.5 GB, 0.85 GiB at 5 GB): a larger
+file goes in blocks, each its own transaction, into pending segments (docs/adr/0010)."""
+COUNT_WINDOW = 8 << 20
+"""Bytes of a block counted at a time for the fast path's key check."""
 IN_PLACE_MEMORY_LIMIT = "1GB"
 """DuckDB's memory limit while a file is read in place (the store opens with 512 MB)."""
 COMMIT_ROWS = 250_000
@@ -58,6 +67,13 @@ class IngestRun:
     log: RejectLog
     progress: Progress | None
     on_commit: Callable[[int], None] | None
+    next_line: int = 1
+    """The number of the first input line not yet cut into a block (after the header, for CSV)."""
+    stop: threading.Event = field(default_factory=threading.Event)
+    """Set on SIGTERM/SIGINT while a stream is read: what arrived is committed, then the ingest ends."""
+    paced: bool = False
+    """A stream: blocks end every ``opts.commit_every`` seconds, each is committed at once and the
+    store is released between commits."""
 
     def reader_for(self, inp: Input, head: bytes, kind: str, stack: contextlib.ExitStack) -> tuple[BinaryIO, Stager]:
         """The byte stream to cut into blocks (after the header, for CSV) and its reader."""
@@ -143,14 +159,26 @@ class IngestRun:
         def produce(put: Callable[[Item], bool]) -> None:
             # Runs beside DuckDB (which releases the GIL): byte counts and block files cost little
             # wall time. JSON blocks travel as files, so the queue holds no block in memory.
+            size, every = self.opts.block_bytes, self.opts.commit_every
             if measure:
-                for buf, end, line in line_buffers(stream, self.opts.block_bytes):
-                    stats = BlockStats.of(buf, self.tmp, end)
+                buffers = paced_buffers(stream, size, every, self.stop) if self.paced else line_buffers(stream, size)
+                for buf, end, line in buffers:
+                    self.next_line = line + buf.count(b"\n", 0, end)
+                    path = write_file(memoryview(buf)[:end], self.tmp)
                     del buf  # written to a file: free it before the next block is read
+                    # Counted from the file in small windows: numpy's temporaries over a whole
+                    # 128 MiB block took several times its size (docs/adr/0010).
+                    stats = BlockStats.of_file(path, chunk=COUNT_WINDOW)
                     if not put((None, line, stats)):
                         return
             else:
-                for block, line in line_blocks(stream, self.opts.block_bytes, quoted=True):
+                blocks = (
+                    ((bytes(b[:e]), n) for b, e, n in paced_buffers(stream, size, every, self.stop, quoted=True))
+                    if self.paced
+                    else line_blocks(stream, size, quoted=True)
+                )
+                for block, line in blocks:
+                    self.next_line = line + block.count(b"\n")
                     if not put((block, line + first_line - 1, None)):
                         return
 
@@ -205,21 +233,36 @@ class IngestRun:
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer
                 put(exc)
 
+        def take() -> Item:
+            item = blocks.get()
+            if isinstance(item, RootsiftError):
+                raise item
+            if isinstance(item, BaseException):
+                raise InputFormatError(f"{name}: cannot read input: {item}") from item
+            return item
+
         producer = threading.Thread(target=run, name="rootsift-ingest-reader", daemon=True)
         producer.start()
         writer = self.backend.writer(self.dataset, self.cur)
         if isinstance(reader, JsonLinesReader):
             reader.writer = writer
         try:
-            while (item := blocks.get()) is not None:
-                if isinstance(item, RootsiftError):
-                    raise item
-                if isinstance(item, BaseException):
-                    raise InputFormatError(f"{name}: cannot read input: {item}") from item
+            first = take()
+            second = take() if first is not None and not self.paced else None
+            if second is not None:
+                # More than one block: each is its own bounded transaction, into pending
+                # segments that become part of the dataset only when the input is complete.
+                writer.begin_pending()
+            more = second is not None or (self.paced and first is not None)
+            ahead: list[Item] = [i for i in (first, second) if i is not None]
+            rest: Iterator[Item] = iter(take, None) if more else iter(())
+            for item in itertools.chain(ahead, rest):
                 handle(writer, item)
             self._commit(writer)
+            self._publish(writer)
         finally:
             writer.discard()
+            writer.abandon()  # nothing of a failed input becomes visible
             stop.set()  # an early exit must not leave the reader thread blocked on a full queue
             producer.join()
         if reader.time is not None:
@@ -248,14 +291,13 @@ class IngestRun:
         if staged.committed:
             self.summary.events += staged.rows
             self.summary.new_fields += [f.name for f in staged.new_fields]
-            if self.on_commit:
-                self.on_commit(self.summary.events)
+            self._acknowledge(writer)
         elif staged.rows:
             writer.append(staged.table, staged.new_fields, staged.rows, staged.span)
             self.summary.new_fields += [f.name for f in staged.new_fields]
         else:
             self.cur.execute(f"DROP TABLE IF EXISTS {staged.table}")
-        if writer.pending >= COMMIT_ROWS or writer.segment_full():
+        if writer.pending >= COMMIT_ROWS or writer.segment_full() or self.paced:
             self._commit(writer)
         if self.progress:
             self.progress(where[1], where[2], self.summary.events + writer.pending)
@@ -268,13 +310,26 @@ class IngestRun:
             if table:  # a committed fast-path block has no table left
                 self.cur.execute(f"DROP TABLE IF EXISTS {table}")
             self._commit(writer)
+            self._publish(writer)  # what came before the first reject stays, as documented
             first = rejects[0]
             raise InputFormatError(f"{name}: line {first.line}: {first.reason}")
 
     def _commit(self, writer: SegmentWriter) -> None:
         self.summary.events += writer.commit()
-        if self.on_commit:
+        self._acknowledge(writer)
+
+    def _acknowledge(self, writer: SegmentWriter) -> None:
+        """After a commit: tell ``on_commit`` what is durable and visible (not rows in pending
+        segments: those are told when published), and release a stream's store."""
+        if writer.targets is None and self.on_commit:
             self.on_commit(self.summary.events)
+        if self.paced:
+            self.backend.release(self.dataset)
+
+    def _publish(self, writer: SegmentWriter) -> None:
+        if writer.targets is not None:
+            writer.publish()
+            self._acknowledge(writer)
 
 
 def _rest(head: bytes, inp: Input) -> BinaryIO:

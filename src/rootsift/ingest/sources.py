@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-import zstandard
-
 from rootsift.errors import InputFormatError
+from rootsift.ingest.streams import CutGuard, Pumped, ZstdFrames
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -41,6 +40,19 @@ class Input:
     compression: str
     size: int | None
     raw: BinaryIO
+    cut: CutGuard | None = None
+    """For compressed input: where the compressed stream ended early, if it did."""
+
+    @property
+    def truncated(self) -> str | None:
+        """How and where a compressed input was cut short (None when it was whole)."""
+        if self.cut is None or self.cut.error is None:
+            return None
+        of = f" of {self.size:,} compressed bytes" if self.size else ""
+        return (
+            f"{self.name}: the {self.compression} stream is cut short after {self.cut.delivered:,} bytes "
+            f"(decompressed){of}: {self.cut.error}"
+        )
 
     def position(self) -> int:
         """Bytes consumed from the underlying (compressed) file, for progress."""
@@ -49,7 +61,20 @@ class Input:
         except (OSError, ValueError):
             return 0
 
+    def head(self, limit: int = 64 << 10) -> bytes:
+        """The input's first ``limit`` bytes; a stream's first lines, if it pauses before."""
+        if isinstance(self.stream, Pumped):
+            return self.stream.head(limit)
+        return self.stream.read(limit)
+
+    @property
+    def is_stream(self) -> bool:
+        """stdin or a pipe: input that may pause and never end (``tail -f app.log | rootsift ingest -``)."""
+        return self.size is None
+
     def close(self) -> None:
+        if self.is_stream:
+            return  # stdin or a pipe: a reader thread may still be blocked on it (closing would wait)
         self.stream.close()
         if self.raw is not self.stream:
             self.raw.close()
@@ -59,7 +84,8 @@ def open_input(source: str | Path) -> Input:
     """Open a path, or ``-`` for stdin, decompressing gzip, zstd, bzip2 and xz by their magic bytes."""
     name = str(source)
     if name == "-":
-        raw: BinaryIO = sys.stdin.buffer
+        # The file descriptor itself: sys.stdin.buffer would wait to fill a whole read from a pipe.
+        raw: BinaryIO = open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)  # noqa: SIM115
         size = None
     else:
         path = Path(name)
@@ -68,14 +94,14 @@ def open_input(source: str | Path) -> Input:
         if path.is_dir():
             raise InputFormatError(f"input is a directory, not a file: {name}")
         raw = open(path, "rb")  # noqa: SIM115 - closed by Input.close
-        size = path.stat().st_size
+        size = path.stat().st_size if path.is_file() else None  # a FIFO is a stream
     buffered: Any = io.BufferedReader(raw, buffer_size=1 << 20) if name == "-" else raw  # type: ignore[type-var]
     head = buffered.peek(6)[:6] if isinstance(buffered, io.BufferedReader) else b""
     stream: BinaryIO
     if head.startswith(GZIP_MAGIC):
         stream, compression = gzip.GzipFile(fileobj=buffered), "gzip"  # type: ignore[assignment]
     elif head.startswith(ZSTD_MAGIC):
-        stream = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)  # type: ignore[assignment]
+        stream = io.BufferedReader(ZstdFrames(buffered), buffer_size=1 << 20)  # type: ignore[assignment,type-var]
         compression = "zstd"
     elif head.startswith(BZIP2_MAGIC) and head[3:4].isdigit():
         stream, compression = bz2.BZ2File(buffered), "bzip2"  # type: ignore[assignment]
@@ -83,10 +109,16 @@ def open_input(source: str | Path) -> Input:
         stream, compression = lzma.LZMAFile(buffered), "xz"  # type: ignore[assignment]  # noqa: SIM115 - closed by Input.close
     else:
         stream, compression = buffered, "none"
+    cut = None
+    if compression != "none":
+        cut = CutGuard(stream)
+        stream = io.BufferedReader(cut, buffer_size=1 << 20)  # type: ignore[assignment,type-var]
     peek = getattr(stream, "peek", None)
     if peek is not None and peek(2)[:2] in UTF16_BOMS:
         stream = io.BufferedReader(Utf16AsUtf8(stream), buffer_size=1 << 20)  # type: ignore[assignment,type-var]
-    return Input(name, stream, compression, size, buffered)
+    if size is None:
+        stream = Pumped(stream)  # type: ignore[assignment]
+    return Input(name, stream, compression, size, buffered, cut)
 
 
 class Utf16AsUtf8(io.RawIOBase):
@@ -150,7 +182,8 @@ class Prefetched(io.RawIOBase):
             buffer[:n] = self._head[:n]
             self._head = self._head[n:]
             return n
-        data = self._rest.read(len(buffer))
+        read = getattr(self._rest, "read1", self._rest.read)  # what is there: a pipe may pause
+        data = read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
 

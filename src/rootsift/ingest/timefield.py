@@ -143,6 +143,8 @@ def detect_format(con: duckdb.DuckDBPyConnection, values: list[str], fmt: str | 
         units = {next((u for b, u in EPOCH_BOUNDS if abs(n) < b), "epoch_ns") for n in nums if n is not None}
         if (numbers == len(rows) or fmt == "epoch") and len(units) == 1:
             return unit
+        if fmt == "epoch":  # said by the user: values it does not read are rejects, not a reason to guess
+            return unit if not units else MIXED
         if numbers == len(rows):
             return MIXED  # seconds beside milliseconds: each read by its magnitude
         best, best_ok = unit, _reads(con, unit, rows)

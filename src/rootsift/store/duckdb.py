@@ -28,6 +28,7 @@ import sqlglot
 from sqlglot import exp
 
 from rootsift.errors import DatasetNotFoundError
+from rootsift.store import pending
 from rootsift.store.base import (
     TIME_COLUMN,
     Backend,
@@ -37,7 +38,7 @@ from rootsift.store.base import (
     check_dataset_name,
 )
 from rootsift.store.driver import translate
-from rootsift.store.segment import SAMPLE_TABLE, Segment, sample_sql, segment_file, segment_id
+from rootsift.store.segment import SAMPLE_TABLE, Segment, fsync_dir, sample_sql, segment_file, segment_id
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
@@ -161,6 +162,8 @@ class DuckDBBackend(Backend):
                 _write_json_atomic(meta, {"format_version": FORMAT_VERSION, "samplerate_field": "samplerate"})
             state = DatasetState(name, directory)
             state.settings = json.loads(meta.read_text())
+            if not self.read_only:
+                pending.clear_stale(self, state)
             for path in sorted(state.segment_dir.glob("seg-*.duckdb")):
                 seg_id = segment_id(path)
                 if seg_id is not None:
@@ -337,7 +340,7 @@ class DuckDBBackend(Backend):
         with self._lock:
             if state.segments and state.segments[-1].rows < self.segment_rows:
                 return state.segments[-1]
-            seg_id = (state.segments[-1].id + 1) if state.segments else 1
+            seg_id = pending.next_id(state)  # past pending segments too: their names are taken
             seg = self._attach(segment_file(state.segment_dir, seg_id), seg_id, state)
             state.segments.append(seg)
             return seg
@@ -347,6 +350,24 @@ class DuckDBBackend(Backend):
         from rootsift.store.writer import SegmentWriter
 
         return SegmentWriter(self, self.state(dataset, create=True), cur)
+
+    def release(self, dataset: str) -> None:
+        """Detach the dataset's segment files, releasing DuckDB's file locks so that other
+        processes can read or write them; the next use attaches them again (waiting, as any
+        open does, while another process holds them). A stream ingest calls this after each
+        commit, so it does not hold the store for its whole life (docs/storage.md)."""
+        with self._lock:
+            state = self._states.get(dataset)
+        if state is None:
+            return
+        with state.write_lock, self._lock:  # the order every writer takes them in
+            if self._states.get(dataset) is state:
+                del self._states[dataset]
+                for seg in state.segments:
+                    try:
+                        self._con.execute(f"DETACH {seg.alias}")
+                    except duckdb.Error as exc:
+                        raise translate(exc, f"releasing segment {seg.path}") from exc
 
     def drop_before(self, dataset: str, cutoff: datetime) -> int:
         state = self.state(dataset)
@@ -416,7 +437,7 @@ class DuckDBBackend(Backend):
                     stale.unlink(missing_ok=True)
                 raise translate(exc, f"rewriting segment {seg.path}") from exc
             os.replace(tmp, seg.path)
-            _fsync_dir(seg.path.parent)
+            fsync_dir(seg.path.parent)
             seg.path.with_name(seg.path.name + ".wal").unlink(missing_ok=True)
             state.segments.remove(seg)
             fresh = self._attach(seg.path, seg.id, state)
@@ -465,15 +486,6 @@ def _size_bytes(text: str) -> float:
         return float("inf")
 
 
-def _fsync_dir(directory: Path) -> None:
-    """Make a rename in ``directory`` durable."""
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as fh:
@@ -481,4 +493,4 @@ def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)

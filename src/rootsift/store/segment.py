@@ -7,6 +7,7 @@ straddles the cutoff, so the data directory shrinks (see docs/storage.md).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -55,6 +56,11 @@ class Segment:
         if hi is not None:
             self.max_ts = hi if self.max_ts is None else max(self.max_ts, hi)
 
+    @property
+    def pending(self) -> bool:
+        """Still being written by one input's ingest: not part of the dataset yet."""
+        return not self.path.name.endswith(".duckdb")
+
     def files(self) -> list[Path]:
         """The segment's database file and its write-ahead log, where present."""
         return [p for p in (self.path, self.path.with_name(self.path.name + ".wal")) if p.exists()]
@@ -76,3 +82,12 @@ def segment_id(path: Path) -> int | None:
         return None
     digits = stem[4:]
     return int(digits) if digits.isdigit() else None
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename (or link) in ``directory`` durable."""
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from rootsift.store import pending
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
 from rootsift.store.driver import translate
 from rootsift.store.segment import SAMPLE_TABLE, Segment, sample_sql
@@ -48,9 +49,44 @@ class SegmentWriter:
 
     def __init__(self, backend: DuckDBBackend, state: DatasetState, cur: duckdb.DuckDBPyConnection) -> None:
         self.backend = backend
-        self.state = state
+        self.dataset = state.name
         self.cur = cur
         self._queue: list[_Pending] = []
+        self.targets: list[Segment] | None = None
+        """Pending segments (``store/pending.py``) that take every write instead of
+        the head while one input is read: its rows, committed in bounded transactions and
+        published together when it ends (``publish``), dropped if it fails (``abandon``)."""
+
+    def begin_pending(self) -> None:
+        """Write into pending segments from now on, until ``publish`` or ``abandon``."""
+        self.targets = []
+
+    def publish(self) -> None:
+        """Make the pending segments part of the dataset (nothing of them was visible before)."""
+        targets, self.targets = self.targets or [], None
+        if targets:
+            pending.publish(self.backend, self.state, targets)
+
+    def abandon(self) -> None:
+        """Drop the pending segments: the input failed, and none of its rows were ever visible."""
+        targets, self.targets = self.targets or [], None
+        for seg in targets:
+            pending.discard(self.backend, seg)
+
+    def _segment(self) -> Segment:
+        """Where the next transaction writes: the head, or the pending segment of the input
+        being read (a new one when it is full)."""
+        if self.targets is None:
+            return self.backend.head(self.state)
+        if not self.targets or self.targets[-1].rows >= self.backend.segment_rows:
+            self.targets.append(pending.open_pending(self.backend, self.state))
+        return self.targets[-1]
+
+    @property
+    def state(self) -> DatasetState:
+        """The dataset as this process has it attached now: a stream ingest releases the
+        store between its commits (``DuckDBBackend.release``), and the next use attaches it again."""
+        return self.backend.state(self.dataset)
 
     @property
     def pending(self) -> int:
@@ -64,8 +100,8 @@ class SegmentWriter:
         self._queue.append(_Pending(stage, new_fields, rows, span))
 
     def segment_full(self) -> bool:
-        """True when the head segment would be full with what is queued."""
-        segs = self.state.segments
+        """True when the head (or pending) segment would be full with what is queued."""
+        segs = self.state.segments if self.targets is None else self.targets
         head_rows = segs[-1].rows if segs and segs[-1].rows < self.backend.segment_rows else 0
         return head_rows + self.pending >= self.backend.segment_rows
 
@@ -75,7 +111,7 @@ class SegmentWriter:
             return 0
         rows = self.pending
         with self.state.write_lock:
-            seg = self.backend.head(self.state)
+            seg = self._segment()
             try:
                 self.cur.execute("BEGIN TRANSACTION")
                 for item in self._queue:
@@ -115,7 +151,7 @@ class SegmentWriter:
         assert not self._queue, "commit() the queued tables before write_checked()"
         cur = self.cur
         with self.state.write_lock:
-            seg = self.backend.head(self.state)
+            seg = self._segment()
             try:
                 cur.execute("BEGIN TRANSACTION")
                 row = cur.execute(f"SELECT count(*) FROM {seg.alias}.events").fetchone()
