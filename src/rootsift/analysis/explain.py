@@ -100,19 +100,33 @@ def explain(
     top_values: int = TOP_VALUES,
     sampled: bool = False,
     select_start_of: str | None = None,
+    count_field: str | None = None,
 ) -> Explanation:
     """Compare the selection (``select`` and/or ``select_from``…``select_to``) with the
     baseline (the rest of the range, or the events matching ``baseline``); return the
     fields and values that tell them apart, most explanatory first. ``sampled``: the
     baseline from the store's uniform sample (the selection stays exact).
     ``select_start_of``: a duration field; the time box bounds each event's start
-    (timestamp less the duration, for logs stamped at completion)."""
+    (timestamp less the duration, for logs stamped at completion). ``count_field``: the
+    field saying how many identical events a row stands for (default: the dataset's
+    setting, or ``event_count`` when present)."""
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha} must be between 0 and 1")
     if top_values < 1:
         raise UsageError(f"--top {top_values} must be at least 1")
     frame = Frame(
-        backend, dataset, start, end, where, select, select_from, select_to, baseline, sampled, select_start_of
+        backend,
+        dataset,
+        start,
+        end,
+        where,
+        select,
+        select_from,
+        select_to,
+        baseline,
+        sampled,
+        select_start_of,
+        count_field,
     )
     if not frame.has_selection():
         raise UsageError("say what to explain: --select EXPR and/or --select-from/--select-to")
@@ -311,6 +325,8 @@ def _fields_summary(plan: Any, counts: Counts, scale: Scale) -> dict[str, Any]:
 
 def _method(alpha: float, top_values: int, frame: Frame, sel_rows: float, base_rows: float) -> dict[str, Any]:
     out: dict[str, Any] = {"exact": not frame.sampled}
+    if frame.count:
+        out["count_field"] = frame.count
     if frame.sampled:
 
         def bound(n: float) -> float:  # the 95 % error of a share estimated from n sampled events, at worst

@@ -82,6 +82,12 @@ BUILTIN_FORMATS = {
 )
 @click.option("--time-field", default=None, help="Field holding the event time (default: detected).")
 @click.option(
+    "--count-field",
+    metavar="FIELD",
+    default=None,
+    help="Pre-aggregated rows: this field says how many identical events a row stands for (kept as the dataset's).",
+)
+@click.option(
     "--time-format", default=None, help="rfc3339, epoch, epoch_s/ms/us/ns or a strptime pattern (default: detected)."
 )
 @click.option(
@@ -107,6 +113,7 @@ def ingest(
     host: str | None,
     tz: str | None,
     labels: tuple[str, ...],
+    count_field: str | None,
 ) -> None:
     """Ingest SOURCE into a dataset: a file or - for stdin (plain, gzip or zstd), or a
     directory of files in a log format (e.g. /proc snapshots).
@@ -144,6 +151,7 @@ def ingest(
             host=host,
             tz=tz,
             labels=parse_labels(labels),
+            count_field=count_field,
         )
     if as_json:
         emit_json(summary.as_dict())
