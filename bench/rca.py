@@ -86,7 +86,7 @@ def answer(result: Explanation, attrs: list[str]) -> list[Element]:
     found = result.as_dict()
     chosen: list[list[dict[str, Any]]] = []
     if found.get("cause_set"):
-        chosen = [c["conditions"] for c in found["cause_set"]]
+        chosen = [c.get("conditions") or [{"field": c["field"], "value": c["value"]}] for c in found["cause_set"]]
     else:
         for f in found["findings"]:
             if f["kind"] == "combination":

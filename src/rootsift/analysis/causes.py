@@ -1,0 +1,310 @@
+"""The cause set: the fewest conjunctions of field values that together explain why the
+selection differs from the baseline, each neither too specific nor too coarse.
+
+The events are counted per *cell*, one combination of values of the fields that tell
+the groups apart best (at most ``MAX_FIELDS`` fields, ``MAX_VALUES`` values each; other
+values are a cell of their own that no cause names). A cell with ``b`` baseline events is
+expected to hold ``k·b`` selected events, ``k`` being the ratio the *normal* cells share:
+the median of the cells' selection/baseline ratios, weighted by their baseline events
+(robust while fewer than half the events are affected; whichever baseline the user
+picks, the rest of the range, the same rows earlier, or only the good rows, shifts ``k``
+and nothing else).
+
+A candidate cause is any conjunction of 1 to ``MAX_FIELDS`` values, and its evidence is
+the Poisson deviance of its events: ``2·(S·log(S/M) − (S − M))`` with ``S`` its selected
+and ``M = k·B`` its expected events, the likelihood-ratio statistic for "the selection
+rate is another one in here". It is divided by the counts' dispersion ``φ`` (1 for
+independent events; forecast residuals and bursty traffic vary more than counts do),
+estimated from the cells as the median cell deviance over the median of χ²₁; a
+conjunction is a cause when that exceeds χ²₁'s critical value at ``alpha`` divided by
+the number of conjunctions tried.
+
+Causes are taken greedily, largest evidence first, each on the cells no earlier cause
+covers, so two disjoint causes are both found, and the same excess is never explained
+twice. The deviance is convex: a conjunction that adds a value the excess does not
+depend on only dilutes nothing and loses its siblings' share, so a part whose every
+sub-part is affected outscores them; a part whose excess is in one sub-part is diluted
+by the rest and the sub-part wins. The choice is then tested both ways, conditionally:
+a conjunction gives way to a part of it (one value fewer) unless splitting the part
+into it and the rest improves the fit by more than noise (the deviance of the two rates
+against the part's one rate, at ``alpha``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from scipy import stats as sps
+
+from rootsift.analysis import stats
+from rootsift.analysis.findings import Finding
+from rootsift.analysis.frame import SEL, Frame, W
+from rootsift.store.sqltext import ident
+
+if TYPE_CHECKING:
+    from rootsift.analysis.counts import Counts
+    from rootsift.analysis.explain import Scale
+
+MAX_FIELDS = 6
+MAX_VALUES = 50
+MAX_CAUSES = 10
+MAX_CELLS = 500_000
+CHI2_MEDIAN = 0.454936423119572
+CAUSE_METHOD = (
+    f"cells of up to {MAX_FIELDS} fields (the strongest singly, {MAX_VALUES} values each); expected selected events "
+    "per cell = the baseline's times the ratio the median cell shares; conjunctions of 1 to all those fields "
+    "scored by their Poisson deviance over the dispersion, taken greedily on the cells left unexplained, kept "
+    "above chi2(1) at alpha / conjunctions tried; a conjunction gives way to a part of it when splitting that part "
+    "does not fit better at alpha"
+)
+
+
+@dataclass
+class Cells:
+    codes: np.ndarray
+    """(cells, fields) value codes; -1: a value not among the field's listed ones."""
+    sel: np.ndarray
+    base: np.ndarray
+    fields: list[str]
+    values: list[list[Any]]
+    events: bool
+    """The counts are whole events (no count field, or one holding whole numbers only)."""
+
+
+def find_causes(frame: Frame, counts: Counts, singles: list[Finding], scale: Scale, alpha: float) -> list[Finding]:
+    """The cause set, strongest first (see the module docstring); empty when nothing stands out."""
+    fields = _fields(counts, singles)
+    if not fields or scale.sel_w <= 0 or scale.base_w <= 0:
+        return []
+    cells = _count_cells(frame, counts, fields, scale)
+    if cells is None or len(cells.sel) == 0:
+        return []
+    return _greedy(cells, scale, alpha)
+
+
+def _fields(counts: Counts, singles: list[Finding]) -> list[str]:
+    """Dimension fields ranked by their most significant value (over- or under-represented)."""
+    best: dict[str, float] = {}
+    for f in singles:
+        if f.kind == "dimension" and f.field in counts.values:
+            best[str(f.field)] = min(best.get(str(f.field), 1.0), f.p_value)
+    ranked = sorted(best, key=lambda n: best[n])
+    rest = [n for n in counts.values if n not in best and len(counts.values[n]) > 1]
+    return [n for n in ranked + rest if len(counts.values[n]) > 1][:MAX_FIELDS]
+
+
+def _count_cells(frame: Frame, counts: Counts, fields: list[str], scale: Scale) -> Cells | None:
+    columns: list[tuple[str, str, list[Any]]] = []
+    values: list[list[Any]] = []
+    for i, name in enumerate(fields):
+        listed = sorted(counts.values[name], key=lambda vc: -(vc[1].sel_w + vc[1].base_w))[:MAX_VALUES]
+        col = ident(name)
+        whens, params = [], []
+        for code, (value, _) in enumerate(listed):
+            if value is None:
+                whens.append(f"WHEN {col} IS NULL THEN {code}")
+            else:
+                whens.append(f"WHEN {col} = ? THEN {code}")
+                params.append(value)
+        values.append([v for v, _ in listed])
+        columns.append((f"CASE {' '.join(whens)} ELSE -1 END", f"__k{i}", params))
+    keys = ", ".join(ident(f"__k{i}") for i in range(len(fields)))
+    weight = f"sum({W})" if frame.row_weights else "count(*)"
+    f1, f0 = (1.0, 1.0) if frame.row_weights else frame.factors
+    if frame.count:  # whole counts are events; others (rollups of rates) are not
+        col = ident(frame.count)
+        columns.append((f"({col} IS NULL OR {col} = round({col}))", "__whole", []))
+        source, params = frame.sql(columns)
+        whole = frame.backend.execute_sql(f"SELECT coalesce(bool_and(__whole), true) FROM ({source})", params)
+        events = bool(whole.rows[0][0])
+        columns.pop()
+    else:
+        events = True
+    source, params = frame.sql(columns)
+    sql = (
+        f"SELECT {keys}, coalesce({weight} FILTER (WHERE {SEL}), 0), coalesce({weight} FILTER (WHERE NOT {SEL}), 0) "
+        f"FROM ({source}) GROUP BY ALL LIMIT {MAX_CELLS + 1}"
+    )
+    rows = frame.backend.execute_sql(sql, params).rows
+    if len(rows) > MAX_CELLS:
+        return None
+    n = len(fields)
+    codes = np.array([r[:n] for r in rows], dtype=np.int64).reshape(len(rows), n)
+    # in effective events: the tests' scale (Kish's size under sample rates)
+    sel = np.array([float(r[n]) for r in rows]) * f1 * scale.sel_eff / scale.sel_w
+    base = np.array([float(r[n + 1]) for r in rows]) * f0 * scale.base_eff / scale.base_w
+    return Cells(codes, sel, base, fields, values, events)
+
+
+def normal_ratio(sel: np.ndarray, base: np.ndarray) -> float:
+    """The selection/baseline ratio of the median cell, weighted by baseline events; never
+    below a hundredth of the overall ratio (a selection absent from most cells)."""
+    overall = float(sel.sum()) / float(base.sum())
+    have = base > 0
+    if not np.any(have):
+        return overall
+    ratio = sel[have] / base[have]
+    order = np.argsort(ratio)
+    cum = np.cumsum(base[have][order])
+    k = float(ratio[order][int(np.searchsorted(cum, cum[-1] / 2))])
+    return max(k, overall / 100)
+
+
+@dataclass
+class Noise:
+    """How much a cell's excess ``d = s − k·b`` varies when nothing is wrong: ``a·m + c·m²``
+    with ``m = (s + k·b)/2`` its size in selected events (``a``: independent events, 1 + k
+    for plain counts; ``c``: a relative noise, as in forecasts or bursty traffic)."""
+
+    k: float
+    a: float
+    c: float
+
+    def variance(self, m: np.ndarray, m_sq: np.ndarray) -> np.ndarray:
+        """The variance of the summed excess of cells with Σm = ``m`` and Σm² = ``m_sq``."""
+        return np.maximum(self.a * m + self.c * m_sq, 1e-300)
+
+
+def fit_noise(sel: np.ndarray, base: np.ndarray, k: float, events: bool) -> Noise:
+    """``a`` and ``c`` from the cells themselves: cells sorted by size into bins, each bin's
+    median squared excess over χ²₁'s median is its variance, and ``a·m + c·m²`` is fitted to
+    those by non-negative least squares on the relative error. Most cells being normal, the
+    medians are the normal cells'. ``events``: the counts are whole events, which vary at
+    least as independent events do (``a ≥ 1 + k``); other counts (rollups of rates, any unit)
+    vary as much as they are seen to."""
+    from scipy.optimize import nnls
+
+    m = (sel + k * base) / 2
+    d2 = (sel - k * base) ** 2
+    have = m > 0
+    m, d2 = m[have], d2[have]
+    floor = (1.0 + k) if events else 0.0
+    if len(m) < 8:
+        return Noise(k, max(floor, 1.0), 0.0)
+    order = np.argsort(m)
+    bins = np.array_split(order, min(20, len(m) // 4))
+    size = np.array([float(np.mean(m[b])) for b in bins])
+    var = np.array([float(np.median(d2[b])) / CHI2_MEDIAN for b in bins])
+    scale = 1.0 / np.maximum(var, 1e-12 * max(float(var.max()), 1e-300))
+    fitted, _ = nnls(np.column_stack([size * scale, size * size * scale]), np.ones(len(size)))
+    a, c = float(fitted[0]), float(fitted[1])
+    if a < floor:  # refit the relative part with the independent events' part fixed
+        a = floor
+        rest = np.maximum(var - a * size, 0.0)
+        c = float(np.sum(rest * size * size * scale * scale) / max(np.sum(size**4 * scale * scale), 1e-300))
+    return Noise(k, a, c)
+
+
+def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
+    k = normal_ratio(cells.sel, cells.base)
+    noise = fit_noise(cells.sel, cells.base, k, cells.events)
+    excess = cells.sel - k * cells.base
+    size = (cells.sel + k * cells.base) / 2
+    n_fields = len(cells.fields)
+    subsets = [s for r in range(1, n_fields + 1) for s in itertools.combinations(range(n_fields), r)]
+    groups = [_group(cells.codes, s) for s in subsets]
+    tried = sum(len(keys) for _, keys in groups)
+    if tried == 0:
+        return []
+    critical = float(sps.chi2.isf(alpha / tried, 1))
+    split_critical = float(sps.chi2.isf(alpha, 1))
+    open_cells = np.ones(len(cells.sel), dtype=bool)
+    chosen: list[tuple[tuple[int, ...], tuple[int, ...], float]] = []
+    for _ in range(MAX_CAUSES):
+        best: tuple[float, int, int] | None = None
+        for si, (index, keys) in enumerate(groups):
+            use = open_cells & (index >= 0)
+            d = np.bincount(index[use], weights=excess[use], minlength=len(keys))
+            m = np.bincount(index[use], weights=size[use], minlength=len(keys))
+            m_sq = np.bincount(index[use], weights=size[use] ** 2, minlength=len(keys))
+            evidence = np.where(d > 0, d * d / noise.variance(m, m_sq), 0.0)
+            j = int(np.argmax(evidence)) if len(evidence) else -1
+            if j >= 0 and evidence[j] > critical and (best is None or evidence[j] > best[0]):
+                best = (float(evidence[j]), si, j)
+        if best is None:
+            break
+        gain, si, j = best
+        subset, key = _coarsen(cells, subsets[si], groups[si][1][j], open_cells, noise, split_critical)
+        members = _members(cells.codes, subset, key) & open_cells
+        if not members.any():
+            break
+        chosen.append((subset, key, gain))
+        open_cells &= ~members
+    return [_finding(cells, subset, key, gain, scale, tried) for subset, key, gain in chosen]
+
+
+def _group(codes: np.ndarray, subset: tuple[int, ...]) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """Each cell's conjunction over ``subset`` (-1 when a value is not a listed one), and the conjunctions."""
+    part = codes[:, list(subset)]
+    listed = np.all(part >= 0, axis=1)
+    index = np.full(len(codes), -1, dtype=np.int64)
+    if not listed.any():
+        return index, []
+    keys, inverse = np.unique(part[listed], axis=0, return_inverse=True)
+    index[listed] = inverse.reshape(-1)
+    return index, [tuple(int(x) for x in row) for row in keys]
+
+
+def _members(codes: np.ndarray, subset: tuple[int, ...], key: tuple[int, ...]) -> np.ndarray:
+    return np.asarray(np.all(codes[:, list(subset)] == np.array(key), axis=1))
+
+
+def _coarsen(
+    cells: Cells,
+    subset: tuple[int, ...],
+    key: tuple[int, ...],
+    open_cells: np.ndarray,
+    noise: Noise,
+    split_critical: float,
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Give way to a part (one value fewer) while splitting that part into this
+    conjunction and the rest does not fit better than the part's own single ratio."""
+    while len(subset) > 1:
+        inner = _members(cells.codes, subset, key) & open_cells
+        best: tuple[float, tuple[int, ...], tuple[int, ...]] | None = None
+        for drop in range(len(subset)):
+            part = subset[:drop] + subset[drop + 1 :]
+            part_key = key[:drop] + key[drop + 1 :]
+            rest = _members(cells.codes, part, part_key) & open_cells & ~inner
+            s_part = float(cells.sel[inner].sum() + cells.sel[rest].sum())
+            b_part = float(cells.base[inner].sum() + cells.base[rest].sum())
+            if b_part <= 0 or s_part <= noise.k * b_part or not rest.any():
+                continue  # the part is not over-represented: nothing to give way to
+            rate = s_part / b_part
+            split = 0.0
+            for group in (inner, rest):
+                d = float((cells.sel[group] - rate * cells.base[group]).sum())
+                m = (cells.sel[group] + rate * cells.base[group]) / 2
+                split += d * d / float(noise.variance(np.array(m.sum()), np.array((m * m).sum())))
+            if split < split_critical and (best is None or split < best[0]):
+                best = (split, part, part_key)
+        if best is None:
+            break
+        _, subset, key = best
+    return subset, key
+
+
+def _finding(
+    cells: Cells, subset: tuple[int, ...], key: tuple[int, ...], gain: float, scale: Scale, tried: int
+) -> Finding:
+    members = _members(cells.codes, subset, key)
+    a = float(cells.sel[members].sum())
+    b = float(cells.base[members].sum())
+    p_sel, p_base = a / scale.sel_eff, b / scale.base_eff
+    diff, score = stats.share_score(np.array([p_sel]), np.array([p_base]), scale.sel_eff, scale.base_eff)
+    p = min(1.0, float(sps.chi2.sf(gain, 1)) * tried)
+    conditions = [{"field": cells.fields[f], "value": cells.values[f][c]} for f, c in zip(subset, key)]
+    common: dict[str, Any] = {
+        "selection_fraction": p_sel,
+        "baseline_fraction": p_base,
+        "selection_count": a * scale.sel_w / scale.sel_eff,
+        "baseline_count": b * scale.base_w / scale.base_eff,
+        "effect": float(diff[0]),
+        "detail": {"cause_set": True, "evidence": float(f"{gain:.4g}")},
+    }
+    if len(conditions) == 1:
+        return Finding("dimension", float(score[0]), p, field=conditions[0]["field"], value=conditions[0]["value"], **common)
+    return Finding("combination", float(score[0]), p, conditions=conditions, **common)
