@@ -52,6 +52,7 @@ MAX_FIELDS = 6
 MAX_VALUES = 50
 MAX_CAUSES = 10
 MAX_CELLS = 500_000
+DENSE_CELL = 30
 CHI2_MEDIAN = 0.454936423119572
 CAUSE_METHOD = (
     f"cells of up to {MAX_FIELDS} fields (the strongest singly, {MAX_VALUES} values each); expected selected events "
@@ -139,17 +140,34 @@ def _count_cells(frame: Frame, counts: Counts, fields: list[str], scale: Scale) 
     return Cells(codes, sel, base, fields, values, events)
 
 
-def normal_ratio(sel: np.ndarray, base: np.ndarray) -> float:
-    """The selection/baseline ratio of the median cell, weighted by baseline events; never
-    below a hundredth of the overall ratio (a selection absent from most cells)."""
-    overall = float(sel.sum()) / float(base.sum())
+def weighted_median_ratio(sel: np.ndarray, base: np.ndarray) -> tuple[float, float]:
+    """(the selection/baseline ratio of the median group weighted by baseline events, the
+    events in that group)."""
     have = base > 0
-    if not np.any(have):
-        return overall
     ratio = sel[have] / base[have]
     order = np.argsort(ratio)
     cum = np.cumsum(base[have][order])
-    k = float(ratio[order][int(np.searchsorted(cum, cum[-1] / 2))])
+    i = order[int(np.searchsorted(cum, cum[-1] / 2))]
+    return float(ratio[i]), float(sel[have][i] + base[have][i])
+
+
+def normal_ratio(cells: Cells) -> float:
+    """The ratio the normal events share: the median cell's (weighted by baseline events),
+    or, when that cell holds fewer than ``DENSE_CELL`` events (too few to have a ratio),
+    the median of the single values of every field pooled; never below a hundredth of
+    the overall ratio (a selection absent from most cells)."""
+    overall = float(cells.sel.sum()) / float(cells.base.sum())
+    if not np.any(cells.base > 0):
+        return overall
+    k, events = weighted_median_ratio(cells.sel, cells.base)
+    if events < DENSE_CELL:
+        sel, base = [], []
+        for f in range(len(cells.fields)):
+            codes = cells.codes[:, f]
+            listed = codes >= 0
+            sel.append(np.bincount(codes[listed], weights=cells.sel[listed]))
+            base.append(np.bincount(codes[listed], weights=cells.base[listed], minlength=len(sel[-1])))
+        k, _ = weighted_median_ratio(np.concatenate(sel), np.concatenate(base))
     return max(k, overall / 100)
 
 
@@ -199,7 +217,8 @@ def fit_noise(sel: np.ndarray, base: np.ndarray, k: float, events: bool) -> Nois
 
 
 def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
-    k = normal_ratio(cells.sel, cells.base)
+    k = normal_ratio(cells)
+    overall = float(cells.sel.sum()) / float(cells.base.sum())
     noise = fit_noise(cells.sel, cells.base, k, cells.events)
     excess = cells.sel - k * cells.base
     size = (cells.sel + k * cells.base) / 2
@@ -220,7 +239,9 @@ def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
             d = np.bincount(index[use], weights=excess[use], minlength=len(keys))
             m = np.bincount(index[use], weights=size[use], minlength=len(keys))
             m_sq = np.bincount(index[use], weights=size[use] ** 2, minlength=len(keys))
-            evidence = np.where(d > 0, d * d / noise.variance(m, m_sq), 0.0)
+            b = np.bincount(index[use], weights=cells.base[use], minlength=len(keys))
+            more = (d > 0) & (d + k * b > overall * b)  # over-represented against the normal and the whole
+            evidence = np.where(more, d * d / noise.variance(m, m_sq), 0.0)
             j = int(np.argmax(evidence)) if len(evidence) else -1
             if j >= 0 and evidence[j] > critical and (best is None or evidence[j] > best[0]):
                 best = (float(evidence[j]), si, j)
