@@ -231,6 +231,18 @@ def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
     critical = float(sps.chi2.isf(alpha / tried, 1))
     split_critical = float(sps.chi2.isf(alpha, 1))
     open_cells = np.ones(len(cells.sel), dtype=bool)
+    # what noise alone reaches, per number of fields: the largest evidence of a conjunction
+    # under-represented as much (noise goes both ways; a cause only one way)
+    floor = np.zeros(n_fields + 1)
+    for subset, (index, keys) in zip(subsets, groups):
+        use = index >= 0
+        d = np.bincount(index[use], weights=excess[use], minlength=len(keys))
+        m = np.bincount(index[use], weights=size[use], minlength=len(keys))
+        m_sq = np.bincount(index[use], weights=size[use] ** 2, minlength=len(keys))
+        b = np.bincount(index[use], weights=cells.base[use], minlength=len(keys))
+        less = (d < 0) & (d + k * b < overall * b)
+        if less.any():
+            floor[len(subset)] = max(floor[len(subset)], float(np.max(d[less] ** 2 / noise.variance(m, m_sq)[less])))
     chosen: list[tuple[tuple[int, ...], tuple[int, ...], float]] = []
     for _ in range(MAX_CAUSES):
         best: tuple[float, int, int] | None = None
@@ -243,7 +255,7 @@ def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
             more = (d > 0) & (d + k * b > overall * b)  # over-represented against the normal and the whole
             evidence = np.where(more, d * d / noise.variance(m, m_sq), 0.0)
             j = int(np.argmax(evidence)) if len(evidence) else -1
-            if j >= 0 and evidence[j] > critical and (best is None or evidence[j] > best[0]):
+            if j >= 0 and evidence[j] > max(critical, floor[len(subsets[si])]) and (best is None or evidence[j] > best[0]):
                 best = (float(evidence[j]), si, j)
         if best is None:
             break
