@@ -151,22 +151,23 @@ def weighted_median_ratio(sel: np.ndarray, base: np.ndarray) -> tuple[float, flo
     return float(ratio[i]), float(sel[have][i] + base[have][i])
 
 
-def normal_ratio(cells: Cells) -> float:
+def normal_ratio(cells: Cells, open_cells: np.ndarray) -> float:
     """The ratio the normal events share: the median cell's (weighted by baseline events),
     or, when that cell holds fewer than ``DENSE_CELL`` events (too few to have a ratio),
     the median of the single values of every field pooled; never below a hundredth of
-    the overall ratio (a selection absent from most cells)."""
-    overall = float(cells.sel.sum()) / float(cells.base.sum())
-    if not np.any(cells.base > 0):
+    the overall ratio (a selection absent from most cells). Over ``open_cells`` only."""
+    sel_all, base_all = cells.sel[open_cells], cells.base[open_cells]
+    overall = float(sel_all.sum()) / float(base_all.sum())
+    if not np.any(base_all > 0):
         return overall
-    k, events = weighted_median_ratio(cells.sel, cells.base)
+    k, events = weighted_median_ratio(sel_all, base_all)
     if events < DENSE_CELL:
         sel, base = [], []
         for f in range(len(cells.fields)):
-            codes = cells.codes[:, f]
+            codes = cells.codes[open_cells, f]
             listed = codes >= 0
-            sel.append(np.bincount(codes[listed], weights=cells.sel[listed]))
-            base.append(np.bincount(codes[listed], weights=cells.base[listed], minlength=len(sel[-1])))
+            sel.append(np.bincount(codes[listed], weights=sel_all[listed]))
+            base.append(np.bincount(codes[listed], weights=base_all[listed], minlength=len(sel[-1])))
         k, _ = weighted_median_ratio(np.concatenate(sel), np.concatenate(base))
     return max(k, overall / 100)
 
@@ -217,11 +218,6 @@ def fit_noise(sel: np.ndarray, base: np.ndarray, k: float, events: bool) -> Nois
 
 
 def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
-    k = normal_ratio(cells)
-    overall = float(cells.sel.sum()) / float(cells.base.sum())
-    noise = fit_noise(cells.sel, cells.base, k, cells.events)
-    excess = cells.sel - k * cells.base
-    size = (cells.sel + k * cells.base) / 2
     n_fields = len(cells.fields)
     subsets = [s for r in range(1, n_fields + 1) for s in itertools.combinations(range(n_fields), r)]
     groups = [_group(cells.codes, s) for s in subsets]
@@ -231,20 +227,19 @@ def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
     critical = float(sps.chi2.isf(alpha / tried, 1))
     split_critical = float(sps.chi2.isf(alpha, 1))
     open_cells = np.ones(len(cells.sel), dtype=bool)
-    # what noise alone reaches, per number of fields: the largest evidence of a conjunction
-    # under-represented as much (noise goes both ways; a cause only one way)
-    floor = np.zeros(n_fields + 1)
-    for subset, (index, keys) in zip(subsets, groups):
-        use = index >= 0
-        d = np.bincount(index[use], weights=excess[use], minlength=len(keys))
-        m = np.bincount(index[use], weights=size[use], minlength=len(keys))
-        m_sq = np.bincount(index[use], weights=size[use] ** 2, minlength=len(keys))
-        b = np.bincount(index[use], weights=cells.base[use], minlength=len(keys))
-        less = (d < 0) & (d + k * b < overall * b)
-        if less.any():
-            floor[len(subset)] = max(floor[len(subset)], float(np.max(d[less] ** 2 / noise.variance(m, m_sq)[less])))
     chosen: list[tuple[tuple[int, ...], tuple[int, ...], float]] = []
     for _ in range(MAX_CAUSES):
+        if not np.any(open_cells & (cells.base > 0)):
+            break
+        # the normal ratio and the noise of what is left unexplained
+        k = normal_ratio(cells, open_cells)
+        overall = float(cells.sel[open_cells].sum()) / float(cells.base[open_cells].sum())
+        noise = fit_noise(cells.sel[open_cells], cells.base[open_cells], k, cells.events)
+        excess = cells.sel - k * cells.base
+        size = (cells.sel + k * cells.base) / 2
+        # what noise alone reaches, per number of fields: the largest evidence of a
+        # conjunction under-represented as much (noise goes both ways; a cause one way)
+        floor = np.zeros(n_fields + 1)
         best: tuple[float, int, int] | None = None
         for si, (index, keys) in enumerate(groups):
             use = open_cells & (index >= 0)
@@ -252,12 +247,16 @@ def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
             m = np.bincount(index[use], weights=size[use], minlength=len(keys))
             m_sq = np.bincount(index[use], weights=size[use] ** 2, minlength=len(keys))
             b = np.bincount(index[use], weights=cells.base[use], minlength=len(keys))
-            more = (d > 0) & (d + k * b > overall * b)  # over-represented against the normal and the whole
-            evidence = np.where(more, d * d / noise.variance(m, m_sq), 0.0)
+            evidence = d * d / noise.variance(m, m_sq)
+            less = (d < 0) & (d + k * b < overall * b)
+            if less.any():
+                floor[len(subsets[si])] = max(floor[len(subsets[si])], float(np.max(evidence[less])))
+            more = (d > 0) & (d + k * b > overall * b)  # over-represented against the normal and the rest
+            evidence = np.where(more, evidence, 0.0)
             j = int(np.argmax(evidence)) if len(evidence) else -1
-            if j >= 0 and evidence[j] > max(critical, floor[len(subsets[si])]) and (best is None or evidence[j] > best[0]):
+            if j >= 0 and evidence[j] > critical and (best is None or evidence[j] > best[0]):
                 best = (float(evidence[j]), si, j)
-        if best is None:
+        if best is None or best[0] <= floor[len(subsets[best[1]])]:
             break
         gain, si, j = best
         subset, key = _coarsen(cells, subsets[si], groups[si][1][j], open_cells, noise, split_critical)
