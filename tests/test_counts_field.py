@@ -72,7 +72,11 @@ def summary(result: Explanation) -> dict[tuple[Any, ...], tuple[float, float, fl
     """Each finding by what it points at: (selection share, baseline share, p-value)."""
     out = {}
     for f in result.findings:
-        what = f.field if f.kind != "combination" else tuple(sorted((c["field"], str(c["value"])) for c in f.conditions or []))
+        what = (
+            f.field
+            if f.kind != "combination"
+            else tuple(sorted((c["field"], str(c["value"])) for c in f.conditions or []))
+        )
         out[(f.kind, what, f.value)] = (f.selection_fraction or 0.0, f.baseline_fraction or 0.0, f.p_value)
     return out
 
@@ -101,7 +105,9 @@ def test_count_rows_find_what_the_expanded_events_find(tmp_path: Path, sampled: 
     same_findings(agg, full)
     # the groups say how many events the rows stand for, and the tests see them all
     assert agg.selection["events"] < full.selection["events"]
-    assert agg.selection["weighted_events"] == pytest.approx(full.selection.get("weighted_events", full.selection["events"]))
+    assert agg.selection["weighted_events"] == pytest.approx(
+        full.selection.get("weighted_events", full.selection["events"])
+    )
     effective = full.selection.get("effective_events", full.selection["events"])
     assert agg.selection["effective_events"] == pytest.approx(effective, rel=1e-6)
 

@@ -304,7 +304,10 @@ def test_cause_set_is_neither_too_specific_nor_too_coarse(tmp_path: Path, case: 
         assert sorted(found, key=len) == sorted(expected, key=len), found
         assert result.findings[: len(found)] == result.cause_set
         assert all(f.detail["cause_set"] and f.q_value < 0.05 for f in result.cause_set)
-        assert result.as_dict()["cause_set"][0]["selection_fraction"] > result.as_dict()["cause_set"][0]["baseline_fraction"]
+        assert (
+            result.as_dict()["cause_set"][0]["selection_fraction"]
+            > result.as_dict()["cause_set"][0]["baseline_fraction"]
+        )
 
 
 def test_no_cause_set_without_a_cause(tmp_path: Path) -> None:

@@ -53,6 +53,8 @@ MAX_VALUES = 50
 MAX_CAUSES = 10
 MAX_CELLS = 500_000
 DENSE_CELL = 30
+NOISE_BIN = 40
+"""Cells per size bin when fitting the noise: a median of fewer varies too much."""
 CHI2_MEDIAN = 0.454936423119572
 CAUSE_METHOD = (
     f"cells of up to {MAX_FIELDS} fields (the strongest singly, {MAX_VALUES} values each); expected selected events "
@@ -201,10 +203,10 @@ def fit_noise(sel: np.ndarray, base: np.ndarray, k: float, events: bool) -> Nois
     have = m > 0
     m, d2 = m[have], d2[have]
     floor = (1.0 + k) if events else 0.0
-    if len(m) < 8:
+    if len(m) < NOISE_BIN:
         return Noise(k, max(floor, 1.0), 0.0)
     order = np.argsort(m)
-    bins = np.array_split(order, min(20, len(m) // 4))
+    bins = np.array_split(order, max(1, min(20, len(m) // NOISE_BIN)))
     size = np.array([float(np.mean(m[b])) for b in bins])
     var = np.array([float(np.median(d2[b])) / CHI2_MEDIAN for b in bins])
     scale = 1.0 / np.maximum(var, 1e-12 * max(float(var.max()), 1e-300))
@@ -338,5 +340,7 @@ def _finding(
         "detail": {"cause_set": True, "evidence": float(f"{gain:.4g}")},
     }
     if len(conditions) == 1:
-        return Finding("dimension", float(score[0]), p, field=conditions[0]["field"], value=conditions[0]["value"], **common)
+        return Finding(
+            "dimension", float(score[0]), p, field=conditions[0]["field"], value=conditions[0]["value"], **common
+        )
     return Finding("combination", float(score[0]), p, conditions=conditions, **common)
