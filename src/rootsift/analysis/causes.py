@@ -52,7 +52,8 @@ MAX_FIELDS = 6
 MAX_VALUES = 50
 MAX_CAUSES = 10
 MAX_CELLS = 500_000
-DENSE_CELL = 30
+DENSE_CELL = 10
+"""A group has a ratio of its own when it would hold this many selected events at the overall ratio."""
 NOISE_BIN = 40
 """Cells per size bin when fitting the noise: a median of fewer varies too much."""
 CHI2_MEDIAN = 0.454936423119572
@@ -136,42 +137,69 @@ def _count_cells(frame: Frame, counts: Counts, fields: list[str], scale: Scale) 
         return None
     n = len(fields)
     codes = np.array([r[:n] for r in rows], dtype=np.int64).reshape(len(rows), n)
+    order = np.lexsort(codes.T[::-1]) if n else np.arange(len(rows))  # the same cells in the same order each run
+    codes, rows = codes[order], [rows[i] for i in order]
     # in effective events: the tests' scale (Kish's size under sample rates)
     sel = np.array([float(r[n]) for r in rows]) * f1 * scale.sel_eff / scale.sel_w
     base = np.array([float(r[n + 1]) for r in rows]) * f0 * scale.base_eff / scale.base_w
     return Cells(codes, sel, base, fields, values, events)
 
 
-def weighted_median_ratio(sel: np.ndarray, base: np.ndarray) -> tuple[float, float]:
+def weighted_median_ratio(sel: np.ndarray, base: np.ndarray) -> tuple[float, float, float]:
     """(the selection/baseline ratio of the median group weighted by baseline events, the
-    events in that group)."""
+    events in that group, the median's standard error: 1.2533 times the ratios' weighted
+    spread (1.4826 MADs) over the square root of the groups' effective number)."""
     have = base > 0
-    ratio = sel[have] / base[have]
-    order = np.argsort(ratio)
-    cum = np.cumsum(base[have][order])
+    ratio, w = sel[have] / base[have], base[have]
+    order = np.argsort(ratio, kind="stable")
+    cum = np.cumsum(w[order])
     i = order[int(np.searchsorted(cum, cum[-1] / 2))]
-    return float(ratio[i]), float(sel[have][i] + base[have][i])
+    k = float(ratio[i])
+    spread = np.abs(ratio - k)
+    o2 = np.argsort(spread, kind="stable")
+    mad = float(spread[o2][int(np.searchsorted(np.cumsum(w[o2]), cum[-1] / 2))])
+    n_eff = float(w.sum()) ** 2 / float((w * w).sum())
+    return k, float(sel[have][i] + w[i]), 1.2533 * 1.4826 * mad / np.sqrt(n_eff)
 
 
-def normal_ratio(cells: Cells, open_cells: np.ndarray) -> float:
-    """The ratio the normal events share: the median cell's (weighted by baseline events),
-    or, when that cell holds fewer than ``DENSE_CELL`` events (too few to have a ratio),
-    the median of the single values of every field pooled; never below a hundredth of
-    the overall ratio (a selection absent from most cells). Over ``open_cells`` only."""
+def normal_ratio(cells: Cells, open_cells: np.ndarray, alpha: float) -> tuple[float, float]:
+    """The ratio the normal events share, and its standard error, over ``open_cells``.
+
+    Dense cells (the median one would hold ``DENSE_CELL`` selected events at the overall
+    ratio): the median cell's ratio, weighted by baseline events. Sparse cells have no
+    ratio of their own (most hold no selected event at all): then the single values of
+    every field that are over-represented beyond chance (a Poisson test at ``alpha`` over
+    the values) are set aside, repeatedly, and the ratio is that of the cells none of them
+    holds; never below a hundredth of the overall ratio."""
     sel_all, base_all = cells.sel[open_cells], cells.base[open_cells]
     overall = float(sel_all.sum()) / float(base_all.sum())
     if not np.any(base_all > 0):
-        return overall
-    k, events = weighted_median_ratio(sel_all, base_all)
-    if events < DENSE_CELL:
-        sel, base = [], []
+        return overall, 0.0
+    k, events, se = weighted_median_ratio(sel_all, base_all)
+    if events * overall / (1 + overall) >= DENSE_CELL:
+        return max(k, overall / 100), se
+    codes = cells.codes[open_cells]
+    kept = np.ones(len(sel_all), dtype=bool)
+    n_values = sum(len(v) for v in cells.values)
+    critical = float(sps.chi2.isf(alpha / max(n_values, 1), 1))
+    for _ in range(5):
+        k = float(sel_all[kept].sum()) / max(float(base_all[kept].sum()), 1e-300)
+        flagged = np.zeros(len(sel_all), dtype=bool)
         for f in range(len(cells.fields)):
-            codes = cells.codes[open_cells, f]
-            listed = codes >= 0
-            sel.append(np.bincount(codes[listed], weights=sel_all[listed]))
-            base.append(np.bincount(codes[listed], weights=base_all[listed], minlength=len(sel[-1])))
-        k, _ = weighted_median_ratio(np.concatenate(sel), np.concatenate(base))
-    return max(k, overall / 100)
+            listed = codes[:, f] >= 0
+            n = len(cells.values[f])
+            s_v = np.bincount(codes[listed, f], weights=sel_all[listed], minlength=n)
+            b_v = np.bincount(codes[listed, f], weights=base_all[listed], minlength=n)
+            d = s_v - k * b_v
+            z2 = np.where(d > 0, d * d / np.maximum((1 + k) * (s_v + k * b_v) / 2, 1e-300), 0.0)
+            for code in np.flatnonzero(z2 > critical):
+                flagged |= codes[:, f] == code
+        if base_all[~flagged].sum() < 0.5 * base_all.sum() or np.array_equal(~flagged, kept):
+            break
+        kept = ~flagged
+    k = float(sel_all[kept].sum()) / max(float(base_all[kept].sum()), 1e-300)
+    se = float(np.sqrt(k * (1 + k) / max(float(base_all[kept].sum()), 1e-300)))
+    return max(k, overall / 100), se
 
 
 @dataclass
@@ -205,7 +233,7 @@ def fit_noise(sel: np.ndarray, base: np.ndarray, k: float, events: bool) -> Nois
     floor = (1.0 + k) if events else 0.0
     if len(m) < NOISE_BIN:
         return Noise(k, max(floor, 1.0), 0.0)
-    order = np.argsort(m)
+    order = np.argsort(m, kind="stable")
     bins = np.array_split(order, max(1, min(20, len(m) // NOISE_BIN)))
     size = np.array([float(np.mean(m[b])) for b in bins])
     var = np.array([float(np.median(d2[b])) / CHI2_MEDIAN for b in bins])
@@ -223,7 +251,7 @@ def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
     n_fields = len(cells.fields)
     subsets = [s for r in range(1, n_fields + 1) for s in itertools.combinations(range(n_fields), r)]
     groups = [_group(cells.codes, s) for s in subsets]
-    tried = sum(len(keys) for _, keys in groups)
+    tried = sum(len(first) for _, first in groups)
     if tried == 0:
         return []
     critical = float(sps.chi2.isf(alpha / tried, 1))
@@ -234,7 +262,7 @@ def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
         if not np.any(open_cells & (cells.base > 0)):
             break
         # the normal ratio and the noise of what is left unexplained
-        k = normal_ratio(cells, open_cells)
+        k, k_se = normal_ratio(cells, open_cells, alpha)
         overall = float(cells.sel[open_cells].sum()) / float(cells.base[open_cells].sum())
         noise = fit_noise(cells.sel[open_cells], cells.base[open_cells], k, cells.events)
         excess = cells.sel - k * cells.base
@@ -249,7 +277,8 @@ def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
             m = np.bincount(index[use], weights=size[use], minlength=len(keys))
             m_sq = np.bincount(index[use], weights=size[use] ** 2, minlength=len(keys))
             b = np.bincount(index[use], weights=cells.base[use], minlength=len(keys))
-            evidence = d * d / noise.variance(m, m_sq)
+            # the normal ratio is estimated too: a large conjunction must differ by more than its error
+            evidence = d * d / (noise.variance(m, m_sq) + (b * k_se) ** 2)
             less = (d < 0) & (d + k * b < overall * b)
             if less.any():
                 floor[len(subsets[si])] = max(floor[len(subsets[si])], float(np.max(evidence[less])))
@@ -261,7 +290,8 @@ def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
         if best is None or best[0] <= floor[len(subsets[best[1]])]:
             break
         gain, si, j = best
-        subset, key = _coarsen(cells, subsets[si], groups[si][1][j], open_cells, noise, split_critical)
+        key = _decode(cells.codes, subsets[si], int(groups[si][1][j]))
+        subset, key = _coarsen(cells, subsets[si], key, open_cells, noise, split_critical)
         members = _members(cells.codes, subset, key) & open_cells
         if not members.any():
             break
@@ -270,16 +300,28 @@ def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
     return [_finding(cells, subset, key, gain, scale, tried) for subset, key, gain in chosen]
 
 
-def _group(codes: np.ndarray, subset: tuple[int, ...]) -> tuple[np.ndarray, list[tuple[int, ...]]]:
-    """Each cell's conjunction over ``subset`` (-1 when a value is not a listed one), and the conjunctions."""
+def _group(codes: np.ndarray, subset: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's conjunction over ``subset`` as an index (-1 when a value is not a listed
+    one), and the conjunctions, each coded as one integer (mixed radix; see ``_decode``)."""
     part = codes[:, list(subset)]
     listed = np.all(part >= 0, axis=1)
     index = np.full(len(codes), -1, dtype=np.int64)
     if not listed.any():
-        return index, []
-    keys, inverse = np.unique(part[listed], axis=0, return_inverse=True)
+        return index, np.zeros(0, dtype=np.int64)
+    radix = part[listed].max(axis=0) + 1
+    flat = np.zeros(int(listed.sum()), dtype=np.int64)
+    for column, base in zip(part[listed].T, radix):
+        flat = flat * int(base) + column
+    keys, inverse = np.unique(flat, return_inverse=True)
     index[listed] = inverse.reshape(-1)
-    return index, [tuple(int(x) for x in row) for row in keys]
+    first = np.zeros(len(keys), dtype=np.int64)
+    first[inverse.reshape(-1)] = np.flatnonzero(listed)  # a cell of each conjunction (any: they agree)
+    return index, first
+
+
+def _decode(codes: np.ndarray, subset: tuple[int, ...], cell: int) -> tuple[int, ...]:
+    """The values of conjunction over ``subset`` that holds ``cell``."""
+    return tuple(int(codes[cell, f]) for f in subset)
 
 
 def _members(codes: np.ndarray, subset: tuple[int, ...], key: tuple[int, ...]) -> np.ndarray:
