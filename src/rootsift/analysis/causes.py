@@ -52,6 +52,8 @@ MAX_FIELDS = 6
 MAX_VALUES = 50
 MAX_CAUSES = 10
 MAX_CELLS = 500_000
+MAX_CUBE = 100_000
+"""The most cells the chosen fields may span (their listed values plus "another" each)."""
 DENSE_CELL = 10
 """A group has a ratio of its own when it would hold this many selected events at the overall ratio."""
 NOISE_BIN = 40
@@ -90,14 +92,25 @@ def find_causes(frame: Frame, counts: Counts, singles: list[Finding], scale: Sca
 
 
 def _fields(counts: Counts, singles: list[Finding]) -> list[str]:
-    """Dimension fields ranked by their most significant value (over- or under-represented)."""
+    """Dimension fields ranked by their most significant value (over- or under-represented),
+    at most ``MAX_FIELDS``, taken in that order while the cube they span (each field's
+    listed values and "another value") stays within ``MAX_CUBE`` cells."""
     best: dict[str, float] = {}
     for f in singles:
         if f.kind == "dimension" and f.field in counts.values:
             best[str(f.field)] = min(best.get(str(f.field), 1.0), f.p_value)
     ranked = sorted(best, key=lambda n: best[n])
     rest = [n for n in counts.values if n not in best and len(counts.values[n]) > 1]
-    return [n for n in ranked + rest if len(counts.values[n]) > 1][:MAX_FIELDS]
+    chosen: list[str] = []
+    cube = 1
+    for name in ranked + rest:
+        size = min(len(counts.values[name]), MAX_VALUES) + 1
+        if size > 2 and cube * size <= MAX_CUBE:
+            chosen.append(name)
+            cube *= size
+        if len(chosen) == MAX_FIELDS:
+            break
+    return chosen
 
 
 def _count_cells(frame: Frame, counts: Counts, fields: list[str], scale: Scale) -> Cells | None:
