@@ -2,32 +2,30 @@
 selection differs from the baseline, each neither too specific nor too coarse.
 
 The events are counted per *cell*, one combination of values of the fields that tell
-the groups apart best (at most ``MAX_FIELDS`` fields, ``MAX_VALUES`` values each; other
-values are a cell of their own that no cause names). A cell with ``b`` baseline events is
-expected to hold ``k·b`` selected events, ``k`` being the ratio the *normal* cells share:
-the median of the cells' selection/baseline ratios, weighted by their baseline events
-(robust while fewer than half the events are affected; whichever baseline the user
-picks, the rest of the range, the same rows earlier, or only the good rows, shifts ``k``
-and nothing else).
+the groups apart best (at most ``MAX_FIELDS`` fields spanning at most ``MAX_CUBE``
+cells, ``MAX_VALUES`` values each; other values are a cell of their own that no cause
+names). A cell with ``b`` baseline events is expected to hold ``k·b`` selected events,
+``k`` being the ratio the *normal* cells share (``normal_ratio``: a weighted median,
+robust while fewer than half the events are affected, so whichever reasonable baseline
+the user picks shifts ``k`` and nothing else). How much a cell's excess ``s − k·b``
+varies when nothing is wrong is fitted from the cells (``fit_noise``: independent
+events plus a relative noise).
 
-A candidate cause is any conjunction of 1 to ``MAX_FIELDS`` values, and its evidence is
-the Poisson deviance of its events: ``2·(S·log(S/M) − (S − M))`` with ``S`` its selected
-and ``M = k·B`` its expected events, the likelihood-ratio statistic for "the selection
-rate is another one in here". It is divided by the counts' dispersion ``φ`` (1 for
-independent events; forecast residuals and bursty traffic vary more than counts do),
-estimated from the cells as the median cell deviance over the median of χ²₁; a
-conjunction is a cause when that exceeds χ²₁'s critical value at ``alpha`` divided by
-the number of conjunctions tried.
+A candidate cause is any conjunction of 1 to all of those fields' values; its evidence is
+its summed excess squared over its variance (that of its cells, plus its baseline times
+``k``'s own error), a χ²₁ when nothing is wrong. It is a cause when over-represented
+(against ``k`` and against the rest), above χ²₁'s critical value at ``alpha`` over the
+number of conjunctions tried, and above the largest evidence of an equally deep
+conjunction that is under-represented (noise goes both ways, a cause one way).
 
 Causes are taken greedily, largest evidence first, each on the cells no earlier cause
-covers, so two disjoint causes are both found, and the same excess is never explained
-twice. The deviance is convex: a conjunction that adds a value the excess does not
-depend on only dilutes nothing and loses its siblings' share, so a part whose every
-sub-part is affected outscores them; a part whose excess is in one sub-part is diluted
-by the rest and the sub-part wins. The choice is then tested both ways, conditionally:
-a conjunction gives way to a part of it (one value fewer) unless splitting the part
-into it and the rest improves the fit by more than noise (the deviance of the two rates
-against the part's one rate, at ``alpha``).
+covers, with ``k`` and the noise refitted on those: two disjoint causes are both found,
+and no excess is explained twice. A conjunction that adds a value the excess does not
+depend on keeps only its share of the excess, so the part has more evidence; a part
+whose excess is all in one conjunction is diluted by the rest, and the conjunction has
+more. The choice is then tested conditionally (``_coarsen``): a conjunction gives way to
+a part of it (one value fewer) unless splitting that part into it and the rest fits
+better than one ratio for the part, at ``alpha``. docs/explain.md, ADR 0013.
 """
 
 from __future__ import annotations
