@@ -58,10 +58,12 @@ NOISE_BIN = 40
 """Cells per size bin when fitting the noise: a median of fewer varies too much."""
 CHI2_MEDIAN = 0.454936423119572
 CAUSE_METHOD = (
-    f"cells of up to {MAX_FIELDS} fields (the strongest singly, {MAX_VALUES} values each); expected selected events "
-    "per cell = the baseline's times the ratio the median cell shares; conjunctions of 1 to all those fields "
-    "scored by their Poisson deviance over the dispersion, taken greedily on the cells left unexplained, kept "
-    "above chi2(1) at alpha / conjunctions tried; a conjunction gives way to a part of it when splitting that part "
+    f"cells of up to {MAX_FIELDS} fields (the strongest singly, {MAX_VALUES} values each, {MAX_CUBE:,} cells at "
+    "most); expected selected events per cell = the baseline's times the normal ratio (the median cell's, or the "
+    "cells' outside values over-represented beyond chance); conjunctions of 1 to all those fields scored by excess "
+    "squared over a variance fitted from the cells (a*m + c*m^2, plus the ratio's error), taken greedily on the "
+    "cells left unexplained, kept above chi2(1) at alpha / conjunctions tried and above the largest "
+    "under-represented conjunction as deep; a conjunction gives way to a part of it when splitting that part "
     "does not fit better at alpha"
 )
 
