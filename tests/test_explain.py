@@ -242,3 +242,78 @@ def test_select_by_start(tmp_path: Path) -> None:
         ["explain", "api", "--select-from", "2024-06-01T00:10:00Z", "--select-by-start", "nope", "--data", str(data)],
     )
     assert bad.exit_code == 2 and "nope" in bad.output
+
+
+def sessions(seed: int, n: int, stall: Any) -> list[dict[str, Any]]:
+    """Video sessions over an hour: bitrate, device, cdn and os drawn independently; each
+    session stalls with probability ``stall(row)``; the second half of the hour only."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        row: dict[str, Any] = {
+            "timestamp": (START + timedelta(seconds=float(i) * 3600 / n)).isoformat(),
+            "bitrate": int(rng.choice([800, 1500, 2500, 4000, 6000])),
+            "device": str(rng.choice(["adr", "ios", "web", "tv"])),
+            "cdn": str(rng.choice(["c1", "c2", "c3"])),
+            "os": str(rng.choice(["v1", "v2", "v3"])),
+        }
+        late = i >= n // 2
+        row["stalled"] = "yes" if rng.random() < (stall(row) if late else 0.02) else "no"
+        rows.append(row)
+    return rows
+
+
+def cause_set(result: Any) -> list[set[tuple[str, Any]]]:
+    out = []
+    for f in result.cause_set:
+        conds = f.conditions or [{"field": f.field, "value": f.value}]
+        out.append({(c["field"], c["value"]) for c in conds})
+    return out
+
+
+PLANTED_CAUSES = {
+    "part": (lambda r: 0.4 if r["bitrate"] == 4000 else 0.02, [{("bitrate", 4000)}]),
+    "pair": (
+        lambda r: 0.5 if r["bitrate"] == 4000 and r["device"] == "adr" else 0.02,
+        [{("bitrate", 4000), ("device", "adr")}],
+    ),
+    "two": (
+        lambda r: 0.5 if (r["bitrate"] == 4000 and r["device"] == "adr") or r["cdn"] == "c3" else 0.02,
+        [{("cdn", "c3")}, {("bitrate", 4000), ("device", "adr")}],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(PLANTED_CAUSES))
+@pytest.mark.parametrize("seed", [1, 2])
+def test_cause_set_is_neither_too_specific_nor_too_coarse(tmp_path: Path, case: str, seed: int) -> None:
+    """A cause on one value with an unrelated field beside it is that value, not a pair
+    with an extra value; a cause on a pair is the pair, not either part; two disjoint
+    causes are both in the set, listed first. The same answer whichever baseline: the rest
+    of the range, only the sessions that did not stall, or the stalls of the half hour before."""
+    stall, expected = PLANTED_CAUSES[case]
+    late = START + timedelta(minutes=30)
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(write_events(tmp_path / "e.jsonl", sessions(seed, 20000, stall)), "video")
+        everything_else = rs.explain("video", select='stalled = "yes"', select_from=late)
+        good_rows = rs.explain("video", select='stalled = "yes"', select_from=late, baseline='stalled = "no"')
+        earlier = f'stalled = "yes" and timestamp < "{late.isoformat()}"'
+        same_rows_earlier = rs.explain("video", select='stalled = "yes"', select_from=late, baseline=earlier)
+    for result in (everything_else, good_rows, same_rows_earlier):
+        found = cause_set(result)
+        assert sorted(found, key=len) == sorted(expected, key=len), found
+        assert result.findings[: len(found)] == result.cause_set
+        assert all(f.detail["cause_set"] and f.q_value < 0.05 for f in result.cause_set)
+        assert (
+            result.as_dict()["cause_set"][0]["selection_fraction"]
+            > result.as_dict()["cause_set"][0]["baseline_fraction"]
+        )
+
+
+def test_no_cause_set_without_a_cause(tmp_path: Path) -> None:
+    """Stalls at the same rate everywhere in the selected half hour: no cause to name."""
+    late = START + timedelta(minutes=30)
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(write_events(tmp_path / "e.jsonl", sessions(3, 20000, lambda r: 0.05)), "video")
+        result = rs.explain("video", select='stalled = "yes"', select_from=late)
+    assert result.cause_set == [] and result.as_dict()["cause_set"] == []

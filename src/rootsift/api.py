@@ -78,6 +78,7 @@ class Rootsift:
         tz: str | None = None,
         labels: dict[str, str] | None = None,
         commit_every: float = COMMIT_EVERY,
+        count_field: str | None = None,
     ) -> IngestSummary:
         """Ingest a file, a directory of files in a text log format, or ``-`` (stdin) into
         ``dataset``, creating it if needed.
@@ -87,13 +88,16 @@ class Rootsift:
         ``tz`` are told to the log formats that read them (docs/formats/); ``labels`` are
         fields set on every event of a log format (a value the event has wins). A stream
         (``-``, a pipe) is committed every ``commit_every`` seconds and on SIGTERM/SIGINT,
-        releasing the store between commits.
+        releasing the store between commits. ``count_field`` is recorded as the dataset's
+        count field (a row with count n stands for n identical events; docs/formats.md).
         """
         from rootsift.ingest.formats.base import FormatOptions
         from rootsift.ingest.pipeline import ingest_file
         from rootsift.ingest.runner import BLOCK_BYTES
 
-        return ingest_file(
+        if count_field is not None and not count_field.strip():
+            raise UsageError("--count-field is empty: name the field that says how many events a row stands for")
+        summary = ingest_file(
             self.backend,
             dataset,
             source,
@@ -109,6 +113,9 @@ class Rootsift:
             block_bytes=block_bytes or BLOCK_BYTES,
             commit_every=commit_every,
         )
+        if count_field is not None:
+            self.backend.set_count_field(dataset, count_field)
+        return summary
 
     def datasets(self) -> list[DatasetInfo]:
         """Every dataset: events (weighted by sample rate), stored rows, time span, bytes on disk."""
@@ -166,12 +173,14 @@ class Rootsift:
         top_values: int = TOP_VALUES,
         sampled: bool = False,
         select_start_of: str | None = None,
+        count_field: str | None = None,
         now: datetime | None = None,
     ) -> Explanation:
         """What is different about the selected events: ``select`` (a filter) and/or the
         ``select_from``…``select_to`` sub-range, against the rest of ``start``…``end`` (the
         whole dataset by default) or the events matching ``baseline``; ``sampled`` reads
-        the baseline from the store's uniform sample. docs/explain.md."""
+        the baseline from the store's uniform sample; ``count_field``: each row stands for
+        that many identical events (default: the dataset's setting). docs/explain.md."""
         from rootsift.analysis.explain import explain
 
         now = now or datetime.now(UTC)
@@ -189,6 +198,7 @@ class Rootsift:
             top_values=top_values,
             sampled=sampled,
             select_start_of=select_start_of,
+            count_field=count_field,
         )
 
     def compare(

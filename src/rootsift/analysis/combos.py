@@ -150,8 +150,8 @@ def _cube(frame: Frame, fields: list[str], candidates: list[Finding]) -> tuple[n
         columns.append((f"CASE {' '.join(whens)} ELSE -1 END", f"__c{i}", params))
     source, params = frame.sql(columns)
     keys = ", ".join(ident(f"__c{i}") for i in range(len(fields)))
-    weight = f"sum({W})" if frame.weight else "count(*)"
-    f1, f0 = (1.0, 1.0) if frame.weight else frame.factors
+    weight = f"sum({W})" if frame.row_weights else "count(*)"
+    f1, f0 = (1.0, 1.0) if frame.row_weights else frame.factors
     sql = (
         f"SELECT {keys}, coalesce({weight} FILTER (WHERE {SEL}), 0), coalesce({weight} FILTER (WHERE NOT {SEL}), 0) "
         f"FROM ({source}) GROUP BY ALL"

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from rootsift.analysis.fields import FieldPlan
-from rootsift.analysis.frame import SEL, Frame, W
+from rootsift.analysis.frame import SEL, W2, Frame, W
 from rootsift.analysis.stats import share_test
 from rootsift.store.sqltext import ident
 
@@ -148,14 +148,14 @@ def _aggregates(frame: Frame) -> tuple[list[str], list[str]]:
     sel = f"FILTER (WHERE {SEL})"
     aggs = ["count(*) AS n_all", f"count(*) {sel} AS sn"]
     derived = ["n_all - sn AS bn"]
-    if not frame.weight:  # constant weights per group (frame.factors): counts times them
+    if not frame.row_weights:  # constant weights per group (frame.factors): counts times them
         f1, f0 = frame.factors
         return aggs, derived + [f"sn * {f1} AS sw", f"(n_all - sn) * {f0} AS bw"]
     aggs += [
         f"sum({W}) AS w_all",
         f"sum({W}) {sel} AS sw_",
-        f"sum({W} * {W}) AS w2_all",
-        f"sum({W} * {W}) {sel} AS sw2_",
+        f"sum({W2}) AS w2_all",
+        f"sum({W2}) {sel} AS sw2_",
     ]
     derived += [
         "coalesce(sw_, 0) AS sw",
@@ -169,7 +169,7 @@ def _aggregates(frame: Frame) -> tuple[list[str], list[str]]:
 def _cell(row: Any, col: dict[str, int], frame: Frame) -> Cell:
     sn, bn = float(row[col["sn"]] or 0), float(row[col["bn"]] or 0)
     cell = Cell(sn, bn, float(row[col["sw"]] or 0), float(row[col["bw"]] or 0))
-    if frame.weight:
+    if frame.row_weights:
         cell.sel_w2, cell.base_w2 = float(row[col["sw2"]] or 0), float(row[col["bw2"]] or 0)
     else:  # constant weights: the sum of squares is the count times the square
         f1, f0 = frame.factors

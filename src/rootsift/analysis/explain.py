@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from rootsift.analysis import stats
+from rootsift.analysis.causes import CAUSE_METHOD, find_causes
 from rootsift.analysis.combos import COMBO_METHOD, search_combinations
 from rootsift.analysis.counts import BIN_STEPS, Cell, Counts, bin_edges, count_pass
 from rootsift.analysis.defaults import ALPHA, TOP_VALUES
@@ -72,12 +73,15 @@ class Explanation:
     warnings: list[str] = field(default_factory=list)
     fields: dict[str, Any] = field(default_factory=dict)
     method: dict[str, Any] = field(default_factory=dict)
+    cause_set: list[Finding] = field(default_factory=list)
+    """The fewest conjunctions that together explain the difference (causes.py); also the first findings."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "dataset": self.dataset,
             "selection": self.selection,
             "baseline": self.baseline,
+            "cause_set": [f.as_dict() for f in self.cause_set],
             "findings": [f.as_dict() for f in self.findings],
             "warnings": self.warnings,
             "fields": self.fields,
@@ -100,19 +104,33 @@ def explain(
     top_values: int = TOP_VALUES,
     sampled: bool = False,
     select_start_of: str | None = None,
+    count_field: str | None = None,
 ) -> Explanation:
     """Compare the selection (``select`` and/or ``select_from``…``select_to``) with the
     baseline (the rest of the range, or the events matching ``baseline``); return the
     fields and values that tell them apart, most explanatory first. ``sampled``: the
     baseline from the store's uniform sample (the selection stays exact).
     ``select_start_of``: a duration field; the time box bounds each event's start
-    (timestamp less the duration, for logs stamped at completion)."""
+    (timestamp less the duration, for logs stamped at completion). ``count_field``: the
+    field saying how many identical events a row stands for (default: the dataset's
+    setting, or ``event_count`` when present)."""
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha} must be between 0 and 1")
     if top_values < 1:
         raise UsageError(f"--top {top_values} must be at least 1")
     frame = Frame(
-        backend, dataset, start, end, where, select, select_from, select_to, baseline, sampled, select_start_of
+        backend,
+        dataset,
+        start,
+        end,
+        where,
+        select,
+        select_from,
+        select_to,
+        baseline,
+        sampled,
+        select_start_of,
+        count_field,
     )
     if not frame.has_selection():
         raise UsageError("say what to explain: --select EXPR and/or --select-from/--select-to")
@@ -151,7 +169,12 @@ def explain(
     # the counts cannot tell from none, such as one unusual value on one event)
     kept = [f for f in singles + combos if f.q_value < alpha and f.score > 0]
     # a value nested in another that explains it (a host in its zone) comes after the rest
-    out.findings = sorted(_drop_complements(kept), key=lambda f: ("within" in f.detail, -f.score, f.p_value))
+    ranked = sorted(_drop_complements(kept), key=lambda f: ("within" in f.detail, -f.score, f.p_value))
+    out.cause_set = find_causes(frame, counts, singles, scale, alpha)
+    for f in out.cause_set:
+        f.q_value = f.p_value  # already corrected for every conjunction tried
+    named = {_names(f) for f in out.cause_set}
+    out.findings = out.cause_set + [f for f in ranked if _names(f) not in named]
     out.method["tests"] = len(everything)
     return out
 
@@ -243,6 +266,13 @@ def _measure_findings(counts: Counts, scale: Scale) -> list[Finding]:
     return found
 
 
+def _names(f: Finding) -> tuple[Any, ...]:
+    """What a dimension or combination finding points at, in any order of its conditions."""
+    if f.conditions is not None:
+        return tuple(sorted((str(c["field"]), repr(c["value"])) for c in f.conditions))
+    return ((str(f.field), repr(f.value)),) if f.kind != "measure" else ("measure", str(f.field))
+
+
 def _drop_complements(findings: list[Finding]) -> list[Finding]:
     """A value less common in the selection is shown only when no value of its field is more common."""
     over = {f.field for f in findings if f.kind == "dimension" and f.effect > 0}
@@ -311,6 +341,8 @@ def _fields_summary(plan: Any, counts: Counts, scale: Scale) -> dict[str, Any]:
 
 def _method(alpha: float, top_values: int, frame: Frame, sel_rows: float, base_rows: float) -> dict[str, Any]:
     out: dict[str, Any] = {"exact": not frame.sampled}
+    if frame.count:
+        out["count_field"] = frame.count
     if frame.sampled:
 
         def bound(n: float) -> float:  # the 95 % error of a share estimated from n sampled events, at worst
@@ -343,6 +375,7 @@ def _method(alpha: float, top_values: int, frame: Frame, sel_rows: float, base_r
             f"{2 ** (1 / BIN_STEPS) - 1:.1%}); effect = Cliff's delta"
         ),
         "combinations": COMBO_METHOD,
+        "cause_set": CAUSE_METHOD,
         "correction": "Benjamini-Hochberg false discovery rate over every test of the run",
         "score": "effect (difference of shares, or Cliff's delta) less 1.96 standard errors, floored at 0",
         "field_roles": f"numbers with few distinct values in the first {PILOT_ROWS:,} events are also counted per value",

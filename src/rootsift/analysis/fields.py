@@ -56,6 +56,8 @@ def plan_fields(frame: Frame) -> FieldPlan:
             continue
         if name == frame.weight:
             plan.skipped[name] = "sample rate (used as the weight)"
+        elif name == frame.count:
+            plan.skipped[name] = "count (each row stands for that many events)"
         elif name in defining:
             plan.skipped[name] = "defines the selection or baseline"
         elif info.type in NUMERIC or info.type in TEXT:

@@ -42,6 +42,22 @@ def micros_per_unit(name: str) -> float | None:
 
 SEL = '"__sel"'
 W = '"__w"'
+W2 = '"__w2"'
+
+
+def row_weight_sql(rate: str | None, count: str | None, every: int) -> list[str]:
+    """The columns ``__w`` (the events a row stands for) and ``__w2`` (the sum of the
+    squared weights of the events it observed). A row with sample rate r (kept 1 in r)
+    and count n stands for r·n events of which n were observed, each weighing r: ``__w``
+    is r·n and ``__w2`` is n·r², so Kish's effective size ``(Σw)²/Σw²`` counts a count
+    row as n observations and a sampled event as one. A rate below 1 or absent is 1; a
+    count that is absent is 1, one below 0 is 0 (the row stands for nothing); counts
+    need not be whole (rollups of rates)."""
+    r = f"(CASE WHEN {ident(rate)} >= 1 THEN {ident(rate)} ELSE 1 END) * {every}" if rate else str(every)
+    if not count:
+        return [f"{r} AS {W}", f"{r} * {r} AS {W2}"]
+    n = f"(CASE WHEN {ident(count)} IS NULL THEN 1 WHEN {ident(count)} > 0 THEN {ident(count)} ELSE 0 END)"
+    return [f"{r} * {n} AS {W}", f"{r} * {r} * {n} AS {W2}"]
 
 
 @dataclass
@@ -62,10 +78,15 @@ class Frame:
     select_start_of: str | None = None
     """A duration field: ``select_from``/``select_to`` bound each event's start, its
     timestamp less that duration (the timestamp is the end), not the timestamp."""
+    count_field: str | None = None
+    """The field saying how many identical events a row stands for (``--count-field``);
+    None: the dataset's setting or the conventional ``event_count`` when present."""
     selection_sampled: bool = field(init=False, default=False)
     """The selection from the stored sample as well (it holds enough selected events)."""
     fields: dict[str, FieldInfo] = field(init=False)
     weight: str | None = field(init=False)
+    count: str | None = field(init=False)
+    """The count field in use (``count_field``, the setting, or None)."""
     relation_sql: str = field(init=False)
     """The dataset's events over the range (segments pruned to it), as SQL: made once per frame."""
 
@@ -79,6 +100,7 @@ class Frame:
                 raise QuerySpecError(f"{name}: the start must be before the end")
         self.fields = {n: f for n, f in self.backend.fields(self.dataset).items() if not n.endswith(RAW_SUFFIX)}
         self.weight = self.backend.weight_field(self.dataset)
+        self.count = self._count_field()
         self._relation = self.backend.relation(self.dataset, self.start, self.end)
         self.relation_sql = self._relation.sql(dialect="duckdb")
         sample = self.backend.sample_relation(self.dataset, self.start, self.end) if self.sampled else None
@@ -92,10 +114,28 @@ class Frame:
                 int(found) >= SAMPLED_SELECTION_MIN
             )  # unknown fields and bad expressions fail here, before anything runs
 
+    def _count_field(self) -> str | None:
+        name = self.count_field
+        if name is None:
+            return self.backend.count_field(self.dataset)
+        info = self.fields.get(name)
+        if info is None:
+            known = ", ".join(n for n, f in sorted(self.fields.items()) if f.type in ("DOUBLE", "BIGINT")) or "none"
+            raise QuerySpecError(f"--count-field {name!r}: the dataset has no such field (numeric fields: {known})")
+        if info.type not in ("DOUBLE", "BIGINT"):
+            raise QuerySpecError(f"--count-field {name!r} holds {info.type.lower()} values, not numbers")
+        return name
+
     @property
     def weighted(self) -> bool:
-        """Weighted counts differ from the counts (a sample rate, or the stored sample)."""
-        return self.weight is not None or self.sampled
+        """Weighted counts differ from the counts (a sample rate, a count, or the stored sample)."""
+        return self.weight is not None or self.count is not None or self.sampled
+
+    @property
+    def row_weights(self) -> bool:
+        """Each row carries its own weight (``__w``) and the weight its squares sum over
+        (``__w2``): a sample rate, a count field, or both."""
+        return self.weight is not None or self.count is not None
 
     @property
     def factors(self) -> tuple[float, float]:
@@ -160,9 +200,8 @@ class Frame:
             params += bound
         sel = self._condition(self.select, self.select_from, self.select_to, params)
         items.append(f"COALESCE({sel}, false) AS {SEL}")
-        if self.weight:
-            col = ident(self.weight)
-            items.append(f"(CASE WHEN {col} >= 1 THEN {col} ELSE 1 END) * {every} AS {W}")
+        if self.row_weights:
+            items += row_weight_sql(self.weight, self.count, every)
         where_sql, scope_params = self.range_filter()
         params += scope_params
         keep = "true"  # both groups, the baseline being the rest

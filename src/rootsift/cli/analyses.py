@@ -45,6 +45,12 @@ if TYPE_CHECKING:
     help="Read from the store's 1-in-64 uniform sample (a rare selection exactly); the error is stated.",
 )
 @click.option(
+    "--count-field",
+    metavar="FIELD",
+    default=None,
+    help="Each row stands for this many identical events (default: the dataset's, or event_count).",
+)
+@click.option(
     "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Findings shown in the terminal."
 )
 @common(read_only=True)
@@ -63,6 +69,7 @@ def explain(
     top_values: int,
     select_start_of: str | None,
     sampled: bool,
+    count_field: str | None,
     limit: int,
 ) -> None:
     """What is different about the selected events: each field's values and each
@@ -83,6 +90,7 @@ def explain(
         top_values=top_values,
         sampled=sampled,
         select_start_of=select_start_of,
+        count_field=count_field,
     )
     if as_json:
         emit_json(result.as_dict())

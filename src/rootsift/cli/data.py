@@ -85,6 +85,12 @@ BUILTIN_FORMATS = {
 )
 @click.option("--time-field", default=None, help="Field holding the event time (default: detected).")
 @click.option(
+    "--count-field",
+    metavar="FIELD",
+    default=None,
+    help="Pre-aggregated rows: this field says how many identical events a row stands for (kept as the dataset's).",
+)
+@click.option(
     "--time-format", default=None, help="rfc3339, epoch, epoch_s/ms/us/ns or a strptime pattern (default: detected)."
 )
 @click.option(
@@ -119,6 +125,7 @@ def ingest(
     tz: str | None,
     labels: tuple[str, ...],
     commit_every: float,
+    count_field: str | None,
 ) -> None:
     """Ingest SOURCE into a dataset: a file or - for stdin (plain, gzip or zstd), or a
     directory of files in a log format (e.g. /proc snapshots).
@@ -157,6 +164,7 @@ def ingest(
             tz=tz,
             labels=parse_labels(labels),
             commit_every=commit_every,
+            count_field=count_field,
         )
     if as_json:
         emit_json(summary.as_dict())

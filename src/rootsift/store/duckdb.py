@@ -280,6 +280,22 @@ class DuckDBBackend(Backend):
         info = state.fields.get(name)
         return name if info is not None and info.type in ("DOUBLE", "BIGINT") else None
 
+    def count_field(self, dataset: str) -> str | None:
+        """The count field of ``dataset`` (a row standing for that many identical events)
+        when its events carry one: the ``count_field`` setting, else the conventional
+        ``COUNT_FIELD``; None when absent or not a number."""
+        state = self.state(dataset)
+        name = state.settings.get("count_field") or COUNT_FIELD
+        info = state.fields.get(name)
+        return name if info is not None and info.type in ("DOUBLE", "BIGINT") else None
+
+    def set_count_field(self, dataset: str, name: str) -> None:
+        """Record ``name`` as the count field of ``dataset`` (created if new) in its settings."""
+        state = self.state(dataset, create=True)
+        with self._lock:
+            state.settings["count_field"] = name
+            _write_json_atomic(state.directory / "dataset.json", state.settings)
+
     # -- reading -----------------------------------------------------------------
     def relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expr:
         """The dataset's events in the segments that may hold [start, end), as one relation."""
@@ -453,6 +469,10 @@ class DuckDBBackend(Backend):
                 self._con.execute(f"DETACH {seg.alias}")
             shutil.rmtree(state.directory)
             self._states.pop(dataset, None)
+
+
+COUNT_FIELD = "event_count"
+"""The conventional count field: a row with ``event_count = n`` stands for n identical events."""
 
 
 def weight_sql(field: str) -> str:
