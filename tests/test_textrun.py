@@ -338,7 +338,9 @@ def test_duckdb_parsed_values_of_another_shape_go_to_python_without_failing(
         ("200", "-", "-", "-"),
     ]
     src = tmp_path / "access.log"
-    src.write_text("".join(line.format(i=i, status=s, uct=c, uht=h, ua=a) + "\n" for i, (s, c, h, a) in enumerate(cases)))
+    src.write_text(
+        "".join(line.format(i=i, status=s, uct=c, uht=h, ua=a) + "\n" for i, (s, c, h, a) in enumerate(cases))
+    )
     sql, py = _both_ways(rs, src, monkeypatch, format="nginx", log_format=NGINX_FORMAT)
     assert sql == py
     assert sql[2] == (4, 3)  # the 20-digit status, "abc" and "0.0x2" are rejects, as in Python
