@@ -344,3 +344,25 @@ def test_duckdb_parsed_values_of_another_shape_go_to_python_without_failing(
     sql, py = _both_ways(rs, src, monkeypatch, format="nginx", log_format=NGINX_FORMAT)
     assert sql == py
     assert sql[2] == (4, 3)  # the 20-digit status, "abc" and "0.0x2" are rejects, as in Python
+
+
+def test_duckdb_parsed_upstream_sums_past_64_bits_go_to_python_without_failing(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an upstream byte list whose sum does not fit in 64 bits, a 20-digit upstream status
+    log_format = (
+        '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
+        'ubr="$upstream_bytes_received" us="$upstream_status"'
+    )
+    head = '10.0.0.1 - - [01/Mar/2024:10:00:0{} +0000] "GET / HTTP/1.1" 200 1 '
+    tails = [
+        'ubr="12, 13" us="502, 200"',
+        'ubr="9223372036854775807, 9223372036854775807" us="200"',
+        'ubr="5" us="502, 99999999999999999999"',
+        'ubr="-" us="-"',
+    ]
+    src = tmp_path / "access.log"
+    src.write_text("".join(head.format(i) + t + "\n" for i, t in enumerate(tails)))
+    sql, py = _both_ways(rs, src, monkeypatch, format="nginx", log_format=log_format)
+    assert sql == py
+    assert sql[2][0] + sql[2][1] == len(tails) and sql[2][0] >= 3

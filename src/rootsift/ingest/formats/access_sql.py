@@ -90,7 +90,7 @@ def _sum_of(g: str, many: str, number: str, kind: str) -> str:
     one = number.replace("x", g) if number != "x" else g
     items = f"list_filter({_items(g)}, lambda x: x <> '-')"
     total = f"list_sum(list_transform({items}, lambda x: TRY_CAST({number} AS {kind})))"
-    return f"CASE WHEN {many} THEN CAST({total} AS {kind}) WHEN NOT {_absent(g)} THEN TRY_CAST({one} AS {kind}) END"
+    return f"CASE WHEN {many} THEN TRY_CAST({total} AS {kind}) WHEN NOT {_absent(g)} THEN TRY_CAST({one} AS {kind}) END"
 
 
 Columns = list[tuple[str, str]]
