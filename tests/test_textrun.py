@@ -318,3 +318,58 @@ def test_duckdb_parsed_directory_names_each_file_in_its_rejects(rs: Rootsift, tm
     got = [(str(r["reason"]).split(":")[0], r["line"]) for r in summary.first_rejects]
     n = golden.count("\n")
     assert got == [("access.log", 1), ("access.log.1", n + 1)]
+
+
+def test_duckdb_parsed_values_of_another_shape_go_to_python_without_failing(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a 20-digit status, text or a malformed list in an upstream time, a list with "-" and
+    # several addresses: the SQL columns of such lines are computed too (and dropped): they
+    # must not stop the ingest, and the lines read as the Python parser reads them
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+    from gen_logs import NGINX_FORMAT
+
+    line = (
+        '10.1.19.44 - - [01/Mar/2024:10:00:0{i} +0000] "GET /a?id=1 HTTP/1.1" {status} 27505 "-" "curl/8.5.0" '
+        'rt=0.108 uct="{uct}" uht="{uht}" urt="0.107" ua="{ua}"'
+    )
+    cases = [
+        ("200", "0.000", "0.107", "10.0.0.4:8080"),
+        ("99999999999999999999", "0.000", "0.107", "10.0.0.4:8080"),
+        ("200", "abc", "0.107", "10.0.0.4:8080"),
+        ("200", "0.000", "0.001, 0.0x2 : 0.003", "10.0.0.4:8080"),
+        ("200", "0.000, 0.001", "1.000, - : 0.002", "a:1, b:2 : c:3"),
+        ("200", "12345678901234.000", "0.107", "10.0.0.4:8080"),
+        ("200", "-", "-", "-"),
+    ]
+    src = tmp_path / "access.log"
+    src.write_text(
+        "".join(line.format(i=i, status=s, uct=c, uht=h, ua=a) + "\n" for i, (s, c, h, a) in enumerate(cases))
+    )
+    sql, py = _both_ways(rs, src, monkeypatch, format="nginx", log_format=NGINX_FORMAT)
+    assert sql == py
+    assert sql[2] == (4, 3)  # the 20-digit status, "abc" and "0.0x2" are rejects, as in Python
+
+
+def test_duckdb_parsed_upstream_sums_past_64_bits_go_to_python_without_failing(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an upstream byte list whose sum does not fit in 64 bits, a 20-digit upstream status
+    log_format = (
+        '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
+        'ubr="$upstream_bytes_received" us="$upstream_status"'
+    )
+    head = '10.0.0.1 - - [01/Mar/2024:10:00:0{} +0000] "GET / HTTP/1.1" 200 1 '
+    tails = [
+        'ubr="12, 13" us="502, 200"',
+        'ubr="9223372036854775807, 9223372036854775807" us="200"',
+        'ubr="5" us="502, 99999999999999999999"',
+        'ubr="-" us="-"',
+    ]
+    src = tmp_path / "access.log"
+    src.write_text("".join(head.format(i) + t + "\n" for i, t in enumerate(tails)))
+    sql, py = _both_ways(rs, src, monkeypatch, format="nginx", log_format=log_format)
+    assert sql == py
+    assert sql[2][0] + sql[2][1] == len(tails) and sql[2][0] >= 3

@@ -4,10 +4,12 @@ DuckDB splits every line with the template's own regex (``regexp_extract``, RE2,
 cores) and converts the values in SQL. The SQL reads only the common shape of each value,
 where it gives exactly what the Python handlers give (``access_handlers``): a plain value
 or ``-``, an integer of up to 15 digits, seconds with three decimals, a CLF time with its
-offset, a ``METHOD target HTTP/x`` request, one upstream attempt. A line that is not
-printable ASCII, holds a backslash (an escape), or has any value of another shape (a
-list of upstream attempts, a TLS handshake as the request, a truncated line) is left to
-the Python parser, line by line, with the same result as before (``ok`` says which).
+offset, a ``METHOD target HTTP/x`` request, a list of upstream attempts of those shapes.
+A line that is not printable ASCII, holds a backslash (an escape), or has any value of
+another shape (a TLS handshake as the request, a truncated line, a 20-digit number) is
+left to the Python parser, line by line, with the same result as before (``ok`` says
+which). The columns are computed for those lines too and dropped, so they never fail
+(``TRY_CAST``).
 
 Assumptions: printable ASCII is where Python's ``re`` and RE2 agree on ``\\d``, ``\\s``,
 ``\\S`` and ``.``; both take the leftmost-first split of a lazy ``.*?``. A template with
@@ -81,16 +83,14 @@ def _list_of(item: str) -> str:
     return f"(?:-|{item})(?:(?:, | : )(?:-|{item}))*"
 
 
-def _many(g: str) -> str:
-    """Whether an upstream value lists more than one attempt (lists are rare: read them only then)."""
-    return f"(contains({g}, ',') OR contains({g}, ' : '))"
+def _sum_of(g: str, many: str, number: str, kind: str) -> str:
+    """The sum of the attempts' numbers (``-`` skipped, as ``kind``), NULL when every attempt is ``-``.
 
-
-def _sum_of(g: str, number: str, kind: str) -> str:
-    """The sum of the attempts' numbers (``-`` skipped, as ``kind``), NULL when every attempt is ``-``."""
+    ``many`` is true where ``g`` lists more than one attempt (lists are rare: split only then)."""
     one = number.replace("x", g) if number != "x" else g
-    many = f"list_sum(list_transform(list_filter({_items(g)}, lambda x: x <> '-'), lambda x: CAST({number} AS {kind})))"
-    return f"CASE WHEN {_many(g)} THEN CAST({many} AS {kind}) WHEN {g} <> '-' THEN CAST({one} AS {kind}) END"
+    items = f"list_filter({_items(g)}, lambda x: x <> '-')"
+    total = f"list_sum(list_transform({items}, lambda x: TRY_CAST({number} AS {kind})))"
+    return f"CASE WHEN {many} THEN TRY_CAST({total} AS {kind}) WHEN NOT {_absent(g)} THEN TRY_CAST({one} AS {kind}) END"
 
 
 Columns = list[tuple[str, str]]
@@ -109,29 +109,35 @@ def _var_sql(var: Var, g: str, r: str) -> tuple[Columns, str, str | None, str | 
         # integers stay BIGINT (stored as DOUBLE; as text "200", not "200.0", as from JSON)
         absent = "0" if kind == "bytes" else "NULL"
         div = {"us_ms": " / 1000.0", "ms": " / 1.0"}.get(kind, "")
-        value = f"CASE WHEN {_absent(g)} THEN {absent} ELSE CAST({g} AS {'DOUBLE' if div else 'BIGINT'}){div} END"
+        value = f"CASE WHEN {_absent(g)} THEN {absent} ELSE TRY_CAST({g} AS {'DOUBLE' if div else 'BIGINT'}){div} END"
         ok = f"({_absent(g)} OR (length({g}) <= 15 AND ltrim({g}, {_DIGITS}) = ''))"
         return [(key, value)], ok, None, None
     if kind == "sec_ms":
         # "0.007" -> 7.0 exactly, as seconds_to_ms does for three decimals
-        value = f"CASE WHEN {_absent(g)} THEN NULL ELSE CAST(replace({g}, '.', '') AS DOUBLE) END"
+        value = f"CASE WHEN {_absent(g)} THEN NULL ELSE TRY_CAST(replace({g}, '.', '') AS DOUBLE) END"
         return [(key, value)], f"({_absent(g)} OR {_full(g, _SECONDS)})", None, None
-    attempts = f"CASE WHEN {_absent(g)} THEN NULL WHEN {_many(g)} THEN len({_items(g)}) ELSE 1 END"
+    # An upstream list: one derived flag per line says whether it lists several attempts. In a
+    # value that is read right (``ok``) neither an attempt nor "-" holds a space and both
+    # separators do, so one ``contains`` tells it (as Python's test for "," or " : " does).
+    many = r
+    attempts = f"CASE WHEN {many} THEN len({_items(g)}) WHEN NOT {_absent(g)} THEN 1 END"
+    flag = f"contains({g}, ' ') AS {r}"
     if kind in ("up_time", "up_int"):
         # whole milliseconds (three decimals) and integers of up to 12 digits add up exactly
         # in doubles, in any order: the same sums as the Python handlers'
         item, number = (r"\d{1,9}\.\d{3}", "replace(x, '.', '')") if kind == "up_time" else (r"\d{1,12}", "x")
-        value = f"CASE WHEN NOT {_absent(g)} THEN {_sum_of(g, number, 'DOUBLE' if kind == 'up_time' else 'BIGINT')} END"
-        return [(key, value)], f"({_absent(g)} OR {_full(g, _list_of(item))})", attempts, None
+        value = _sum_of(g, many, number, "DOUBLE" if kind == "up_time" else "BIGINT")
+        ok = f"CASE WHEN {many} THEN {_full(g, _list_of(item))} ELSE {_absent(g)} OR {_full(g, item)} END"
+        return [(key, value)], f"({ok})", attempts, flag
     if kind in ("up_addr", "up_status"):
         value = f"CASE WHEN NOT {_absent(g)} THEN {g} END"
-        last = f"CASE WHEN {_absent(g)} THEN NULL WHEN {_many(g)} THEN {_items(g)}[-1] ELSE {g} END"
+        last = f"CASE WHEN {many} THEN {_items(g)}[-1] WHEN NOT {_absent(g)} THEN {g} END"
         ok = f"({_absent(g)} OR {_full(g, _ADDRESSES)})"  # no empty attempt
         if kind == "up_addr":
-            return [("upstream_addr", value), ("upstream_addr_last", last)], ok, attempts, None
-        number = f"CASE WHEN ltrim({last}, {_DIGITS}) = '' THEN CAST({last} AS BIGINT) END"
+            return [("upstream_addr", value), ("upstream_addr_last", last)], ok, attempts, flag
+        number = f"CASE WHEN ltrim({last}, {_DIGITS}) = '' THEN TRY_CAST({last} AS BIGINT) END"
         ok += f" AND NOT (ltrim({last}, {_DIGITS}) = '' AND length({last}) > 15)"  # a huge number: Python
-        return [("upstream_status", value), ("upstream_status_last", number)], ok, attempts, None
+        return [("upstream_status", value), ("upstream_status_last", number)], ok, attempts, flag
     if kind == "clf_time":
         value = f"CAST(try_strptime({g}, '%d/%b/%Y:%H:%M:%S %z') AS TIMESTAMP)"
         return [(TIME_KEY, r)], f"{_full(g, _CLF)} AND {r} IS NOT NULL", None, f"{value} AS {r}"

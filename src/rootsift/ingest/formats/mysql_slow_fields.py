@@ -24,6 +24,10 @@ _QUERY_TIME = re.compile(
     r"# Query_time:\s+(\d{1,6})\.(\d{6})\s+Lock_time:\s+(\d+)\.(\d{6})\s+Rows_sent:\s+(\d+)\s+Rows_examined:\s+(\d+)\s*",
     re.ASCII,
 )
+# The same as MySQL writes it (its exact spacing): matched about twice as fast, tried first.
+_QUERY_TIME_MYSQL = re.compile(
+    r"# Query_time: (\d{1,6})\.(\d{6})  Lock_time: (\d+)\.(\d{6}) Rows_sent: (\d+)  Rows_examined: (\d+)", re.ASCII
+)
 # "Key: value" pairs; a key followed directly by another key (Percona's "Schema:  Last_errno: 0") is empty.
 _PAIR = re.compile(r"([A-Za-z_]\w*):(?:[ \t]+(?![A-Za-z_]\w*:(?:\s|$))(\S+))?")
 _NUMBER_PREFIX = re.compile(r"-?\d+(?:\.\d+)?")
@@ -58,7 +62,7 @@ class FieldReader:
 
     def query_time(self, line: str, into: dict[str, object]) -> None:
         """Fields of a ``# Query_time:`` line (the classic four fast, anything else as pairs)."""
-        m = _QUERY_TIME.fullmatch(line)
+        m = _QUERY_TIME_MYSQL.fullmatch(line) or _QUERY_TIME.fullmatch(line)
         if m is not None:  # what the split below reads, in one call
             qt, qt_frac, lt, lt_frac, sent, examined = m.groups()
             into["query_time_ms"] = int(qt + qt_frac) / 1000
