@@ -6,11 +6,9 @@ shift starts and how long it lasts, or a stall.
   whose bad share is most surprising against the rest: the interval maximising the
   binomial likelihood ratio (Kulldorff's scan statistic), found exactly over all
   intervals. Its p-value is bounded by Bonferroni over the intervals tried.
-- **Stall**: a run of buckets with far fewer completions than the steady rate (a Poisson
-  scan over short intervals) followed by a burst: work stopped, then completed all at
-  once. Its p-value is the product of the gap's and the burst's Poisson tails,
-  Bonferroni-corrected for every start and length tried. Looked for at a fine
-  granularity (0.25 s) in completion times (``end_time`` when events have one).
+- **Stall**: a run of buckets with far fewer completions than the rate around it,
+  followed by a burst: work stopped, then completed all at once. Scanned at every time
+  scale in ``timescale.py``, in completion times (``end_time`` when events have one).
 """
 
 from __future__ import annotations
@@ -30,8 +28,8 @@ from rootsift.store.sqltext import ident
 
 BUCKETS = 400
 """Time buckets across the range for the shift scan."""
-STALL_BUCKET_S = 0.25
 STALL_MAX_S = 30.0
+"""A shift no longer than this may be a stall: it is looked for in and around it."""
 BAD_QUANTILES = (0.95, 0.99, 0.999)
 """A latency shift is scanned for with each of these as the line above which an event is bad
 (a broad slowdown shows at p95, a short spike only above p99), Bonferroni over the three."""
@@ -162,41 +160,6 @@ def earlier_onset(s: Series, first: int, last: int, level: float = 0.01) -> int:
     while k >= 0 and s.events[k] > 0 and sps.binom.sf(s.bad[k] - 1, s.events[k], rate) < level:
         k -= 1
     return k + 1
-
-
-def scan_stall(s: Series, max_buckets: int) -> tuple[int, int, float, float, float] | None:
-    """(first, last bucket, LLR, p-value bound, burst ratio) of the most improbable drop in
-    events over at most ``max_buckets`` buckets that is followed by a burst; None if none."""
-    counts = s.events
-    m = len(counts)
-    if m < 10:
-        return None
-    rate = float(counts.mean())
-    if rate < 1:  # too few events per bucket to see a gap
-        return None
-    best: tuple[int, int, float, float, float] | None = None
-    c = np.concatenate([[0.0], np.cumsum(counts)])
-    for length in range(2, min(max_buckets, m - 1) + 1):
-        obs = c[length:] - c[:-length]  # events in [start, start + length)
-        expected = rate * length
-        with np.errstate(divide="ignore", invalid="ignore"):
-            llr = np.where(obs < expected, _xlogy(obs, obs / expected) - (obs - expected), 0.0)
-        for start in np.argsort(-llr)[:3]:
-            after = int(start) + length
-            if after >= m or llr[start] <= 0:
-                continue
-            piled = float(counts[after : after + 2].sum())
-            burst = piled / (2 * rate)
-            if burst < 2:  # a stall ends in completions piled up; a quiet spell does not
-                continue
-            # the gap and the burst after it, each a Poisson tail under a steady rate;
-            # Bonferroni over every start and length tried
-            p_gap = float(sps.poisson.cdf(obs[start], expected))
-            p_burst = float(sps.poisson.sf(piled - 1, 2 * rate))
-            p = min(1.0, p_gap * p_burst * m * max_buckets)
-            if best is None or llr[start] > best[2]:
-                best = (int(start), after - 1, float(llr[start]), p, burst)
-    return best
 
 
 def _xlogy(x: np.ndarray | float, y: np.ndarray | float) -> np.ndarray:

@@ -26,6 +26,7 @@ from typing import Any
 from rootsift.analysis import anomaly as an
 from rootsift.analysis import saturation as sat
 from rootsift.analysis import timeouts as to
+from rootsift.analysis import timescale as ts
 from rootsift.analysis.decomposition import decomposition
 from rootsift.analysis.explain import ALPHA, Explanation, explain
 from rootsift.analysis.findings import Finding, iso
@@ -55,10 +56,13 @@ class Investigation:
     baseline: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     explanation: Explanation | None = None
+    method: dict[str, Any] = field(default_factory=dict)
+    """How the region was looked for: the time field's resolution, the scan's bucket widths."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "dataset": self.dataset,
+            "method": self.method,
             "anomaly": self.anomaly.as_dict() if self.anomaly else None,
             "selection": self.selection,
             "baseline": self.baseline,
@@ -97,7 +101,7 @@ def investigate(
     if measure is not None and measure not in frame.fields:
         raise UsageError(f"--measure {measure!r} is not a field of {dataset}")
     out = Investigation(dataset, None, [])
-    found = _find(frame, measure, start, end, alpha, out.warnings)
+    found = _find(frame, measure, start, end, alpha, out.method)
     out.anomaly = found
     if found is not None:
         start_of = measure if timestamp_at == "end" and found.kind != "stall" else None
@@ -136,9 +140,17 @@ def _default_measure(frame: Frame) -> str | None:
 
 
 def _find(
-    frame: Frame, measure: str | None, start: datetime, end: datetime, alpha: float, warnings: list[str]
+    frame: Frame, measure: str | None, start: datetime, end: datetime, alpha: float, method: dict[str, Any]
 ) -> an.Anomaly | None:
-    width = max((end - start) / an.BUCKETS, timedelta(milliseconds=1))
+    unit = ts.resolution(frame)
+    # buckets are whole units of the time field's resolution: none falls between two stamps
+    width = ts.whole_units(max((end - start) / an.BUCKETS, timedelta(milliseconds=1)), unit)
+    method.update(
+        time_field="timestamp",
+        resolution_seconds=unit,
+        resolution=ts.describe(unit),
+        shift_bucket_seconds=width.total_seconds(),
+    )
     candidates: list[an.Anomaly] = []
     thresholds = an.bad_thresholds(frame, measure) if measure is not None else []
     status = next((f for f in ERROR_FIELDS if f in frame.fields and frame.fields[f].type in ("DOUBLE", "BIGINT")), None)
@@ -164,13 +176,13 @@ def _find(
     if shift is not None and shift.kind == "latency":
         _median_shift(frame, shift, width)
         _normal_line(frame, shift, width)
-    stall = _find_stall(frame, start, end, alpha)
+    stall = _find_stall(frame, start, end, alpha, method)
     if stall is not None and (shift is None or _coincide(stall, shift) or stall.p_value < shift.p_value):
         return stall
     if shift is not None and shift.end - shift.start <= timedelta(seconds=an.STALL_MAX_S):
         # a short shift: is it a stall of its own (not the most significant one overall)?
         pad = timedelta(seconds=10)
-        local = _find_stall(frame, shift.start - pad, shift.end + pad, alpha)
+        local = _find_stall(frame, shift.start - pad, shift.end + pad, alpha, method)
         if local is not None and _coincide(local, shift):
             return local
     return shift
@@ -238,16 +250,25 @@ def _coincide(stall: an.Anomaly, shift: an.Anomaly) -> bool:
     return stall.start <= shift.start + near and stall.end + near >= shift.start
 
 
-def _find_stall(frame: Frame, start: datetime, end: datetime, alpha: float) -> an.Anomaly | None:
-    width = max(timedelta(seconds=an.STALL_BUCKET_S), (end - start) / 20_000)
-    window = Frame(frame.backend, frame.dataset, start, end, frame.where)
-    s = an.series(window, "false", [], width, an.completion_column(frame))
-    hit = an.scan_stall(s, max(2, int(an.STALL_MAX_S / width.total_seconds())))
-    if hit is None or hit[3] >= alpha:
+def _find_stall(frame: Frame, start: datetime, end: datetime, alpha: float, method: dict[str, Any]) -> an.Anomaly | None:
+    """The most significant stall over every time scale (``timescale.py``), at the
+    completion field's resolution."""
+    time = an.completion_column(frame)
+    unit = method.get("stall_resolution_seconds")
+    if unit is None:
+        unit = ts.resolution(frame, time) if time != "timestamp" else method["resolution_seconds"]
+        method.update(
+            stall_time_field=time,
+            stall_resolution_seconds=unit,
+            stall_min_seconds=max(ts.MIN_UNITS * unit, 2 * ts.FINEST_S),
+        )
+    hit = ts.find_stall(frame, time, start, end, unit)
+    if hit is None or hit.p_value >= alpha:
         return None
-    i, j, llr, p, burst = hit
-    a = an.Anomaly("stall", s.starts[i], s.starts[j] + s.width, None, None, llr, p)
-    a.detail.update(bucket_seconds=width.total_seconds(), burst_ratio=round(burst, 2))
+    a = an.Anomaly("stall", hit.start, hit.end, None, None, hit.llr, hit.p_value)
+    a.detail.update(
+        bucket_seconds=hit.bucket_seconds, scale_seconds=hit.scale_seconds, burst_ratio=round(hit.burst, 2)
+    )
     return a
 
 
@@ -293,7 +314,9 @@ def _explain_region(
     """``start_of``: the duration field that gives each event's start (its timestamp is its end)."""
     if a.kind == "stall":
         settle = timedelta(seconds=2 * float(a.detail["bucket_seconds"]))
-        out.findings.extend(stall_events(frame, a.start, a.end, settle, an.completion_column(frame)))
+        # ranked from the gap's end: what completes first after it is what everything waited
+        # for (a gap found at a coarse scale may begin a little before the stall did)
+        out.findings.extend(stall_events(frame, a.end, a.end, settle, an.completion_column(frame)))
         a.detail["completion_field"] = an.completion_column(frame)
         result = _explain(frame, alpha, sampled, select_from=a.start, select_to=a.end + settle, baseline=_outside(a))
     else:

@@ -1,0 +1,215 @@
+"""Time scales: the resolution of a time field, and the stall scan at every scale from
+sub-second to days.
+
+- **Resolution.** Logs stamp whole seconds (nginx, Apache, PostgreSQL ``%t``), whole
+  minutes (per-minute aggregates) or finer. The resolution is the largest of ``UNITS_S``
+  that 99 % of the stamps are a multiple of (read from the first ``RESOLUTION_ROWS``
+  stamps of the range, in one query). No pattern finer than it is reported: buckets are
+  whole multiples of it, and a stall lasts at least ``MIN_UNITS`` of it. Between two
+  identical stamps there is no gap to read.
+- **Stalls at every scale.** Completions are counted once at the finest width (0.25 s,
+  the resolution, or the range over ``MAX_BUCKETS``, whichever is widest); coarser scales
+  sum 4, 16, 64… of those buckets. At each scale every run of 2–16 buckets is a
+  candidate gap, scored against the *local* rate (the ``LOCAL`` buckets either side, so a
+  daily cycle is not a stall), and must be followed by a burst (a stall ends in
+  completions piled up; a quiet spell does not). The p-value is the gap's Poisson tail
+  times the burst's, Bonferroni-corrected over every start, length and scale tried. The
+  best region is then refined scale by scale down to the finest buckets.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import numpy as np
+from scipy import stats as sps
+
+from rootsift.analysis.frame import Frame
+from rootsift.store.base import TIME_COLUMN
+from rootsift.store.sqltext import ident
+
+UNITS_S = (0.001, 0.01, 0.1, 1.0, 5.0, 10.0, 15.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 86400.0)
+"""Candidate resolutions of a time field, in seconds."""
+RESOLUTION_ROWS = 100_000
+RESOLUTION_SHARE = 0.99
+MIN_STAMPS = 20
+"""Fewer stamps than this say nothing about the resolution (taken as 1 µs)."""
+MICROSECOND = 1e-6
+
+FINEST_S = 0.25
+MAX_BUCKETS = 1_000_000
+SCALE_STEP = 4
+MIN_SCALE_BUCKETS = 10
+MAX_LENGTH = 16
+"""Longest gap tried at one scale, in its buckets (the next scale, 4 times wider, takes over)."""
+MIN_UNITS = 3
+"""A stall lasts at least this many units of the time field's resolution."""
+MIN_EXPECTED = 3.0
+"""A gap where fewer than this many completions were expected cannot be told from chance."""
+LOCAL = 64
+"""Buckets on each side of a candidate gap that give its expected rate."""
+KEEP = 5
+
+
+def resolution(frame: Frame, time: str = TIME_COLUMN) -> float:
+    """The resolution of ``time`` in seconds: the largest of ``UNITS_S`` that 99 % of the
+    range's first ``RESOLUTION_ROWS`` stamps are a multiple of; 1e-6 when none is."""
+    where, params = frame.range_filter()
+    ts = ident(time)
+    checks = ", ".join(f"count(*) FILTER (WHERE us % {round(u * 1e6)} = 0)" for u in UNITS_S)
+    sql = (
+        f"SELECT count(*), {checks} FROM (SELECT epoch_us({ts}) AS us FROM {frame.relation_sql} "
+        f"WHERE ({where}) AND {ts} IS NOT NULL LIMIT {RESOLUTION_ROWS})"
+    )
+    n, *hits = frame.backend.execute_sql(sql, params).rows[0]
+    if not n or n < MIN_STAMPS:
+        return MICROSECOND
+    return max((u for u, h in zip(UNITS_S, hits, strict=True) if h >= RESOLUTION_SHARE * n), default=MICROSECOND)
+
+
+def whole_units(width: timedelta, unit_s: float) -> timedelta:
+    """``width`` rounded up to a whole number of ``unit_s`` (at least one)."""
+    unit = timedelta(seconds=unit_s)
+    return unit * max(1, math.ceil(width / unit - 1e-9)) if unit_s > MICROSECOND else width
+
+
+def describe(unit_s: float) -> str:
+    """A resolution in words: ``1 s``, ``1 min``, ``1 ms``, ``1 µs``."""
+    for size, name in ((86400, "day"), (3600, "h"), (60, "min"), (1, "s"), (1e-3, "ms")):
+        if unit_s >= size:
+            return f"{unit_s / size:g} {name}"
+    return f"{unit_s * 1e6:g} µs"
+
+
+@dataclass
+class Stall:
+    start: datetime
+    end: datetime
+    llr: float
+    p_value: float
+    burst: float
+    """Completions right after the gap over the local rate."""
+    scale_seconds: float
+    """The width of the buckets the stall was found at (before refinement)."""
+    bucket_seconds: float
+    """The finest bucket width (its boundaries' precision)."""
+
+
+def find_stall(frame: Frame, time: str, start: datetime, end: datetime, unit_s: float) -> Stall | None:
+    """The most improbable gap in completions (by ``time``) followed by a burst, over every
+    scale, in [start, end); None when there is too little data."""
+    fine = whole_units(max(timedelta(seconds=FINEST_S), (end - start) / MAX_BUCKETS), unit_s)
+    first, counts = _counts(Frame(frame.backend, frame.dataset, start, end, frame.where), time, fine)
+    hit = scan(counts, fine.total_seconds(), unit_s)
+    if hit is None:
+        return None
+    i, j, llr, p, burst, scale = hit
+    epoch = datetime(1970, 1, 1)
+    return Stall(epoch + (first + i) * fine, epoch + (first + j) * fine, llr, p, burst, scale, fine.total_seconds())
+
+
+def _counts(frame: Frame, time: str, width: timedelta) -> tuple[int, np.ndarray]:
+    """(index of the first bucket since the epoch, events per bucket of ``width`` from it)."""
+    where, params = frame.range_filter()
+    us = max(1, int(width / timedelta(microseconds=1)))
+    ts = ident(time)
+    rows = frame.backend.execute_sql(
+        f"SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT), count(*) FROM {frame.relation_sql} "
+        f"WHERE ({where}) AND {ts} IS NOT NULL GROUP BY 1",
+        params,
+    ).rows
+    if not rows:
+        return 0, np.zeros(0)
+    at = np.asarray(rows, dtype=np.int64)
+    first = int(at[:, 0].min())
+    counts = np.zeros(int(at[:, 0].max()) - first + 1)
+    counts[at[:, 0] - first] = at[:, 1]
+    return first, counts
+
+
+def scan(fine: np.ndarray, width_s: float, unit_s: float) -> tuple[int, int, float, float, float, float] | None:
+    """(first fine bucket, end fine bucket (exclusive), LLR, p-value, burst ratio, scale in
+    seconds) of the best stall over every scale; None when none has a burst after it."""
+    candidates = []
+    tests = 0
+    k = 1
+    while len(fine) // k >= MIN_SCALE_BUCKETS:
+        counts = fine[: len(fine) // k * k].reshape(-1, k).sum(axis=1)
+        shortest = max(2, math.ceil(MIN_UNITS * unit_s / (width_s * k) - 1e-9))
+        for length in range(shortest, MAX_LENGTH + 1):
+            if length >= len(counts):
+                break
+            tests += len(counts) - length
+            candidates.extend((k, *c) for c in _gaps(counts, length))
+        k *= SCALE_STEP
+    if not candidates:
+        return None
+    k, start, length, score, p, burst = min(candidates, key=lambda c: (c[4], -c[3]))
+    lo, hi = _refine(fine, k, start * k, (start + length) * k)
+    return lo, hi, score, min(1.0, p * tests), burst, width_s * k
+
+
+def _gaps(counts: np.ndarray, length: int) -> list[tuple[int, int, float, float, float]]:
+    """The ``KEEP`` best gaps of ``length`` buckets followed by a burst: (start, length,
+    score, p-value before correction, burst ratio)."""
+    m = len(counts)
+    cs = np.concatenate([[0.0], np.cumsum(counts)])
+    starts = np.arange(0, m - length)
+    after = starts + length
+    obs = cs[after] - cs[starts]
+    b1 = counts[after]
+    b2 = b1 + np.where(after + 1 < m, counts[np.minimum(after + 1, m - 1)], 0.0)
+    lo = np.maximum(starts - LOCAL, 0)
+    a0, a1 = np.minimum(after + 2, m), np.minimum(after + 2 + LOCAL, m)
+    spread = (starts - lo) + (a1 - a0)
+    rate = np.where(spread >= 8, ((cs[starts] - cs[lo]) + (cs[a1] - cs[a0])) / np.maximum(spread, 1), cs[-1] / m)
+    expected = rate * length
+    burst = np.maximum(b1 / np.maximum(rate, 1e-12), b2 / np.maximum(2 * rate, 1e-12))
+    ok = (expected >= MIN_EXPECTED) & (obs < expected / 2) & (burst >= 2)
+    if not ok.any():
+        return []
+    idx = np.flatnonzero(ok)
+    piled = np.maximum(
+        np.where(b1[idx] > rate[idx], _poisson_llr(b1[idx], rate[idx]), 0.0),
+        np.where(b2[idx] > 2 * rate[idx], _poisson_llr(b2[idx], 2 * rate[idx]), 0.0),
+    )
+    score = _poisson_llr(obs[idx], expected[idx]) + piled
+    top = idx[np.argsort(-score)[:KEEP]]
+    out = []
+    for s, sc in zip(top, np.sort(-score)[:KEEP], strict=True):
+        p_gap = float(sps.poisson.cdf(obs[s], expected[s]))
+        p_burst = 2 * min(float(sps.poisson.sf(b1[s] - 1, rate[s])), float(sps.poisson.sf(b2[s] - 1, 2 * rate[s])))
+        out.append((int(s), length, float(-sc), p_gap * min(1.0, p_burst), float(burst[s])))
+    return out
+
+
+def _refine(fine: np.ndarray, k: int, lo: int, hi: int) -> tuple[int, int]:
+    """The gap [lo, hi) found on buckets of ``k`` fine ones, narrowed scale by scale: at each
+    finer scale, the run within one coarse bucket of it whose deficit against the rate
+    around it is largest."""
+    while k > 1:
+        step = max(1, k // SCALE_STEP)
+        a, b = max(0, lo - k), min(len(fine), hi + k)
+        a, b = a - a % step, b - b % step
+        counts = fine[a:b].reshape(-1, step).sum(axis=1)
+        around = np.concatenate([fine[max(0, a - LOCAL * step) : a], fine[b : b + LOCAL * step]])
+        rate = (around.mean() if len(around) else fine.mean()) * step
+        cs = np.concatenate([[0.0], np.cumsum(counts)])
+        i, j = np.triu_indices(len(counts), 1)  # runs [i, j)
+        deficit = _poisson_llr(cs[j] - cs[i], rate * (j - i))
+        deficit = np.where(cs[j] - cs[i] < rate * (j - i), deficit, -np.inf)
+        best = int(np.argmax(deficit))
+        lo, hi, k = a + int(i[best]) * step, a + int(j[best]) * step, step
+    return lo, hi
+
+
+def _poisson_llr(obs: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """The Poisson log-likelihood ratio of ``obs`` against ``expected`` (0 where obs is 0 and
+    expected is 0)."""
+    obs = np.asarray(obs, dtype=np.float64)
+    expected = np.maximum(np.asarray(expected, dtype=np.float64), 1e-12)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = np.where(obs > 0, obs * np.log(np.where(obs > 0, obs, 1.0) / expected), 0.0)
+    return np.asarray(term - (obs - expected), dtype=np.float64)
