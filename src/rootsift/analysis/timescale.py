@@ -14,7 +14,8 @@ sub-second to days.
   daily cycle is not a stall), and must be followed by a burst (a stall ends in
   completions piled up; a quiet spell does not). The p-value is the gap's Poisson tail
   times the burst's, Bonferroni-corrected over every start, length and scale tried. The
-  best region is then refined scale by scale down to the finest buckets.
+  best gap is then placed to the finest bucket: it ends where the burst peaks and begins
+  where the shortfall of completions before that end is largest.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class Stall:
     burst: float
     """Completions right after the gap over the local rate."""
     scale_seconds: float
-    """The width of the buckets the stall was found at (before refinement)."""
+    """The width of the buckets at which the gap was widest (its extent's scale)."""
     bucket_seconds: float
     """The finest bucket width (its boundaries' precision)."""
 
@@ -146,14 +147,23 @@ def scan(fine: np.ndarray, width_s: float, unit_s: float) -> tuple[int, int, flo
         k *= SCALE_STEP
     if not candidates:
         return None
-    k, start, length, score, p, burst = min(candidates, key=lambda c: (c[4], -c[3]))
-    lo, hi = _refine(fine, k, start * k, (start + length) * k)
-    return lo, hi, score, min(1.0, p * tests), burst, width_s * k
+    k, start, length, score, log_p, burst, _ = min(candidates, key=lambda c: (c[4], -c[3]))
+    # The burst's significance says a stall happened, not how long it lasted: the gap ends
+    # where the burst peaks (to the finest bucket), and its extent is that of the candidate
+    # ending at the same burst whose shortfall of completions is largest, at any scale.
+    hi = (start + length) * k
+    end = max(0, hi - k) + int(np.argmax(fine[max(0, hi - k) : min(len(fine), hi + k)]))
+    same = [c for c in candidates if abs((c[1] + c[2]) * c[0] - hi) <= c[0] + k]
+    wk, wstart = max(same, key=lambda c: c[6])[:2]
+    shortest = max(2, math.ceil(MIN_UNITS * unit_s / width_s - 1e-9))
+    begin = _extent(fine, end, (wstart - 1) * wk, (wstart + 1) * wk, shortest)
+    p = math.exp(min(0.0, log_p + math.log(tests)))
+    return begin, end, score, p, burst, width_s * wk
 
 
-def _gaps(counts: np.ndarray, length: int) -> list[tuple[int, int, float, float, float]]:
+def _gaps(counts: np.ndarray, length: int) -> list[tuple[int, int, float, float, float, float]]:
     """The ``KEEP`` best gaps of ``length`` buckets followed by a burst: (start, length,
-    score, p-value before correction, burst ratio)."""
+    score, log p-value before correction, burst ratio, the gap's own LLR)."""
     m = len(counts)
     cs = np.concatenate([[0.0], np.cumsum(counts)])
     starts = np.arange(0, m - length)
@@ -175,34 +185,34 @@ def _gaps(counts: np.ndarray, length: int) -> list[tuple[int, int, float, float,
         np.where(b1[idx] > rate[idx], _poisson_llr(b1[idx], rate[idx]), 0.0),
         np.where(b2[idx] > 2 * rate[idx], _poisson_llr(b2[idx], 2 * rate[idx]), 0.0),
     )
-    score = _poisson_llr(obs[idx], expected[idx]) + piled
-    top = idx[np.argsort(-score)[:KEEP]]
+    gap = _poisson_llr(obs[idx], expected[idx])
+    score = gap + piled
+    order = np.argsort(-score)[:KEEP]
     out = []
-    for s, sc in zip(top, np.sort(-score)[:KEEP], strict=True):
-        p_gap = float(sps.poisson.cdf(obs[s], expected[s]))
-        p_burst = 2 * min(float(sps.poisson.sf(b1[s] - 1, rate[s])), float(sps.poisson.sf(b2[s] - 1, 2 * rate[s])))
-        out.append((int(s), length, float(-sc), p_gap * min(1.0, p_burst), float(burst[s])))
+    for s, sc, g in zip(idx[order], score[order], gap[order], strict=True):
+        log_gap = float(sps.poisson.logcdf(obs[s], expected[s]))
+        log_burst = math.log(2) + min(
+            float(sps.poisson.logsf(b1[s] - 1, rate[s])), float(sps.poisson.logsf(b2[s] - 1, 2 * rate[s]))
+        )
+        out.append((int(s), length, float(sc), log_gap + min(0.0, log_burst), float(burst[s]), float(g)))
     return out
 
 
-def _refine(fine: np.ndarray, k: int, lo: int, hi: int) -> tuple[int, int]:
-    """The gap [lo, hi) found on buckets of ``k`` fine ones, narrowed scale by scale: at each
-    finer scale, the run within one coarse bucket of it whose deficit against the rate
-    around it is largest."""
-    while k > 1:
-        step = max(1, k // SCALE_STEP)
-        a, b = max(0, lo - k), min(len(fine), hi + k)
-        a, b = a - a % step, b - b % step
-        counts = fine[a:b].reshape(-1, step).sum(axis=1)
-        around = np.concatenate([fine[max(0, a - LOCAL * step) : a], fine[b : b + LOCAL * step]])
-        rate = (around.mean() if len(around) else fine.mean()) * step
-        cs = np.concatenate([[0.0], np.cumsum(counts)])
-        i, j = np.triu_indices(len(counts), 1)  # runs [i, j)
-        deficit = _poisson_llr(cs[j] - cs[i], rate * (j - i))
-        deficit = np.where(cs[j] - cs[i] < rate * (j - i), deficit, -np.inf)
-        best = int(np.argmax(deficit))
-        lo, hi, k = a + int(i[best]) * step, a + int(j[best]) * step, step
-    return lo, hi
+def _extent(fine: np.ndarray, end: int, first: int, last: int, shortest: int) -> int:
+    """Where the gap ending at fine bucket ``end`` begins, between ``first`` and ``last``:
+    the start whose run up to ``end`` falls furthest below the rate before it (over as
+    long a stretch as the run, at least ``LOCAL`` buckets), by the Poisson likelihood ratio."""
+    cs = np.concatenate([[0.0], np.cumsum(fine)])
+    starts = np.arange(max(0, first), min(last, end - shortest) + 1)
+    if len(starts) == 0:
+        return max(0, end - shortest)
+    lengths = end - starts
+    obs = cs[end] - cs[starts]
+    lo = np.maximum(starts - np.maximum(lengths, LOCAL), 0)
+    before = starts - lo
+    expected = np.where(before > 0, (cs[starts] - cs[lo]) / np.maximum(before, 1), 0.0) * lengths
+    deficit = np.where((obs < expected) & (before > 0), _poisson_llr(obs, expected), -np.inf)
+    return int(starts[int(np.argmax(deficit))]) if np.isfinite(deficit.max()) else max(0, end - shortest)
 
 
 def _poisson_llr(obs: np.ndarray, expected: np.ndarray) -> np.ndarray:

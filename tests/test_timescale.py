@@ -1,0 +1,134 @@
+"""investigate at any time scale: the time field's resolution bounds what is reported
+(steady traffic stamped to the second or the minute is no stall), and a 2 s stall is
+found in half an hour and in a day of MySQL slow log, with its first completer."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rootsift import Rootsift
+from rootsift.analysis import timescale as ts
+from rootsift.scenarios.cascade_sim import Statement
+from rootsift.scenarios.cascade_slowlog import write_slow_log
+from test_explain import write_events
+
+START = datetime(2024, 6, 1, tzinfo=UTC)
+ORIGIN = datetime(2019, 4, 24, 14, 0, tzinfo=UTC)
+
+
+def steady(seed: int, seconds: float, per_second: float, unit_s: float) -> list[dict[str, Any]]:
+    """Poisson arrivals at a steady rate, stamped down to whole ``unit_s``."""
+    rng = np.random.default_rng(seed)
+    times = np.sort(rng.random(int(seconds * per_second))) * seconds
+    return [
+        {
+            "timestamp": (START + timedelta(seconds=float(t // unit_s * unit_s))).isoformat(),
+            "endpoint": str(rng.choice(["/a", "/b", "/c"])),
+            "duration_ms": float(np.round(rng.lognormal(3, 0.5), 3)),
+            "status": 200,
+        }
+        for t in times
+    ]
+
+
+def test_resolution_read_from_the_stamps(rs: Rootsift, tmp_path: Path) -> None:
+    for name, unit in (("fine", 1e-6), ("ms", 0.001), ("sec", 1.0), ("min", 60.0)):
+        rows = steady(1, 3600, 0.5, unit)
+        rs.ingest(write_events(tmp_path / f"{name}.jsonl", rows), name)
+        method = rs.investigate(name).as_dict()["method"]
+        assert method["resolution_seconds"] == unit, name
+        units = method["shift_bucket_seconds"] / unit
+        assert units >= 1 and abs(units - round(units)) < 1e-6, name
+
+
+def test_whole_second_stamps_are_no_stall(rs: Rootsift, tmp_path: Path) -> None:
+    """Steady traffic stamped to the second: every 0.25 s bucket but one in four is empty,
+    which read as a gap followed by a burst is a confident false stall."""
+    rs.ingest(write_events(tmp_path / "s.jsonl", steady(2, 3600, 20, 1.0)), "nginx")
+    result = rs.investigate("nginx")
+    assert result.anomaly is None or result.anomaly.kind != "stall", result.anomaly
+    assert result.method["resolution"] == "1 s" and result.method["stall_min_seconds"] == 3.0
+
+
+def test_whole_minute_aggregates_are_no_stall(rs: Rootsift, tmp_path: Path) -> None:
+    """Per-minute rows (one per endpoint and host with any traffic) over a day."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for minute in range(24 * 60):
+        for endpoint in ("/a", "/b", "/c", "/d"):
+            for host in range(12):
+                n = int(rng.poisson(3))
+                if n:
+                    stamp = (START + timedelta(minutes=minute)).isoformat()
+                    rows.append({"timestamp": stamp, "endpoint": endpoint, "host": f"h{host}", "requests": n})
+    rs.ingest(write_events(tmp_path / "m.jsonl", rows), "cdn")
+    result = rs.investigate("cdn")
+    assert result.anomaly is None or result.anomaly.kind != "stall", result.anomaly
+    assert result.method["resolution_seconds"] == 60.0
+
+
+def slow_log(path: Path, seconds: float, per_second: float, stall_at: float, hold: float = 2.0) -> None:
+    """A MySQL 8 slow log (``long_query_time=0``) of steady statements; from ``stall_at``
+    ``flush logs`` holds its lock for ``hold`` seconds: nothing completes, then it does,
+    then everything that waited."""
+    rng = np.random.default_rng(4)
+    starts = np.sort(rng.random(int(rng.poisson(seconds * per_second)))) * seconds
+    texts = ["select a from t where id = 1", "select b from u where k = 2", "update c set x = 1 where id = 3"]
+    statements = []
+    for i, start in enumerate(starts):
+        end = float(start + rng.lognormal(-6, 0.5))
+        if stall_at <= end and start < stall_at + hold:
+            end = stall_at + hold + 0.0005 + float(rng.random()) * 0.02
+        statements.append(Statement("app", "api1", "10.0.0.1", 10 + i % 20, "db", str(rng.choice(texts)), start, end))
+    statements.append(Statement("rdsadmin", "localhost", "", 5, "mysql", "flush logs", stall_at, stall_at + hold))
+    write_slow_log(path, statements, ORIGIN)
+
+
+def check_stall(rs: Rootsift, stall_at: float) -> None:
+    result = rs.investigate("db")
+    a = result.anomaly
+    assert a is not None and a.kind == "stall", a
+    at = ORIGIN.replace(tzinfo=None) + timedelta(seconds=stall_at)
+    assert at - timedelta(seconds=2) <= a.start <= at + timedelta(seconds=0.5)
+    assert abs((a.end - (at + timedelta(seconds=2))).total_seconds()) <= 0.5
+    first = next(f for f in result.findings if f.kind == "stall")
+    assert first.value == "flush logs" and first.detail["only_in_stall"]
+
+
+def test_two_second_stall_in_half_an_hour(rs: Rootsift, tmp_path: Path) -> None:
+    """Three statements a second: under one per 0.25 s bucket, too sparse for one scale."""
+    slow_log(tmp_path / "slow.log", 1800, 3, 900)
+    rs.ingest(tmp_path / "slow.log", "db")
+    check_stall(rs, 900)
+
+
+@pytest.mark.slow
+def test_two_second_stall_in_a_day(rs: Rootsift, tmp_path: Path) -> None:
+    slow_log(tmp_path / "slow.log", 86400, 3, 50_000)
+    rs.ingest(tmp_path / "slow.log", "db")
+    check_stall(rs, 50_000)
+
+
+def test_scan_at_every_scale() -> None:
+    """Gaps of 1 s and of 40 min in per-0.25 s counts, each found at its own scale and
+    refined to its bucket; a daily cycle alone is no stall."""
+    rng = np.random.default_rng(5)
+    day = 4 * 86400
+    rate = 4 * (1 + 0.8 * np.sin(np.arange(day) * 2 * np.pi / day))  # per 0.25 s, a daily cycle
+    counts = rng.poisson(rate).astype(float)
+    assert ts.scan(counts, 0.25, 1e-6) is None or ts.scan(counts, 0.25, 1e-6)[3] > 0.05
+    short = counts.copy()
+    short[1000:1004] = 0
+    short[1004] += 4 * rate[1000]
+    hit = ts.scan(short, 0.25, 1e-6)
+    assert hit is not None and hit[:2] == (1000, 1004) and hit[3] < 1e-6
+    long = counts.copy()
+    long[200_000:209_600] = 0  # 40 min
+    long[209_600] += rate[200_000:209_600].sum()
+    hit = ts.scan(long, 0.25, 1e-6)
+    assert hit is not None and hit[5] > 60 and abs(hit[0] - 200_000) <= 4 and abs(hit[1] - 209_600) <= 4
