@@ -4,15 +4,18 @@ found in half an hour and in a day of MySQL slow log, with its first completer."
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from rootsift import Rootsift
 from rootsift.analysis import timescale as ts
+from rootsift.cli import main
 from rootsift.scenarios.cascade_sim import Statement
 from rootsift.scenarios.cascade_slowlog import write_slow_log
 from test_explain import write_events
@@ -53,6 +56,16 @@ def test_whole_second_stamps_are_no_stall(rs: Rootsift, tmp_path: Path) -> None:
     result = rs.investigate("nginx")
     assert result.anomaly is None or result.anomaly.kind != "stall", result.anomaly
     assert result.method["resolution"] == "1 s" and result.method["stall_min_seconds"] == 3.0
+
+
+def test_resolution_in_the_text(rs: Rootsift, tmp_path: Path) -> None:
+    rs.ingest(write_events(tmp_path / "s.jsonl", steady(6, 600, 5, 1.0)), "nginx")
+    data = str(rs.data_dir)
+    rs.close()
+    text = CliRunner().invoke(main, ["investigate", "nginx", "--data", data])
+    assert text.exit_code == 0 and "time resolution 1 s: no stall shorter than 3 s" in text.output
+    out = json.loads(CliRunner().invoke(main, ["investigate", "nginx", "--data", data, "--json"]).stdout)
+    assert out["method"]["resolution"] == "1 s" and out["method"]["time_field"] == "timestamp"
 
 
 def test_whole_minute_aggregates_are_no_stall(rs: Rootsift, tmp_path: Path) -> None:

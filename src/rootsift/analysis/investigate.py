@@ -250,7 +250,9 @@ def _coincide(stall: an.Anomaly, shift: an.Anomaly) -> bool:
     return stall.start <= shift.start + near and stall.end + near >= shift.start
 
 
-def _find_stall(frame: Frame, start: datetime, end: datetime, alpha: float, method: dict[str, Any]) -> an.Anomaly | None:
+def _find_stall(
+    frame: Frame, start: datetime, end: datetime, alpha: float, method: dict[str, Any]
+) -> an.Anomaly | None:
     """The most significant stall over every time scale (``timescale.py``), at the
     completion field's resolution."""
     time = an.completion_column(frame)
@@ -266,9 +268,7 @@ def _find_stall(frame: Frame, start: datetime, end: datetime, alpha: float, meth
     if hit is None or hit.p_value >= alpha:
         return None
     a = an.Anomaly("stall", hit.start, hit.end, None, None, hit.llr, hit.p_value)
-    a.detail.update(
-        bucket_seconds=hit.bucket_seconds, scale_seconds=hit.scale_seconds, burst_ratio=round(hit.burst, 2)
-    )
+    a.detail.update(bucket_seconds=hit.bucket_seconds, scale_seconds=hit.scale_seconds, burst_ratio=round(hit.burst, 2))
     return a
 
 

@@ -133,7 +133,7 @@ def _counts(frame: Frame, time: str, width: timedelta) -> tuple[int, np.ndarray]
 def scan(fine: np.ndarray, width_s: float, unit_s: float) -> tuple[int, int, float, float, float, float] | None:
     """(first fine bucket, end fine bucket (exclusive), LLR, p-value, burst ratio, scale in
     seconds) of the best stall over every scale; None when none has a burst after it."""
-    candidates = []
+    candidates: list[tuple[int, int, int, float, float, float, float]] = []
     tests = 0
     k = 1
     while len(fine) // k >= MIN_SCALE_BUCKETS:

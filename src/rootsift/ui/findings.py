@@ -104,6 +104,13 @@ def investigation(console: Console, result: Investigation, limit: int = 20, grid
         )
         if grid is not None:
             heatmap(console, grid, mark=(a.start, a.end))
+    if "resolution" in result.method:
+        shortest = result.method.get("stall_min_seconds")
+        console.print(
+            f"[dim]time resolution {result.method['resolution']}"
+            + (f": no stall shorter than {num(shortest)} s is reported" if shortest else "")
+            + "[/dim]"
+        )
     if result.selection:
         console.print(_group("selection", result.selection))
         console.print(_group("baseline", result.baseline))
