@@ -38,6 +38,8 @@ RESOLUTION_SHARE = 0.99
 MIN_STAMPS = 20
 """Fewer stamps than this say nothing about the resolution (taken as 1 µs)."""
 MICROSECOND = 1e-6
+WHOLE_BELOW = 100
+"""Buckets narrower than this many resolution units are made a whole number of them."""
 
 FINEST_S = 0.25
 MAX_BUCKETS = 1_000_000
@@ -71,9 +73,13 @@ def resolution(frame: Frame, time: str = TIME_COLUMN) -> float:
 
 
 def whole_units(width: timedelta, unit_s: float) -> timedelta:
-    """``width`` rounded up to a whole number of ``unit_s`` (at least one)."""
+    """``width`` rounded up to a whole number of ``unit_s`` (at least one) when it spans
+    fewer than ``WHOLE_BELOW`` of them: a bucket of 2.5 units holds 2 or 3 units' stamps
+    in turn, one of 647.98 holds 647 or 648, a difference lost in the counts' noise."""
     unit = timedelta(seconds=unit_s)
-    return unit * max(1, math.ceil(width / unit - 1e-9)) if unit_s > MICROSECOND else width
+    if unit_s <= MICROSECOND or width >= unit * WHOLE_BELOW:
+        return width
+    return unit * max(1, math.ceil(width / unit - 1e-9))
 
 
 def describe(unit_s: float) -> str:
