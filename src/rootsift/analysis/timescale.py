@@ -139,69 +139,85 @@ def _counts(frame: Frame, time: str, width: timedelta) -> tuple[int, np.ndarray]
 def scan(fine: np.ndarray, width_s: float, unit_s: float) -> tuple[int, int, float, float, float, float] | None:
     """(first fine bucket, end fine bucket (exclusive), LLR, p-value, burst ratio, scale in
     seconds) of the best stall over every scale; None when none has a burst after it."""
-    candidates: list[tuple[int, int, int, float, float, float, float]] = []
+    found = []
     tests = 0
     k = 1
     while len(fine) // k >= MIN_SCALE_BUCKETS:
         counts = fine[: len(fine) // k * k].reshape(-1, k).sum(axis=1)
         shortest = max(2, math.ceil(MIN_UNITS * unit_s / (width_s * k) - 1e-9))
-        for length in range(shortest, MAX_LENGTH + 1):
-            if length >= len(counts):
-                break
+        around = _around(counts)
+        for length in range(shortest, min(MAX_LENGTH, len(counts) - 1) + 1):
             tests += len(counts) - length
-            candidates.extend((k, *c) for c in _gaps(counts, length))
+            found.append(_gaps(counts, length, k, around))
         k *= SCALE_STEP
-    if not candidates:
+    c = np.concatenate(found) if found else np.zeros((0, len(COLUMNS)))
+    if len(c) == 0:
         return None
-    k, start, length, score, log_p, burst, _ = min(candidates, key=lambda c: (c[4], -c[3]))
+    col = {name: c[:, i] for i, name in enumerate(COLUMNS)}
+    log_burst = math.log(2) + np.minimum(
+        sps.poisson.logsf(col["b1"] - 1, col["rate"]), sps.poisson.logsf(col["b2"] - 1, 2 * col["rate"])
+    )
+    log_p = sps.poisson.logcdf(col["obs"], col["expected"]) + np.minimum(0.0, log_burst)
+    best = int(np.lexsort((-col["score"], log_p))[0])
+    k, length = int(col["k"][best]), int(col["length"][best])
     # The burst's significance says a stall happened, not how long it lasted: the gap ends
     # where the burst peaks (to the finest bucket), and its extent is that of the candidate
     # ending at the same burst whose shortfall of completions is largest, at any scale.
-    hi = (start + length) * k
+    hi = (int(col["start"][best]) + length) * k
     end = max(0, hi - k) + int(np.argmax(fine[max(0, hi - k) : min(len(fine), hi + k)]))
-    same = [c for c in candidates if abs((c[1] + c[2]) * c[0] - hi) <= c[0] + k]
-    wk, wstart = max(same, key=lambda c: c[6])[:2]
+    same = np.abs((col["start"] + col["length"]) * col["k"] - hi) <= col["k"] + k
+    widest = int(np.flatnonzero(same)[np.argmax(col["gap"][same])])
+    wk, wstart = int(col["k"][widest]), int(col["start"][widest])
     shortest = max(2, math.ceil(MIN_UNITS * unit_s / width_s - 1e-9))
     begin = _extent(fine, end, (wstart - 1) * wk, (wstart + 1) * wk, shortest)
-    p = math.exp(min(0.0, log_p + math.log(tests)))
-    return begin, end, score, p, burst, width_s * wk
+    p = math.exp(min(0.0, float(log_p[best]) + math.log(tests)))
+    return begin, end, float(col["score"][best]), p, float(col["burst"][best]), width_s * wk
 
 
-def _gaps(counts: np.ndarray, length: int) -> list[tuple[int, int, float, float, float, float]]:
-    """The ``KEEP`` best gaps of ``length`` buckets followed by a burst: (start, length,
-    score, log p-value before correction, burst ratio, the gap's own LLR)."""
+COLUMNS = ("k", "start", "length", "score", "gap", "obs", "expected", "b1", "b2", "rate", "burst")
+"""A candidate gap: its scale (fine buckets per bucket), start and length (in its buckets),
+score (the gap's and the burst's LLR), the gap's own LLR, the completions in it and
+expected, in the one and two buckets after it, the rate around it and the burst ratio."""
+
+
+def _gaps(counts: np.ndarray, length: int, k: int, around: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The ``KEEP`` best gaps of ``length`` buckets followed by a burst, as rows of ``COLUMNS``."""
     m = len(counts)
-    cs = np.concatenate([[0.0], np.cumsum(counts)])
+    cs, left, n_left, right, n_right = around
     starts = np.arange(0, m - length)
     after = starts + length
     obs = cs[after] - cs[starts]
+    spread = n_left[starts] + n_right[after]
+    rate = np.where(spread >= 8, (left[starts] + right[after]) / np.maximum(spread, 1), cs[-1] / m)
+    expected = rate * length
+    idx = np.flatnonzero((expected >= MIN_EXPECTED) & (obs < expected / 2))
+    after, rate = after[idx], rate[idx]
     b1 = counts[after]
     b2 = b1 + np.where(after + 1 < m, counts[np.minimum(after + 1, m - 1)], 0.0)
-    lo = np.maximum(starts - LOCAL, 0)
-    a0, a1 = np.minimum(after + 2, m), np.minimum(after + 2 + LOCAL, m)
-    spread = (starts - lo) + (a1 - a0)
-    rate = np.where(spread >= 8, ((cs[starts] - cs[lo]) + (cs[a1] - cs[a0])) / np.maximum(spread, 1), cs[-1] / m)
-    expected = rate * length
     burst = np.maximum(b1 / np.maximum(rate, 1e-12), b2 / np.maximum(2 * rate, 1e-12))
-    ok = (expected >= MIN_EXPECTED) & (obs < expected / 2) & (burst >= 2)
-    if not ok.any():
-        return []
-    idx = np.flatnonzero(ok)
+    keep = burst >= 2
+    idx, rate, b1, b2, burst = idx[keep], rate[keep], b1[keep], b2[keep], burst[keep]
     piled = np.maximum(
-        np.where(b1[idx] > rate[idx], _poisson_llr(b1[idx], rate[idx]), 0.0),
-        np.where(b2[idx] > 2 * rate[idx], _poisson_llr(b2[idx], 2 * rate[idx]), 0.0),
+        np.where(b1 > rate, _poisson_llr(b1, rate), 0.0),
+        np.where(b2 > 2 * rate, _poisson_llr(b2, 2 * rate), 0.0),
     )
     gap = _poisson_llr(obs[idx], expected[idx])
-    score = gap + piled
-    order = np.argsort(-score)[:KEEP]
-    out = []
-    for s, sc, g in zip(idx[order], score[order], gap[order], strict=True):
-        log_gap = float(sps.poisson.logcdf(obs[s], expected[s]))
-        log_burst = math.log(2) + min(
-            float(sps.poisson.logsf(b1[s] - 1, rate[s])), float(sps.poisson.logsf(b2[s] - 1, 2 * rate[s]))
-        )
-        out.append((int(s), length, float(sc), log_gap + min(0.0, log_burst), float(burst[s]), float(g)))
-    return out
+    order = np.argsort(-(gap + piled))[:KEEP]
+    s = idx[order]
+    rows = [np.full(len(s), k), s, np.full(len(s), length), (gap + piled)[order], gap[order], obs[s], expected[s]]
+    return np.column_stack([*rows, b1[order], b2[order], rate[order], burst[order]])
+
+
+def _around(counts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Cumulative counts, and for each bucket i the completions (and buckets) in the
+    ``LOCAL`` buckets before i and in the ``LOCAL`` from i + 2 (after a gap ending at i,
+    past its burst): the rate around a gap."""
+    m = len(counts)
+    cs = np.concatenate([[0.0], np.cumsum(counts)])
+    i = np.arange(m + 1)
+    lo = np.maximum(i - LOCAL, 0)
+    a0, a1 = np.minimum(i + 2, m), np.minimum(i + 2 + LOCAL, m)
+    return cs, cs[i] - cs[lo], i - lo, cs[a1] - cs[a0], a1 - a0
 
 
 def _extent(fine: np.ndarray, end: int, first: int, last: int, shortest: int) -> int:
