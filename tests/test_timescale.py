@@ -145,3 +145,39 @@ def test_scan_at_every_scale() -> None:
     long[209_600] += rate[200_000:209_600].sum()
     hit = ts.scan(long, 0.25, 1e-6)
     assert hit is not None and hit[5] > 60 and abs(hit[0] - 200_000) <= 4 and abs(hit[1] - 209_600) <= 4
+
+
+def gauge(days: int, onset_day: float | None, drop: float) -> list[dict[str, Any]]:
+    """Three hosts' available memory once a minute, a daily cycle of ±10 around 100 and
+    noise; from ``onset_day`` it is ``drop`` lower."""
+    rng = np.random.default_rng(7)
+    minutes = np.arange(days * 1440)
+    rows = []
+    for host in ("a", "b", "c"):
+        value = 100 + 10 * np.sin(2 * np.pi * minutes / 1440) + rng.normal(0, 2, len(minutes))
+        if onset_day is not None:
+            value -= drop * (minutes >= onset_day * 1440)
+        for m, v in zip(minutes, value, strict=True):
+            stamp = (START + timedelta(minutes=int(m))).isoformat()
+            rows.append({"timestamp": stamp, "host": host, "available_gb": round(float(v), 3)})
+    return rows
+
+
+def test_a_daily_cycle_alone_is_no_anomaly(rs: Rootsift, tmp_path: Path) -> None:
+    """The cycle puts all the day's high values in a few buckets: far more variation between
+    buckets than independent events would show, which the scan discounts."""
+    rs.ingest(write_events(tmp_path / "g.jsonl", gauge(20, None, 0)), "mem")
+    assert rs.investigate("mem", measure="available_gb").anomaly is None
+
+
+def test_a_falling_gauge_onset(rs: Rootsift, tmp_path: Path) -> None:
+    """Available memory falls by 30 on day 14.3 and stays down: the region is the lower
+    tail from the onset to the end (not the weeks before it, where the high values are)."""
+    rs.ingest(write_events(tmp_path / "g.jsonl", gauge(20, 14.3, 30)), "mem")
+    a = rs.investigate("mem", measure="available_gb").anomaly
+    assert a is not None and a.kind == "latency" and a.detail["direction"] == "down"
+    onset = START.replace(tzinfo=None) + timedelta(days=14.3)
+    # within the daily cycle's quarter: the new level leaves the old range at its trough
+    assert onset - timedelta(hours=2) <= a.start <= onset + timedelta(hours=6)
+    assert a.end >= START.replace(tzinfo=None) + timedelta(days=19.9)
+    assert a.detail["median_after"] < a.detail["median_before"] - 20

@@ -5,7 +5,8 @@ shift starts and how long it lasts, or a stall.
   the range's 95th percentile, or a status ≥ 500). The region is the run of buckets
   whose bad share is most surprising against the rest: the interval maximising the
   binomial likelihood ratio (Kulldorff's scan statistic), found exactly over all
-  intervals. Its p-value is bounded by Bonferroni over the intervals tried.
+  intervals. Its LLR is divided by the buckets' overdispersion (``dispersion``) and its
+  p-value bounded by Bonferroni over the intervals tried.
 - **Stall**: a run of buckets with far fewer completions than the rate around it,
   followed by a burst: work stopped, then completed all at once. Scanned at every time
   scale in ``timescale.py``, in completion times (``end_time`` when events have one).
@@ -33,6 +34,9 @@ STALL_MAX_S = 30.0
 BAD_QUANTILES = (0.95, 0.99, 0.999)
 """A latency shift is scanned for with each of these as the line above which an event is bad
 (a broad slowdown shows at p95, a short spike only above p99), Bonferroni over the three."""
+LOW_QUANTILES = (0.05, 0.01, 0.001)
+"""The same lines in the lower tail: a gauge, a throughput or a latency that falls is a region
+of more events below them (Bonferroni over all six lines)."""
 
 
 @dataclass
@@ -70,11 +74,11 @@ class Anomaly:
         }
 
 
-def bad_thresholds(frame: Frame, measure: str) -> list[float]:
-    """The measure's ``BAD_QUANTILES`` over the range (distinct values only)."""
+def bad_thresholds(frame: Frame, measure: str, quantiles: tuple[float, ...] = BAD_QUANTILES) -> list[float]:
+    """The measure's ``quantiles`` over the range (distinct values only)."""
     rel = frame.relation_sql
     where, params = frame.range_filter()
-    qs = ", ".join(str(q) for q in BAD_QUANTILES)
+    qs = ", ".join(str(q) for q in quantiles)
     row = frame.backend.execute_sql(
         f"SELECT quantile_cont({ident(measure)}, [{qs}]) FROM {rel} WHERE {where}", params
     ).rows[0]
@@ -143,8 +147,26 @@ def scan_shift(s: Series) -> tuple[int, int, float, float] | None:
     value = float(llr[best])
     if value <= 0:
         return None
+    value /= dispersion(s, int(i[best]), int(j[best]))
     p = min(1.0, float(sps.chi2.sf(2 * value, 1)) * len(llr))
     return int(i[best]), int(j[best]), value, p
+
+
+def dispersion(s: Series, first: int, last: int) -> float:
+    """How much more the buckets' bad counts vary than binomially, once the region's rate
+    and the rest's are fitted (Pearson's χ² over its degrees of freedom, at least 1). Events
+    of one series are not independent draws: a gauge's daily cycle puts all its high
+    values in a few buckets a day. The scan's LLR is divided by it (quasi-likelihood), so
+    such a cycle is not an anomaly while a shift that stands far above it still is."""
+    n, k = s.events, s.bad
+    inside = np.zeros(len(n), dtype=bool)
+    inside[first : last + 1] = True
+    rate = np.where(inside, k[inside].sum() / max(n[inside].sum(), 1), k[~inside].sum() / max(n[~inside].sum(), 1))
+    var = n * rate * (1 - rate)
+    used = (n > 0) & (var > 0)
+    if used.sum() <= 2:
+        return 1.0
+    return max(1.0, float(((k[used] - n[used] * rate[used]) ** 2 / var[used]).sum()) / (int(used.sum()) - 2))
 
 
 def earlier_onset(s: Series, first: int, last: int, level: float = 0.01) -> int:

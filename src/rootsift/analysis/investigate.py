@@ -38,6 +38,8 @@ from rootsift.store.sqltext import ident
 
 MEASURES = ("duration_ms", "request_time_ms", "latency_ms", "response_time_ms", "query_time_ms", "elapsed_ms")
 ERROR_FIELDS = ("status", "status_code", "http_status")
+OPERATOR = {"up": ">", "down": "<"}
+"""Bad events of a shift up (above the line) and down (below it)."""
 NORMAL_QUANTILE = 0.99
 ONSET_SHARE = 0.02
 ONSET_MIN_EVENTS = 30
@@ -152,9 +154,12 @@ def _find(
         shift_bucket_seconds=width.total_seconds(),
     )
     candidates: list[an.Anomaly] = []
-    thresholds = an.bad_thresholds(frame, measure) if measure is not None else []
+    lines = []  # (direction, threshold): more events above the line, or below it
+    if measure is not None:
+        lines += [("up", t) for t in an.bad_thresholds(frame, measure)]
+        lines += [("down", t) for t in an.bad_thresholds(frame, measure, an.LOW_QUANTILES)]
     status = next((f for f in ERROR_FIELDS if f in frame.fields and frame.fields[f].type in ("DOUBLE", "BIGINT")), None)
-    bads = [(f"{ident(str(measure))} > ?", [t]) for t in thresholds]
+    bads = [(f"{ident(str(measure))} {OPERATOR[d]} ?", [t]) for d, t in lines]
     if status is not None:
         bads.append((f"{ident(status)} >= 500", []))
     for k, s in enumerate(an.series_of(frame, bads, width) if bads else []):  # every line in one pass
@@ -162,15 +167,15 @@ def _find(
         if hit is None:
             continue
         i, j, llr, p = hit
-        if k < len(thresholds):  # a latency line: Bonferroni over the lines
-            p = min(1.0, p * len(thresholds))
-            kind, line, field_name = "latency", thresholds[k], measure
+        if k < len(lines):  # a line of the measure: Bonferroni over the lines
+            p = min(1.0, p * len(lines))
+            kind, line, field_name = "latency", lines[k][1], measure
         else:
             kind, line, field_name = "errors", 500.0, status
         if p < alpha:
             a = an.Anomaly(kind, s.starts[i], s.starts[j] + s.width, field_name, line, llr, p)
             if kind == "latency":
-                a.detail["bucket_seconds"] = s.width.total_seconds()
+                a.detail.update(direction=lines[k][0], bucket_seconds=s.width.total_seconds())
             candidates.append(a)
     shift = min(candidates, key=lambda a: (a.p_value, -a.score)) if candidates else None
     if shift is not None and shift.kind == "latency":
@@ -203,7 +208,8 @@ def _median_shift(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
         [a.start, a.end, half, a.end, *params],
     ).rows[0]
     before, after = row
-    if before is None or after is None or before <= 0 or after <= before:
+    sign = -1.0 if _direction(a) == "down" else 1.0
+    if before is None or after is None or sign * (after - before) <= 0 or (sign > 0 and before <= 0):
         return
     middle = (float(before) + float(after)) / 2
     rows = frame.backend.execute_sql(
@@ -213,7 +219,7 @@ def _median_shift(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
     ).rows
     medians = [(b, m) for b, m in rows if m is not None]
     for k, (b, m) in enumerate(medians):
-        if m >= middle and all(m2 >= middle for _, m2 in medians[k + 1 : k + 4]):
+        if sign * (m - middle) >= 0 and all(sign * (m2 - middle) >= 0 for _, m2 in medians[k + 1 : k + 4]):
             at = datetime(1970, 1, 1) + timedelta(microseconds=int(b) * us)
             a.detail.update(
                 median_shift_at=iso(at), median_before=round(float(before), 6), median_after=round(float(after), 6)
@@ -229,19 +235,28 @@ def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
     rel = frame.relation_sql
     where, params = frame.range_filter()
     ts, col = ident("timestamp"), ident(str(a.measure))
+    down = _direction(a) == "down"
     row = frame.backend.execute_sql(
-        f"SELECT quantile_cont({col}, {NORMAL_QUANTILE}) FROM {rel} WHERE ({where}) AND ({ts} < ? OR {ts} >= ?)",
+        f"SELECT quantile_cont({col}, {1 - NORMAL_QUANTILE if down else NORMAL_QUANTILE}) FROM {rel} "
+        f"WHERE ({where}) AND ({ts} < ? OR {ts} >= ?)",
         [*params, a.start, a.end],
     ).rows[0]
-    if row[0] is None or float(row[0]) >= float(a.threshold or 0):
+    if row[0] is None or (
+        float(row[0]) <= float(a.threshold or 0) if down else float(row[0]) >= float(a.threshold or 0)
+    ):
         return
     a.detail["scan_threshold"] = a.threshold
     a.threshold = float(row[0])
-    s = an.series(frame, f"{col} > ?", [a.threshold], width)
+    s = an.series(frame, f"{col} {OPERATOR[_direction(a)]} ?", [a.threshold], width)
     first = next((k for k, t in enumerate(s.starts) if t >= a.start), None)
     last = next((k for k in range(len(s.starts) - 1, -1, -1) if s.starts[k] < a.end), None)
     if first is not None and last is not None and first <= last:
         a.start = s.starts[an.earlier_onset(s, first, last)]
+
+
+def _direction(a: an.Anomaly) -> str:
+    """``up`` (more events above the line) or ``down`` (more below it)."""
+    return str(a.detail.get("direction", "up"))
 
 
 def _coincide(stall: an.Anomaly, shift: an.Anomaly) -> bool:
@@ -321,10 +336,11 @@ def _explain_region(
         result = _explain(frame, alpha, sampled, select_from=a.start, select_to=a.end + settle, baseline=_outside(a))
     else:
         column = ident(str(a.measure))
-        bad_sql, bad = (f"{column} > ?", [a.threshold]) if a.kind == "latency" else (f"{column} >= 500", [])
+        op = OPERATOR[_direction(a)]
+        bad_sql, bad = (f"{column} {op} ?", [a.threshold]) if a.kind == "latency" else (f"{column} >= 500", [])
         starts = Frame(frame.backend, frame.dataset, frame.start, frame.end, frame.where, select_start_of=start_of)
         onset_end = _onset_end(starts, a, bad_sql, bad)
-        text = f"{to.ident_text(str(a.measure))} {'>' if a.kind == 'latency' else '>='} {a.threshold if a.kind == 'latency' else 500!r}"
+        text = f"{to.ident_text(str(a.measure))} {op if a.kind == 'latency' else '>='} {a.threshold if a.kind == 'latency' else 500!r}"
         result = _explain(
             frame,
             alpha,

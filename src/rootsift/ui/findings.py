@@ -96,7 +96,8 @@ def investigation(console: Console, result: Investigation, limit: int = 20, grid
     if a is None:
         console.print("[bold]no anomalous region found[/bold]")
     else:
-        bad = {"latency": f"{a.measure} above {num(a.threshold)}", "errors": f"{a.measure} >= 500"}.get(a.kind, "")
+        side = "below" if a.detail.get("direction") == "down" else "above"
+        bad = {"latency": f"{a.measure} {side} {num(a.threshold)}", "errors": f"{a.measure} >= 500"}.get(a.kind, "")
         console.print(
             f"[bold]{a.kind}[/bold] from {iso(a.start)} to {iso(a.end)}"
             + (f": more events with {bad}" if bad else ": events stopped, then completed in a burst")
