@@ -34,6 +34,7 @@ STALL_MAX_S = 30.0
 BAD_QUANTILES = (0.95, 0.99, 0.999)
 """A latency shift is scanned for with each of these as the line above which an event is bad
 (a broad slowdown shows at p95, a short spike only above p99), Bonferroni over the three."""
+CHI2_1_MEDIAN = 0.4549364
 LOW_QUANTILES = (0.05, 0.01, 0.001)
 """The same lines in the lower tail: a gauge, a throughput or a latency that falls is a region
 of more events below them (Bonferroni over all six lines)."""
@@ -154,10 +155,13 @@ def scan_shift(s: Series) -> tuple[int, int, float, float] | None:
 
 def dispersion(s: Series, first: int, last: int) -> float:
     """How much more the buckets' bad counts vary than binomially, once the region's rate
-    and the rest's are fitted (Pearson's χ² over its degrees of freedom, at least 1). Events
-    of one series are not independent draws: a gauge's daily cycle puts all its high
-    values in a few buckets a day. The scan's LLR is divided by it (quasi-likelihood), so
-    such a cycle is not an anomaly while a shift that stands far above it still is."""
+    and the rest's are fitted: the median squared Pearson residual over the median of χ²
+    with one degree of freedom (0.455), at least 1. Events of one series are not
+    independent draws: a gauge's daily cycle puts all its high values in a few buckets a
+    day. The scan's LLR is divided by it (quasi-likelihood), so such a cycle is not an
+    anomaly while a shift that stands far above it still is. The median, not the mean: a
+    few buckets of other incidents (each stall of a series of them) do not discount the
+    worst one."""
     n, k = s.events, s.bad
     inside = np.zeros(len(n), dtype=bool)
     inside[first : last + 1] = True
@@ -166,7 +170,7 @@ def dispersion(s: Series, first: int, last: int) -> float:
     used = (n > 0) & (var > 0)
     if used.sum() <= 2:
         return 1.0
-    return max(1.0, float(((k[used] - n[used] * rate[used]) ** 2 / var[used]).sum()) / (int(used.sum()) - 2))
+    return max(1.0, float(np.median((k[used] - n[used] * rate[used]) ** 2 / var[used])) / CHI2_1_MEDIAN)
 
 
 def earlier_onset(s: Series, first: int, last: int, level: float = 0.01) -> int:
