@@ -75,15 +75,18 @@ class Anomaly:
         }
 
 
-def bad_thresholds(frame: Frame, measure: str, quantiles: tuple[float, ...] = BAD_QUANTILES) -> list[float]:
-    """The measure's ``quantiles`` over the range (distinct values only)."""
+def bad_thresholds(frame: Frame, measure: str) -> tuple[list[float], list[float]]:
+    """The measure's ``BAD_QUANTILES`` and ``LOW_QUANTILES`` over the range (distinct values
+    of each), from one pass."""
     rel = frame.relation_sql
     where, params = frame.range_filter()
-    qs = ", ".join(str(q) for q in quantiles)
+    qs = ", ".join(str(q) for q in (*BAD_QUANTILES, *LOW_QUANTILES))
     row = frame.backend.execute_sql(
         f"SELECT quantile_cont({ident(measure)}, [{qs}]) FROM {rel} WHERE {where}", params
     ).rows[0]
-    return sorted({float(v) for v in row[0] or [] if v is not None})
+    values = [None if v is None else float(v) for v in row[0] or []]
+    upper, lower = values[: len(BAD_QUANTILES)], values[len(BAD_QUANTILES) :]
+    return sorted({v for v in upper if v is not None}), sorted({v for v in lower if v is not None})
 
 
 COMPLETION = ("end_time", "end", "completed_at", "end_timestamp", "finished_at")

@@ -156,8 +156,8 @@ def _find(
     candidates: list[an.Anomaly] = []
     lines = []  # (direction, threshold): more events above the line, or below it
     if measure is not None:
-        lines += [("up", t) for t in an.bad_thresholds(frame, measure)]
-        lines += [("down", t) for t in an.bad_thresholds(frame, measure, an.LOW_QUANTILES)]
+        upper, lower = an.bad_thresholds(frame, measure)
+        lines += [("up", t) for t in upper] + [("down", t) for t in lower]
     status = next((f for f in ERROR_FIELDS if f in frame.fields and frame.fields[f].type in ("DOUBLE", "BIGINT")), None)
     bads = [(f"{ident(str(measure))} {OPERATOR[d]} ?", [t]) for d, t in lines]
     if status is not None:
