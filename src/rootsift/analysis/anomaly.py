@@ -156,6 +156,21 @@ def scan_shift(s: Series) -> tuple[int, int, float, float] | None:
     return int(i[best]), int(j[best]), value, p
 
 
+def scan_regions(s: Series, most: int = 3) -> list[tuple[int, int, float, float]]:
+    """Up to ``most`` regions by ``scan_shift``, each found with the ones before it taken out
+    of the series (their buckets emptied): the strongest first."""
+    rest = Series(s.starts, s.width, s.events.copy(), s.bad.copy())
+    found = []
+    for _ in range(most):
+        hit = scan_shift(rest)
+        if hit is None:
+            break
+        found.append(hit)
+        rest.events[hit[0] : hit[1] + 1] = 0
+        rest.bad[hit[0] : hit[1] + 1] = 0
+    return found
+
+
 def dispersion(s: Series, first: int, last: int) -> float:
     """How much more the buckets' bad counts vary than binomially, once the region's rate
     and the rest's are fitted: the median squared Pearson residual over the median of χ²

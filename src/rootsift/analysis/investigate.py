@@ -38,6 +38,7 @@ from rootsift.store.sqltext import ident
 
 MEASURES = ("duration_ms", "request_time_ms", "latency_ms", "response_time_ms", "query_time_ms", "elapsed_ms")
 ERROR_FIELDS = ("status", "status_code", "http_status")
+MAX_REGIONS = 3
 OPERATOR = {"up": ">", "down": "<"}
 """Bad events of a shift up (above the line) and down (below it)."""
 NORMAL_QUANTILE = 0.99
@@ -59,6 +60,8 @@ class Investigation:
     warnings: list[str] = field(default_factory=list)
     explanation: Explanation | None = None
     method: dict[str, Any] = field(default_factory=dict)
+    regions: list[an.Anomaly] = field(default_factory=list)
+    """Up to ``MAX_REGIONS`` significant regions that do not overlap, the headline (``anomaly``) first."""
     """How the region was looked for: the time field's resolution, the scan's bucket widths."""
 
     def as_dict(self) -> dict[str, Any]:
@@ -66,6 +69,7 @@ class Investigation:
             "dataset": self.dataset,
             "method": self.method,
             "anomaly": self.anomaly.as_dict() if self.anomaly else None,
+            "regions": [r.as_dict() for r in self.regions],
             "selection": self.selection,
             "baseline": self.baseline,
             "findings": [f.as_dict() for f in self.findings],
@@ -103,7 +107,7 @@ def investigate(
     if measure is not None and measure not in frame.fields:
         raise UsageError(f"--measure {measure!r} is not a field of {dataset}")
     out = Investigation(dataset, None, [])
-    found = _find(frame, measure, start, end, alpha, out.method)
+    found = _find(frame, measure, start, end, alpha, out.method, out.regions)
     out.anomaly = found
     if found is not None:
         start_of = measure if timestamp_at == "end" and found.kind != "stall" else None
@@ -142,7 +146,13 @@ def _default_measure(frame: Frame) -> str | None:
 
 
 def _find(
-    frame: Frame, measure: str | None, start: datetime, end: datetime, alpha: float, method: dict[str, Any]
+    frame: Frame,
+    measure: str | None,
+    start: datetime,
+    end: datetime,
+    alpha: float,
+    method: dict[str, Any],
+    regions: list[an.Anomaly],
 ) -> an.Anomaly | None:
     unit = ts.resolution(frame)
     # buckets are whole units of the time field's resolution: none falls between two stamps
@@ -154,6 +164,7 @@ def _find(
         shift_bucket_seconds=width.total_seconds(),
     )
     candidates: list[an.Anomaly] = []
+    strongest: list[an.Anomaly] = []
     lines = []  # (direction, threshold): more events above the line, or below it
     if measure is not None:
         upper, lower = an.bad_thresholds(frame, measure)
@@ -163,25 +174,48 @@ def _find(
     if status is not None:
         bads.append((f"{ident(status)} >= 500", []))
     for k, s in enumerate(an.series_of(frame, bads, width) if bads else []):  # every line in one pass
-        hit = an.scan_shift(s)
-        if hit is None:
-            continue
-        i, j, llr, p = hit
-        if k < len(lines):  # a line of the measure: Bonferroni over the lines
-            p = min(1.0, p * len(lines))
-            kind, line, field_name = "latency", lines[k][1], measure
-        else:
-            kind, line, field_name = "errors", 500.0, status
-        if p < alpha:
-            a = an.Anomaly(kind, s.starts[i], s.starts[j] + s.width, field_name, line, llr, p)
-            if kind == "latency":
-                a.detail.update(direction=lines[k][0], bucket_seconds=s.width.total_seconds())
-            candidates.append(a)
-    shift = min(candidates, key=lambda a: (a.p_value, -a.score)) if candidates else None
+        for rank, (i, j, llr, p) in enumerate(an.scan_regions(s, MAX_REGIONS)):
+            if k < len(lines):  # a line of the measure: Bonferroni over the lines
+                p = min(1.0, p * len(lines))
+                kind, line, field_name = "latency", lines[k][1], measure
+            else:
+                kind, line, field_name = "errors", 500.0, status
+            if p < alpha:
+                a = an.Anomaly(kind, s.starts[i], s.starts[j] + s.width, field_name, line, llr, p)
+                if kind == "latency":
+                    a.detail.update(direction=lines[k][0], bucket_seconds=s.width.total_seconds())
+                candidates.append(a)
+                if rank == 0:  # the headline is the strongest line's strongest region
+                    strongest.append(a)
+    shift = min(strongest, key=lambda a: (a.p_value, -a.score)) if strongest else None
+    stall = _find_stall(frame, start, end, alpha, method)
+    found = _headline(frame, shift, stall, alpha, width, method)
+    regions.extend(_ranked(found, [*candidates, *([stall] if stall is not None else [])]))
+    return found
+
+
+def _ranked(headline: an.Anomaly | None, candidates: list[an.Anomaly]) -> list[an.Anomaly]:
+    """The headline region, then every other significant one that overlaps none before it,
+    most significant first (one per stretch of time: the lines see the same region)."""
+    kept = [headline] if headline is not None else []
+    for a in sorted(candidates, key=lambda a: (a.p_value, -a.score)):
+        if len(kept) < MAX_REGIONS and all(a.end <= b.start or a.start >= b.end for b in kept):
+            kept.append(a)
+    return kept
+
+
+def _headline(
+    frame: Frame,
+    shift: an.Anomaly | None,
+    stall: an.Anomaly | None,
+    alpha: float,
+    width: timedelta,
+    method: dict[str, Any],
+) -> an.Anomaly | None:
+    """The stall or the shift (see the module docstring)."""
     if shift is not None and shift.kind == "latency":
         _median_shift(frame, shift, width)
         _normal_line(frame, shift, width)
-    stall = _find_stall(frame, start, end, alpha, method)
     if stall is not None and (shift is None or _coincide(stall, shift) or stall.p_value < shift.p_value):
         return stall
     if shift is not None and shift.end - shift.start <= timedelta(seconds=an.STALL_MAX_S):
