@@ -174,3 +174,7 @@ def test_several_regions_ranked(rs: Rootsift, tmp_path: Path) -> None:
     )
     assert len(regions) == 3 and [abs(m - w) <= 3 for m, w in zip(minutes, [20, 50, 80], strict=True)] == [True] * 3
     assert [r["p_value"] for r in regions[1:]] == sorted(r["p_value"] for r in regions[1:])
+    data = str(rs.data_dir)
+    rs.close()
+    text = CliRunner().invoke(main, ["investigate", "api", "--data", data]).output
+    assert text.count("also ") == 2 and regions[1]["from"] in text

@@ -105,6 +105,10 @@ def investigation(console: Console, result: Investigation, limit: int = 20, grid
         )
         if grid is not None:
             heatmap(console, grid, mark=(a.start, a.end))
+    for other in result.regions[1:]:
+        console.print(
+            f"[dim]also {other.kind} from {iso(other.start)} to {iso(other.end)} (p ≤ {other.p_value:.2g})[/dim]"
+        )
     if "resolution" in result.method:
         shortest = result.method.get("stall_min_seconds")
         console.print(
