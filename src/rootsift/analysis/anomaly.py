@@ -14,7 +14,9 @@ shift starts and how long it lasts, or a stall.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -136,39 +138,46 @@ def scan_shift(s: Series) -> tuple[int, int, float, float] | None:
         return None
     cn = np.concatenate([[0.0], np.cumsum(s.events)])
     ck = np.concatenate([[0.0], np.cumsum(s.bad)])
-    i, j = np.triu_indices(m)  # interval [i, j]
+    i, j = _intervals(m)  # interval [i, j]
     n_in = cn[j + 1] - cn[i]
     k_in = ck[j + 1] - ck[i]
     n_out, k_out = n_total - n_in, k_total - k_in
-    with np.errstate(divide="ignore", invalid="ignore"):
-        llr = _xlogy(k_in, k_in / n_in) + _xlogy(n_in - k_in, 1 - k_in / n_in)
-        llr += _xlogy(k_out, k_out / n_out) + _xlogy(n_out - k_out, 1 - k_out / n_out)
-        p0 = k_total / n_total
-        llr -= k_total * math.log(p0) + (n_total - k_total) * math.log(1 - p0)
-        higher = (k_in / n_in) > (k_out / np.where(n_out > 0, n_out, np.nan))
-    llr = np.where(higher & (n_in > 0) & (n_out > 0), llr, 0.0)
-    best = int(np.nanargmax(llr))
+    # only intervals with events on both sides whose bad share is the higher one
+    keep = np.flatnonzero((n_in > 0) & (n_out > 0) & (k_in * n_out > k_out * n_in))
+    if len(keep) == 0:
+        return None
+    n_in, k_in, n_out, k_out = n_in[keep], k_in[keep], n_out[keep], k_out[keep]
+    llr = _xlogy(k_in, k_in / n_in) + _xlogy(n_in - k_in, 1 - k_in / n_in)
+    llr += _xlogy(k_out, k_out / n_out) + _xlogy(n_out - k_out, 1 - k_out / n_out)
+    p0 = k_total / n_total
+    llr -= k_total * math.log(p0) + (n_total - k_total) * math.log(1 - p0)
+    best = int(np.argmax(llr))
     value = float(llr[best])
     if value <= 0:
         return None
-    value /= dispersion(s, int(i[best]), int(j[best]))
-    p = min(1.0, float(sps.chi2.sf(2 * value, 1)) * len(llr))
-    return int(i[best]), int(j[best]), value, p
+    first, last = int(i[keep[best]]), int(j[keep[best]])
+    value /= dispersion(s, first, last)
+    p = min(1.0, float(sps.chi2.sf(2 * value, 1)) * len(i))
+    return first, last, value, p
 
 
-def scan_regions(s: Series, most: int = 3) -> list[tuple[int, int, float, float]]:
+@functools.lru_cache(maxsize=8)
+def _intervals(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every interval [i, j] of ``m`` buckets, as two index arrays (shared: not to be written)."""
+    return np.triu_indices(m)
+
+
+def scan_regions(s: Series, most: int = 3) -> Iterator[tuple[int, int, float, float]]:
     """Up to ``most`` regions by ``scan_shift``, each found with the ones before it taken out
-    of the series (their buckets emptied): the strongest first."""
+    of the series (their buckets emptied): the strongest first, computed as they are read."""
     rest = Series(s.starts, s.width, s.events.copy(), s.bad.copy())
-    found = []
     for _ in range(most):
         hit = scan_shift(rest)
         if hit is None:
-            break
-        found.append(hit)
+            return
+        yield hit
         rest.events[hit[0] : hit[1] + 1] = 0
         rest.bad[hit[0] : hit[1] + 1] = 0
-    return found
 
 
 def dispersion(s: Series, first: int, last: int) -> float:

@@ -163,8 +163,6 @@ def _find(
         resolution=ts.describe(unit),
         shift_bucket_seconds=width.total_seconds(),
     )
-    candidates: list[an.Anomaly] = []
-    strongest: list[an.Anomaly] = []
     lines = []  # (direction, threshold): more events above the line, or below it
     if measure is not None:
         upper, lower = an.bad_thresholds(frame, measure)
@@ -173,20 +171,30 @@ def _find(
     bads = [(f"{ident(str(measure))} {OPERATOR[d]} ?", [t]) for d, t in lines]
     if status is not None:
         bads.append((f"{ident(status)} >= 500", []))
-    for k, s in enumerate(an.series_of(frame, bads, width) if bads else []):  # every line in one pass
-        for rank, (i, j, llr, p) in enumerate(an.scan_regions(s, MAX_REGIONS)):
-            if k < len(lines):  # a line of the measure: Bonferroni over the lines
-                p = min(1.0, p * len(lines))
-                kind, line, field_name = "latency", lines[k][1], measure
-            else:
-                kind, line, field_name = "errors", 500.0, status
-            if p < alpha:
-                a = an.Anomaly(kind, s.starts[i], s.starts[j] + s.width, field_name, line, llr, p)
-                if kind == "latency":
-                    a.detail.update(direction=lines[k][0], bucket_seconds=s.width.total_seconds())
-                candidates.append(a)
-                if rank == 0:  # the headline is the strongest line's strongest region
-                    strongest.append(a)
+    series = an.series_of(frame, bads, width) if bads else []  # every line in one pass
+
+    def region(k: int, hit: tuple[int, int, float, float]) -> an.Anomaly | None:
+        i, j, llr, p = hit
+        if k < len(lines):  # a line of the measure: Bonferroni over the lines
+            p = min(1.0, p * len(lines))
+            kind, line, field_name = "latency", lines[k][1], measure
+        else:
+            kind, line, field_name = "errors", 500.0, status
+        if p >= alpha:
+            return None
+        a = an.Anomaly(kind, series[k].starts[i], series[k].starts[j] + series[k].width, field_name, line, llr, p)
+        if kind == "latency":
+            a.detail.update(direction=lines[k][0], bucket_seconds=series[k].width.total_seconds())
+        return a
+
+    strongest, candidates = [], []
+    for k, s in enumerate(series):  # each line's regions, strongest first, while significant
+        for rank, hit in enumerate(an.scan_regions(s, MAX_REGIONS)):
+            if (a := region(k, hit)) is None:
+                break
+            candidates.append(a)
+            if rank == 0:  # the headline is the strongest line's strongest region
+                strongest.append(a)
     shift = min(strongest, key=lambda a: (a.p_value, -a.score)) if strongest else None
     stall = _find_stall(frame, start, end, alpha, method)
     found = _headline(frame, shift, stall, alpha, width, method)
