@@ -9,7 +9,7 @@ sub-second to days.
   identical stamps there is no gap to read.
 - **Stalls at every scale.** Completions are counted once at the finest width (0.25 s,
   the resolution, or the range over ``MAX_BUCKETS``, whichever is widest); coarser scales
-  sum 4, 16, 64… of those buckets. At each scale every run of 2–16 buckets is a
+  sum 4, 16, 64… of those buckets. At each scale every run of 2–8 buckets is a
   candidate gap, scored against the *local* rate (the ``LOCAL`` buckets either side, so a
   daily cycle is not a stall), and must be followed by a burst (a stall ends in
   completions piled up; a quiet spell does not). The p-value is the gap's Poisson tail
@@ -45,7 +45,7 @@ FINEST_S = 0.25
 MAX_BUCKETS = 1_000_000
 SCALE_STEP = 4
 MIN_SCALE_BUCKETS = 10
-MAX_LENGTH = 16
+MAX_LENGTH = 8
 """Longest gap tried at one scale, in its buckets (the next scale, 4 times wider, takes over)."""
 MIN_UNITS = 3
 """A stall lasts at least this many units of the time field's resolution."""
