@@ -122,17 +122,18 @@ def _counts(frame: Frame, time: str, width: timedelta) -> tuple[int, np.ndarray]
     where, params = frame.range_filter()
     us = max(1, int(width / timedelta(microseconds=1)))
     ts = ident(time)
-    rows = frame.backend.execute_sql(
-        f"SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT), count(*) FROM {frame.relation_sql} "
-        f"WHERE ({where}) AND {ts} IS NOT NULL GROUP BY 1",
+    # two lists in one row: far cheaper to bring into numpy than a row per bucket
+    buckets, n = frame.backend.execute_sql(
+        f"SELECT list(b), list(n) FROM (SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT) AS b, count(*) AS n "
+        f"FROM {frame.relation_sql} WHERE ({where}) AND {ts} IS NOT NULL GROUP BY 1)",
         params,
-    ).rows
-    if not rows:
+    ).rows[0]
+    if not buckets:
         return 0, np.zeros(0)
-    at = np.asarray(rows, dtype=np.int64)
-    first = int(at[:, 0].min())
-    counts = np.zeros(int(at[:, 0].max()) - first + 1)
-    counts[at[:, 0] - first] = at[:, 1]
+    at = np.asarray(buckets, dtype=np.int64)
+    first = int(at.min())
+    counts = np.zeros(int(at.max()) - first + 1)
+    counts[at - first] = np.asarray(n, dtype=np.float64)
     return first, counts
 
 
