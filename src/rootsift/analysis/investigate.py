@@ -196,7 +196,7 @@ def _find(
             if rank == 0:  # the headline is the strongest line's strongest region
                 strongest.append(a)
     shift = min(strongest, key=lambda a: (a.p_value, -a.score)) if strongest else None
-    stall = _find_stall(frame, start, end, alpha, method)
+    stall = ts.stall_region(frame, start, end, alpha, method)
     found = _headline(frame, shift, stall, alpha, width, method)
     regions.extend(_ranked(found, [*candidates, *([stall] if stall is not None else [])]))
     return found
@@ -229,7 +229,7 @@ def _headline(
     if shift is not None and shift.end - shift.start <= timedelta(seconds=an.STALL_MAX_S):
         # a short shift: is it a stall of its own (not the most significant one overall)?
         pad = timedelta(seconds=10)
-        local = _find_stall(frame, shift.start - pad, shift.end + pad, alpha, method)
+        local = ts.stall_region(frame, shift.start - pad, shift.end + pad, alpha, method)
         if local is not None and _coincide(local, shift):
             return local
     return shift
@@ -305,28 +305,6 @@ def _coincide(stall: an.Anomaly, shift: an.Anomaly) -> bool:
     """The stall is where the shift begins (within two of the shift's buckets)."""
     near = 2 * timedelta(seconds=float(shift.detail.get("bucket_seconds", 0)))
     return stall.start <= shift.start + near and stall.end + near >= shift.start
-
-
-def _find_stall(
-    frame: Frame, start: datetime, end: datetime, alpha: float, method: dict[str, Any]
-) -> an.Anomaly | None:
-    """The most significant stall over every time scale (``timescale.py``), at the
-    completion field's resolution."""
-    time = an.completion_column(frame)
-    unit = method.get("stall_resolution_seconds")
-    if unit is None:
-        unit = ts.resolution(frame, time) if time != "timestamp" else method["resolution_seconds"]
-        method.update(
-            stall_time_field=time,
-            stall_resolution_seconds=unit,
-            stall_min_seconds=max(ts.MIN_UNITS * unit, 2 * ts.FINEST_S),
-        )
-    hit = ts.find_stall(frame, time, start, end, unit)
-    if hit is None or hit.p_value >= alpha:
-        return None
-    a = an.Anomaly("stall", hit.start, hit.end, None, None, hit.llr, hit.p_value)
-    a.detail.update(bucket_seconds=hit.bucket_seconds, scale_seconds=hit.scale_seconds, burst_ratio=round(hit.burst, 2))
-    return a
 
 
 def _explain(frame: Frame, alpha: float, sampled: bool, **kw: Any) -> Explanation:

@@ -23,10 +23,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 from scipy import stats as sps
 
+from rootsift.analysis.anomaly import Anomaly, completion_column
 from rootsift.analysis.frame import Frame
 from rootsift.store.base import TIME_COLUMN
 from rootsift.store.sqltext import ident
@@ -102,6 +104,26 @@ class Stall:
     """The width of the buckets at which the gap was widest (its extent's scale)."""
     bucket_seconds: float
     """The finest bucket width (its boundaries' precision)."""
+
+
+def stall_region(frame: Frame, start: datetime, end: datetime, alpha: float, method: dict[str, Any]) -> Anomaly | None:
+    """investigate's stall: the most significant one in [start, end) over every time scale,
+    at the completion field's resolution (found once and noted in ``method``)."""
+    time = completion_column(frame)
+    unit = method.get("stall_resolution_seconds")
+    if unit is None:
+        unit = resolution(frame, time) if time != TIME_COLUMN else method["resolution_seconds"]
+        method.update(
+            stall_time_field=time,
+            stall_resolution_seconds=unit,
+            stall_min_seconds=max(MIN_UNITS * unit, 2 * FINEST_S),
+        )
+    hit = find_stall(frame, time, start, end, unit)
+    if hit is None or hit.p_value >= alpha:
+        return None
+    a = Anomaly("stall", hit.start, hit.end, None, None, hit.llr, hit.p_value)
+    a.detail.update(bucket_seconds=hit.bucket_seconds, scale_seconds=hit.scale_seconds, burst_ratio=round(hit.burst, 2))
+    return a
 
 
 def find_stall(frame: Frame, time: str, start: datetime, end: datetime, unit_s: float) -> Stall | None:
