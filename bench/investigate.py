@@ -81,6 +81,7 @@ def main() -> None:
         "investigate_s": round(median(ours), 3),
         "heatmap_s": round(median(theirs), 3),
         "ratio_investigate_over_heatmap": round(median(ours) / median(theirs), 2),
+        "method": result.method,
         "anomaly": anomaly,
         "top_finding": top,
         "runs": {"investigate": ours, "heatmap": theirs},
@@ -89,6 +90,9 @@ def main() -> None:
         f"{args.n:,} events; found {anomaly and anomaly['kind']} {anomaly and anomaly['from']} … {anomaly and anomaly['to']}"
     )
     print(f"top finding: {top}")
+    print(
+        f"time resolution {result.method.get('resolution')}, shift buckets {result.method.get('shift_bucket_seconds')} s"
+    )
     print(f"investigate    {report['investigate_s']:8.3f} s   (region scan, onset explain, timeouts)")
     print(f"heatmap query  {report['heatmap_s']:8.3f} s   (the first query by hand)")
     print(f"ratio          {report['ratio_investigate_over_heatmap']:8.2f}")

@@ -150,3 +150,31 @@ def test_cli(rs: Rootsift, tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--timeout" in json.loads(bad.stdout)["error"]["message"]
     missing = CliRunner().invoke(main, ["investigate", "api", "--data", data, "--measure", "nope", "--json"])
     assert missing.exit_code == 2
+
+
+def test_several_regions_ranked(rs: Rootsift, tmp_path: Path) -> None:
+    """Two slowdowns apart in time (h2 ×30 at minutes 20–30, h3 ×5 at minutes 80–90) and
+    /c failing at minutes 50–55: each is a region, the headline (the anomaly explained) first."""
+    rows = requests(7)
+    rng = np.random.default_rng(7)
+    for row in rows:
+        t = at(row)
+        if 1200 <= t < 1800 and row["host"] == "h2":
+            row["duration_ms"] *= 30
+        if 4800 <= t < 5400 and row["host"] == "h3":
+            row["duration_ms"] *= 5
+        if 3000 <= t < 3300 and row["endpoint"] == "/c" and rng.random() < 0.7:
+            row["status"] = 503
+    rs.ingest(write_events(tmp_path / "r.jsonl", rows), "api")
+    result = rs.investigate("api")
+    regions = result.as_dict()["regions"]
+    assert result.anomaly is not None and regions[0] == result.anomaly.as_dict()
+    minutes = sorted(
+        round((datetime.fromisoformat(r["from"].replace("Z", "+00:00")) - START).total_seconds() / 60) for r in regions
+    )
+    assert len(regions) == 3 and [abs(m - w) <= 3 for m, w in zip(minutes, [20, 50, 80], strict=True)] == [True] * 3
+    assert [r["p_value"] for r in regions[1:]] == sorted(r["p_value"] for r in regions[1:])
+    data = str(rs.data_dir)
+    rs.close()
+    text = CliRunner().invoke(main, ["investigate", "api", "--data", data]).output
+    assert text.count("also ") == 2 and regions[1]["from"] in text

@@ -5,17 +5,18 @@ shift starts and how long it lasts, or a stall.
   the range's 95th percentile, or a status ≥ 500). The region is the run of buckets
   whose bad share is most surprising against the rest: the interval maximising the
   binomial likelihood ratio (Kulldorff's scan statistic), found exactly over all
-  intervals. Its p-value is bounded by Bonferroni over the intervals tried.
-- **Stall**: a run of buckets with far fewer completions than the steady rate (a Poisson
-  scan over short intervals) followed by a burst: work stopped, then completed all at
-  once. Its p-value is the product of the gap's and the burst's Poisson tails,
-  Bonferroni-corrected for every start and length tried. Looked for at a fine
-  granularity (0.25 s) in completion times (``end_time`` when events have one).
+  intervals. Its LLR is divided by the buckets' overdispersion (``dispersion``) and its
+  p-value bounded by Bonferroni over the intervals tried.
+- **Stall**: a run of buckets with far fewer completions than the rate around it,
+  followed by a burst: work stopped, then completed all at once. Scanned at every time
+  scale in ``timescale.py``, in completion times (``end_time`` when events have one).
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,11 +31,15 @@ from rootsift.store.sqltext import ident
 
 BUCKETS = 400
 """Time buckets across the range for the shift scan."""
-STALL_BUCKET_S = 0.25
 STALL_MAX_S = 30.0
+"""A shift no longer than this may be a stall: it is looked for in and around it."""
 BAD_QUANTILES = (0.95, 0.99, 0.999)
 """A latency shift is scanned for with each of these as the line above which an event is bad
 (a broad slowdown shows at p95, a short spike only above p99), Bonferroni over the three."""
+CHI2_1_MEDIAN = 0.4549364
+LOW_QUANTILES = (0.05, 0.01, 0.001)
+"""The same lines in the lower tail: a gauge, a throughput or a latency that falls is a region
+of more events below them (Bonferroni over all six lines)."""
 
 
 @dataclass
@@ -72,15 +77,18 @@ class Anomaly:
         }
 
 
-def bad_thresholds(frame: Frame, measure: str) -> list[float]:
-    """The measure's ``BAD_QUANTILES`` over the range (distinct values only)."""
+def bad_thresholds(frame: Frame, measure: str) -> tuple[list[float], list[float]]:
+    """The measure's ``BAD_QUANTILES`` and ``LOW_QUANTILES`` over the range (distinct values
+    of each), from one pass."""
     rel = frame.relation_sql
     where, params = frame.range_filter()
-    qs = ", ".join(str(q) for q in BAD_QUANTILES)
+    qs = ", ".join(str(q) for q in (*BAD_QUANTILES, *LOW_QUANTILES))
     row = frame.backend.execute_sql(
         f"SELECT quantile_cont({ident(measure)}, [{qs}]) FROM {rel} WHERE {where}", params
     ).rows[0]
-    return sorted({float(v) for v in row[0] or [] if v is not None})
+    values = [None if v is None else float(v) for v in row[0] or []]
+    upper, lower = values[: len(BAD_QUANTILES)], values[len(BAD_QUANTILES) :]
+    return sorted({v for v in upper if v is not None}), sorted({v for v in lower if v is not None})
 
 
 COMPLETION = ("end_time", "end", "completed_at", "end_timestamp", "finished_at")
@@ -130,23 +138,66 @@ def scan_shift(s: Series) -> tuple[int, int, float, float] | None:
         return None
     cn = np.concatenate([[0.0], np.cumsum(s.events)])
     ck = np.concatenate([[0.0], np.cumsum(s.bad)])
-    i, j = np.triu_indices(m)  # interval [i, j]
+    i, j = _intervals(m)  # interval [i, j]
     n_in = cn[j + 1] - cn[i]
     k_in = ck[j + 1] - ck[i]
     n_out, k_out = n_total - n_in, k_total - k_in
-    with np.errstate(divide="ignore", invalid="ignore"):
-        llr = _xlogy(k_in, k_in / n_in) + _xlogy(n_in - k_in, 1 - k_in / n_in)
-        llr += _xlogy(k_out, k_out / n_out) + _xlogy(n_out - k_out, 1 - k_out / n_out)
-        p0 = k_total / n_total
-        llr -= k_total * math.log(p0) + (n_total - k_total) * math.log(1 - p0)
-        higher = (k_in / n_in) > (k_out / np.where(n_out > 0, n_out, np.nan))
-    llr = np.where(higher & (n_in > 0) & (n_out > 0), llr, 0.0)
-    best = int(np.nanargmax(llr))
+    # only intervals with events on both sides whose bad share is the higher one
+    keep = np.flatnonzero((n_in > 0) & (n_out > 0) & (k_in * n_out > k_out * n_in))
+    if len(keep) == 0:
+        return None
+    n_in, k_in, n_out, k_out = n_in[keep], k_in[keep], n_out[keep], k_out[keep]
+    llr = _xlogy(k_in, k_in / n_in) + _xlogy(n_in - k_in, 1 - k_in / n_in)
+    llr += _xlogy(k_out, k_out / n_out) + _xlogy(n_out - k_out, 1 - k_out / n_out)
+    p0 = k_total / n_total
+    llr -= k_total * math.log(p0) + (n_total - k_total) * math.log(1 - p0)
+    best = int(np.argmax(llr))
     value = float(llr[best])
     if value <= 0:
         return None
-    p = min(1.0, float(sps.chi2.sf(2 * value, 1)) * len(llr))
-    return int(i[best]), int(j[best]), value, p
+    first, last = int(i[keep[best]]), int(j[keep[best]])
+    value /= dispersion(s, first, last)
+    p = min(1.0, float(sps.chi2.sf(2 * value, 1)) * len(i))
+    return first, last, value, p
+
+
+@functools.lru_cache(maxsize=8)
+def _intervals(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every interval [i, j] of ``m`` buckets, as two index arrays (shared: not to be written)."""
+    return np.triu_indices(m)
+
+
+def scan_regions(s: Series, most: int = 3) -> Iterator[tuple[int, int, float, float]]:
+    """Up to ``most`` regions by ``scan_shift``, each found with the ones before it taken out
+    of the series (their buckets emptied): the strongest first, computed as they are read."""
+    rest = Series(s.starts, s.width, s.events.copy(), s.bad.copy())
+    for _ in range(most):
+        hit = scan_shift(rest)
+        if hit is None:
+            return
+        yield hit
+        rest.events[hit[0] : hit[1] + 1] = 0
+        rest.bad[hit[0] : hit[1] + 1] = 0
+
+
+def dispersion(s: Series, first: int, last: int) -> float:
+    """How much more the buckets' bad counts vary than binomially, once the region's rate
+    and the rest's are fitted: the median squared Pearson residual over the median of χ²
+    with one degree of freedom (0.455), at least 1. Events of one series are not
+    independent draws: a gauge's daily cycle puts all its high values in a few buckets a
+    day. The scan's LLR is divided by it (quasi-likelihood), so such a cycle is not an
+    anomaly while a shift that stands far above it still is. The median, not the mean: a
+    few buckets of other incidents (each stall of a series of them) do not discount the
+    worst one."""
+    n, k = s.events, s.bad
+    inside = np.zeros(len(n), dtype=bool)
+    inside[first : last + 1] = True
+    rate = np.where(inside, k[inside].sum() / max(n[inside].sum(), 1), k[~inside].sum() / max(n[~inside].sum(), 1))
+    var = n * rate * (1 - rate)
+    used = (n > 0) & (var > 0)
+    if used.sum() <= 2:
+        return 1.0
+    return max(1.0, float(np.median((k[used] - n[used] * rate[used]) ** 2 / var[used])) / CHI2_1_MEDIAN)
 
 
 def earlier_onset(s: Series, first: int, last: int, level: float = 0.01) -> int:
@@ -162,41 +213,6 @@ def earlier_onset(s: Series, first: int, last: int, level: float = 0.01) -> int:
     while k >= 0 and s.events[k] > 0 and sps.binom.sf(s.bad[k] - 1, s.events[k], rate) < level:
         k -= 1
     return k + 1
-
-
-def scan_stall(s: Series, max_buckets: int) -> tuple[int, int, float, float, float] | None:
-    """(first, last bucket, LLR, p-value bound, burst ratio) of the most improbable drop in
-    events over at most ``max_buckets`` buckets that is followed by a burst; None if none."""
-    counts = s.events
-    m = len(counts)
-    if m < 10:
-        return None
-    rate = float(counts.mean())
-    if rate < 1:  # too few events per bucket to see a gap
-        return None
-    best: tuple[int, int, float, float, float] | None = None
-    c = np.concatenate([[0.0], np.cumsum(counts)])
-    for length in range(2, min(max_buckets, m - 1) + 1):
-        obs = c[length:] - c[:-length]  # events in [start, start + length)
-        expected = rate * length
-        with np.errstate(divide="ignore", invalid="ignore"):
-            llr = np.where(obs < expected, _xlogy(obs, obs / expected) - (obs - expected), 0.0)
-        for start in np.argsort(-llr)[:3]:
-            after = int(start) + length
-            if after >= m or llr[start] <= 0:
-                continue
-            piled = float(counts[after : after + 2].sum())
-            burst = piled / (2 * rate)
-            if burst < 2:  # a stall ends in completions piled up; a quiet spell does not
-                continue
-            # the gap and the burst after it, each a Poisson tail under a steady rate;
-            # Bonferroni over every start and length tried
-            p_gap = float(sps.poisson.cdf(obs[start], expected))
-            p_burst = float(sps.poisson.sf(piled - 1, 2 * rate))
-            p = min(1.0, p_gap * p_burst * m * max_buckets)
-            if best is None or llr[start] > best[2]:
-                best = (int(start), after - 1, float(llr[start]), p, burst)
-    return best
 
 
 def _xlogy(x: np.ndarray | float, y: np.ndarray | float) -> np.ndarray:

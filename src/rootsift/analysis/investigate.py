@@ -26,6 +26,7 @@ from typing import Any
 from rootsift.analysis import anomaly as an
 from rootsift.analysis import saturation as sat
 from rootsift.analysis import timeouts as to
+from rootsift.analysis import timescale as ts
 from rootsift.analysis.decomposition import decomposition
 from rootsift.analysis.explain import ALPHA, Explanation, explain
 from rootsift.analysis.findings import Finding, iso
@@ -37,6 +38,9 @@ from rootsift.store.sqltext import ident
 
 MEASURES = ("duration_ms", "request_time_ms", "latency_ms", "response_time_ms", "query_time_ms", "elapsed_ms")
 ERROR_FIELDS = ("status", "status_code", "http_status")
+MAX_REGIONS = 3
+OPERATOR = {"up": ">", "down": "<"}
+"""Bad events of a shift up (above the line) and down (below it)."""
 NORMAL_QUANTILE = 0.99
 ONSET_SHARE = 0.02
 ONSET_MIN_EVENTS = 30
@@ -55,11 +59,17 @@ class Investigation:
     baseline: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     explanation: Explanation | None = None
+    method: dict[str, Any] = field(default_factory=dict)
+    regions: list[an.Anomaly] = field(default_factory=list)
+    """Up to ``MAX_REGIONS`` significant regions that do not overlap, the headline (``anomaly``) first."""
+    """How the region was looked for: the time field's resolution, the scan's bucket widths."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "dataset": self.dataset,
+            "method": self.method,
             "anomaly": self.anomaly.as_dict() if self.anomaly else None,
+            "regions": [r.as_dict() for r in self.regions],
             "selection": self.selection,
             "baseline": self.baseline,
             "findings": [f.as_dict() for f in self.findings],
@@ -97,7 +107,7 @@ def investigate(
     if measure is not None and measure not in frame.fields:
         raise UsageError(f"--measure {measure!r} is not a field of {dataset}")
     out = Investigation(dataset, None, [])
-    found = _find(frame, measure, start, end, alpha, out.warnings)
+    found = _find(frame, measure, start, end, alpha, out.method, out.regions)
     out.anomaly = found
     if found is not None:
         start_of = measure if timestamp_at == "end" and found.kind != "stall" else None
@@ -136,41 +146,90 @@ def _default_measure(frame: Frame) -> str | None:
 
 
 def _find(
-    frame: Frame, measure: str | None, start: datetime, end: datetime, alpha: float, warnings: list[str]
+    frame: Frame,
+    measure: str | None,
+    start: datetime,
+    end: datetime,
+    alpha: float,
+    method: dict[str, Any],
+    regions: list[an.Anomaly],
 ) -> an.Anomaly | None:
-    width = max((end - start) / an.BUCKETS, timedelta(milliseconds=1))
-    candidates: list[an.Anomaly] = []
-    thresholds = an.bad_thresholds(frame, measure) if measure is not None else []
+    unit = ts.resolution(frame)
+    # buckets are whole units of the time field's resolution: none falls between two stamps
+    width = ts.whole_units(max((end - start) / an.BUCKETS, timedelta(milliseconds=1)), unit)
+    method.update(
+        time_field="timestamp",
+        resolution_seconds=unit,
+        resolution=ts.describe(unit),
+        shift_bucket_seconds=width.total_seconds(),
+    )
+    lines = []  # (direction, threshold): more events above the line, or below it
+    if measure is not None:
+        upper, lower = an.bad_thresholds(frame, measure)
+        lines += [("up", t) for t in upper] + [("down", t) for t in lower]
     status = next((f for f in ERROR_FIELDS if f in frame.fields and frame.fields[f].type in ("DOUBLE", "BIGINT")), None)
-    bads = [(f"{ident(str(measure))} > ?", [t]) for t in thresholds]
+    bads = [(f"{ident(str(measure))} {OPERATOR[d]} ?", [t]) for d, t in lines]
     if status is not None:
         bads.append((f"{ident(status)} >= 500", []))
-    for k, s in enumerate(an.series_of(frame, bads, width) if bads else []):  # every line in one pass
-        hit = an.scan_shift(s)
-        if hit is None:
-            continue
+    series = an.series_of(frame, bads, width) if bads else []  # every line in one pass
+
+    def region(k: int, hit: tuple[int, int, float, float]) -> an.Anomaly | None:
         i, j, llr, p = hit
-        if k < len(thresholds):  # a latency line: Bonferroni over the lines
-            p = min(1.0, p * len(thresholds))
-            kind, line, field_name = "latency", thresholds[k], measure
+        if k < len(lines):  # a line of the measure: Bonferroni over the lines
+            p = min(1.0, p * len(lines))
+            kind, line, field_name = "latency", lines[k][1], measure
         else:
             kind, line, field_name = "errors", 500.0, status
-        if p < alpha:
-            a = an.Anomaly(kind, s.starts[i], s.starts[j] + s.width, field_name, line, llr, p)
-            if kind == "latency":
-                a.detail["bucket_seconds"] = s.width.total_seconds()
+        if p >= alpha:
+            return None
+        a = an.Anomaly(kind, series[k].starts[i], series[k].starts[j] + series[k].width, field_name, line, llr, p)
+        if kind == "latency":
+            a.detail.update(direction=lines[k][0], bucket_seconds=series[k].width.total_seconds())
+        return a
+
+    strongest, candidates = [], []
+    for k, s in enumerate(series):  # each line's regions, strongest first, while significant
+        for rank, hit in enumerate(an.scan_regions(s, MAX_REGIONS)):
+            if (a := region(k, hit)) is None:
+                break
             candidates.append(a)
-    shift = min(candidates, key=lambda a: (a.p_value, -a.score)) if candidates else None
+            if rank == 0:  # the headline is the strongest line's strongest region
+                strongest.append(a)
+    shift = min(strongest, key=lambda a: (a.p_value, -a.score)) if strongest else None
+    stall = ts.stall_region(frame, start, end, alpha, method)
+    found = _headline(frame, shift, stall, alpha, width, method)
+    regions.extend(_ranked(found, [*candidates, *([stall] if stall is not None else [])]))
+    return found
+
+
+def _ranked(headline: an.Anomaly | None, candidates: list[an.Anomaly]) -> list[an.Anomaly]:
+    """The headline region, then every other significant one that overlaps none before it,
+    most significant first (one per stretch of time: the lines see the same region)."""
+    kept = [headline] if headline is not None else []
+    for a in sorted(candidates, key=lambda a: (a.p_value, -a.score)):
+        if len(kept) < MAX_REGIONS and all(a.end <= b.start or a.start >= b.end for b in kept):
+            kept.append(a)
+    return kept
+
+
+def _headline(
+    frame: Frame,
+    shift: an.Anomaly | None,
+    stall: an.Anomaly | None,
+    alpha: float,
+    width: timedelta,
+    method: dict[str, Any],
+) -> an.Anomaly | None:
+    """The stall or the shift (see the module docstring)."""
     if shift is not None and shift.kind == "latency":
         _median_shift(frame, shift, width)
         _normal_line(frame, shift, width)
-    stall = _find_stall(frame, start, end, alpha)
     if stall is not None and (shift is None or _coincide(stall, shift) or stall.p_value < shift.p_value):
         return stall
     if shift is not None and shift.end - shift.start <= timedelta(seconds=an.STALL_MAX_S):
         # a short shift: is it a stall of its own (not the most significant one overall)?
         pad = timedelta(seconds=10)
-        local = _find_stall(frame, shift.start - pad, shift.end + pad, alpha)
+        local = ts.stall_region(frame, shift.start - pad, shift.end + pad, alpha, method)
         if local is not None and _coincide(local, shift):
             return local
     return shift
@@ -191,7 +250,8 @@ def _median_shift(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
         [a.start, a.end, half, a.end, *params],
     ).rows[0]
     before, after = row
-    if before is None or after is None or before <= 0 or after <= before:
+    sign = -1.0 if _direction(a) == "down" else 1.0
+    if before is None or after is None or sign * (after - before) <= 0 or (sign > 0 and before <= 0):
         return
     middle = (float(before) + float(after)) / 2
     rows = frame.backend.execute_sql(
@@ -201,7 +261,7 @@ def _median_shift(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
     ).rows
     medians = [(b, m) for b, m in rows if m is not None]
     for k, (b, m) in enumerate(medians):
-        if m >= middle and all(m2 >= middle for _, m2 in medians[k + 1 : k + 4]):
+        if sign * (m - middle) >= 0 and all(sign * (m2 - middle) >= 0 for _, m2 in medians[k + 1 : k + 4]):
             at = datetime(1970, 1, 1) + timedelta(microseconds=int(b) * us)
             a.detail.update(
                 median_shift_at=iso(at), median_before=round(float(before), 6), median_after=round(float(after), 6)
@@ -217,38 +277,34 @@ def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
     rel = frame.relation_sql
     where, params = frame.range_filter()
     ts, col = ident("timestamp"), ident(str(a.measure))
+    down = _direction(a) == "down"
     row = frame.backend.execute_sql(
-        f"SELECT quantile_cont({col}, {NORMAL_QUANTILE}) FROM {rel} WHERE ({where}) AND ({ts} < ? OR {ts} >= ?)",
+        f"SELECT quantile_cont({col}, {1 - NORMAL_QUANTILE if down else NORMAL_QUANTILE}) FROM {rel} "
+        f"WHERE ({where}) AND ({ts} < ? OR {ts} >= ?)",
         [*params, a.start, a.end],
     ).rows[0]
-    if row[0] is None or float(row[0]) >= float(a.threshold or 0):
+    if row[0] is None or (
+        float(row[0]) <= float(a.threshold or 0) if down else float(row[0]) >= float(a.threshold or 0)
+    ):
         return
     a.detail["scan_threshold"] = a.threshold
     a.threshold = float(row[0])
-    s = an.series(frame, f"{col} > ?", [a.threshold], width)
+    s = an.series(frame, f"{col} {OPERATOR[_direction(a)]} ?", [a.threshold], width)
     first = next((k for k, t in enumerate(s.starts) if t >= a.start), None)
     last = next((k for k in range(len(s.starts) - 1, -1, -1) if s.starts[k] < a.end), None)
     if first is not None and last is not None and first <= last:
         a.start = s.starts[an.earlier_onset(s, first, last)]
 
 
+def _direction(a: an.Anomaly) -> str:
+    """``up`` (more events above the line) or ``down`` (more below it)."""
+    return str(a.detail.get("direction", "up"))
+
+
 def _coincide(stall: an.Anomaly, shift: an.Anomaly) -> bool:
     """The stall is where the shift begins (within two of the shift's buckets)."""
     near = 2 * timedelta(seconds=float(shift.detail.get("bucket_seconds", 0)))
     return stall.start <= shift.start + near and stall.end + near >= shift.start
-
-
-def _find_stall(frame: Frame, start: datetime, end: datetime, alpha: float) -> an.Anomaly | None:
-    width = max(timedelta(seconds=an.STALL_BUCKET_S), (end - start) / 20_000)
-    window = Frame(frame.backend, frame.dataset, start, end, frame.where)
-    s = an.series(window, "false", [], width, an.completion_column(frame))
-    hit = an.scan_stall(s, max(2, int(an.STALL_MAX_S / width.total_seconds())))
-    if hit is None or hit[3] >= alpha:
-        return None
-    i, j, llr, p, burst = hit
-    a = an.Anomaly("stall", s.starts[i], s.starts[j] + s.width, None, None, llr, p)
-    a.detail.update(bucket_seconds=width.total_seconds(), burst_ratio=round(burst, 2))
-    return a
 
 
 def _explain(frame: Frame, alpha: float, sampled: bool, **kw: Any) -> Explanation:
@@ -293,15 +349,18 @@ def _explain_region(
     """``start_of``: the duration field that gives each event's start (its timestamp is its end)."""
     if a.kind == "stall":
         settle = timedelta(seconds=2 * float(a.detail["bucket_seconds"]))
-        out.findings.extend(stall_events(frame, a.start, a.end, settle, an.completion_column(frame)))
+        # ranked from the gap's end: what completes first after it is what everything waited
+        # for (a gap found at a coarse scale may begin a little before the stall did)
+        out.findings.extend(stall_events(frame, a.end, a.end, settle, an.completion_column(frame)))
         a.detail["completion_field"] = an.completion_column(frame)
         result = _explain(frame, alpha, sampled, select_from=a.start, select_to=a.end + settle, baseline=_outside(a))
     else:
         column = ident(str(a.measure))
-        bad_sql, bad = (f"{column} > ?", [a.threshold]) if a.kind == "latency" else (f"{column} >= 500", [])
+        op = OPERATOR[_direction(a)]
+        bad_sql, bad = (f"{column} {op} ?", [a.threshold]) if a.kind == "latency" else (f"{column} >= 500", [])
         starts = Frame(frame.backend, frame.dataset, frame.start, frame.end, frame.where, select_start_of=start_of)
         onset_end = _onset_end(starts, a, bad_sql, bad)
-        text = f"{to.ident_text(str(a.measure))} {'>' if a.kind == 'latency' else '>='} {a.threshold if a.kind == 'latency' else 500!r}"
+        text = f"{to.ident_text(str(a.measure))} {op if a.kind == 'latency' else '>='} {a.threshold if a.kind == 'latency' else 500!r}"
         result = _explain(
             frame,
             alpha,

@@ -1,5 +1,5 @@
-"""What happened in a stall: the events that complete in it or right after it, in the
-order they complete, and how rare each kind of event is outside it.
+"""What happened in a stall: the events that complete right after it (investigate passes
+the gap's end as ``start``), in the order they complete, and how rare each kind of event is outside it.
 
 When work stops and then resumes, the first thing to complete is usually what everything
 else was waiting for (a ``flush logs`` holding a lock): the stall's events are ranked by

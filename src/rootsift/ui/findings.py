@@ -96,7 +96,8 @@ def investigation(console: Console, result: Investigation, limit: int = 20, grid
     if a is None:
         console.print("[bold]no anomalous region found[/bold]")
     else:
-        bad = {"latency": f"{a.measure} above {num(a.threshold)}", "errors": f"{a.measure} >= 500"}.get(a.kind, "")
+        side = "below" if a.detail.get("direction") == "down" else "above"
+        bad = {"latency": f"{a.measure} {side} {num(a.threshold)}", "errors": f"{a.measure} >= 500"}.get(a.kind, "")
         console.print(
             f"[bold]{a.kind}[/bold] from {iso(a.start)} to {iso(a.end)}"
             + (f": more events with {bad}" if bad else ": events stopped, then completed in a burst")
@@ -104,6 +105,17 @@ def investigation(console: Console, result: Investigation, limit: int = 20, grid
         )
         if grid is not None:
             heatmap(console, grid, mark=(a.start, a.end))
+    for other in result.regions[1:]:
+        console.print(
+            f"[dim]also {other.kind} from {iso(other.start)} to {iso(other.end)} (p ≤ {other.p_value:.2g})[/dim]"
+        )
+    if "resolution" in result.method:
+        shortest = result.method.get("stall_min_seconds")
+        console.print(
+            f"[dim]time resolution {result.method['resolution']}"
+            + (f": no stall shorter than {num(shortest)} s is reported" if shortest else "")
+            + "[/dim]"
+        )
     if result.selection:
         console.print(_group("selection", result.selection))
         console.print(_group("baseline", result.baseline))
