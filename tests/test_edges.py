@@ -143,3 +143,30 @@ def test_a_heatmap_with_too_many_columns_is_refused(tmp_path: Path) -> None:
         rs.ingest(src, dataset="h")
         with pytest.raises(QuerySpecError, match="columns"):
             rs.query(QuerySpec("h", calculations=[Calculation.parse("heatmap(a)")], granularity="1ms"))
+
+
+def test_a_csv_header_with_a_nul_byte_is_named_not_a_crash(tmp_path: Path) -> None:
+    """--format csv on a binary file: the header names the problem (it used to reach a
+    NUL byte in a SQL literal and print "unexpected ValueError")."""
+    src = tmp_path / "blob.csv"
+    src.write_bytes(b"\x00\x01abc,def\n1,2\n")
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rootsift",
+            "ingest",
+            str(src),
+            "-d",
+            "x",
+            "--format",
+            "csv",
+            "--data",
+            str(tmp_path / "d"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert res.returncode == 1, res.stderr
+    assert "NUL byte" in res.stderr and "unexpected" not in res.stderr

@@ -35,6 +35,10 @@ class CsvReader(Stager):
             self.names = next(pycsv.reader([text], delimiter=delimiter)) if text else []
         except pycsv.Error as exc:
             raise InputFormatError(f"cannot read the header line {text[:200]!r} as CSV ({exc}); {NOT_CSV}") from exc
+        if "\x00" in text:
+            raise InputFormatError(
+                f"the header line {text[:200]!r} holds a NUL byte: the input looks binary; {NOT_CSV}"
+            )
         if not self.names or len(set(self.names)) != len(self.names) or any(not n for n in self.names):
             raise InputFormatError(f"the header line {text[:200]!r} must name every column once; {NOT_CSV}")
 
