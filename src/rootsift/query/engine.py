@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from rootsift.errors import QuerySpecError
+from rootsift.errors import QuerySpecError, TimeFormatError
 from rootsift.query import compile as qc
 from rootsift.query.spec import QuerySpec
 from rootsift.store.duckdb import DuckDBBackend
@@ -82,9 +82,9 @@ def run_query(backend: DuckDBBackend, spec: QuerySpec, now: datetime | None = No
     warnings: list[str] = []
     if weight and any(c.op == "count_distinct" for c in spec.calculations):
         warnings.append(f"count_distinct counts distinct stored values; sample rates ({weight!r}) cannot apply to it")
-    granularity = parse_duration(spec.granularity) if spec.granularity else None
-    if granularity is not None and granularity.total_seconds() <= 0:
-        raise QuerySpecError("--granularity must be positive")
+    granularity = _granularity(spec.granularity)
+    if granularity is not None:
+        _check_range(backend.span(spec.dataset), start, end, granularity)
     if spec.heatmap is not None:
         span = _data_span(backend, spec.dataset, start, end)
         if granularity is None:
@@ -193,6 +193,36 @@ def _heatmap(backend, compiler, spec, g_us, where) -> Heatmap:  # type: ignore[n
         else:
             counts[b - lo][index[t]] += c
     return Heatmap(calc.field or "", times, edges, counts, nonpositive)
+
+
+def _granularity(text: str | None) -> timedelta | None:
+    """The ``--granularity`` (``-g``) of a spec as a positive duration, or None."""
+    if not text:
+        return None
+    try:
+        granularity = parse_duration(text)
+    except TimeFormatError as exc:
+        raise TimeFormatError(f"--granularity (-g): {exc}") from None
+    if granularity.total_seconds() <= 0:
+        raise QuerySpecError(f"--granularity (-g) must be positive, not {text!r}")
+    return granularity
+
+
+def _check_range(
+    data: tuple[datetime | None, datetime | None], start: datetime | None, end: datetime | None, g: timedelta
+) -> None:
+    """Refuse a granularity longer than the queried range: --from to --to, a missing side
+    taken from the dataset's first or last event. Buckets start at whole multiples of the
+    granularity since 1970, so one longer than the range draws a single bucket whose start
+    can lie years before the data (99999999d: 1970-01-01). No events and no range: no check."""
+    lo, hi = start or data[0], end or data[1]
+    if lo is None or hi is None or g <= hi - lo:
+        return
+    width = max(hi - lo, timedelta(0))
+    raise QuerySpecError(
+        f"--granularity (-g) {format_duration(g)} is longer than the queried range ({format_duration(width)}, "
+        f"{_iso(lo)} to {_iso(hi)}); use at most {format_duration(width)}, or leave -g out for one total"
+    )
 
 
 def _data_span(

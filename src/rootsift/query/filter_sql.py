@@ -56,6 +56,9 @@ _FAMILIES = {
 }
 
 
+_ORDERING = (">", ">=", "<", "<=")
+
+
 def compile_filter(node: Node, column: Column, bind: Bind) -> exp.Expr:
     """Compile a filter AST into a sqlglot boolean expression.
 
@@ -91,6 +94,11 @@ def compile_filter(node: Node, column: Column, bind: Bind) -> exp.Expr:
         return _or_missing(col, test) if node.negate else test
     if node.value.kind == "null":
         return _is_null(col) if node.op == "=" else exp.Not(this=_is_null(col))
+    if family == "varchar" and node.op in _ORDERING and node.value.kind in ("number", "bool"):
+        raise UsageError(
+            f"field {node.field!r} holds text ({type_name.lower()}), so '{node.op} {node.value.text}' would compare "
+            f'text, not numbers ("10" < "9"); compare it with =, in or contains, or quote the value to compare as text'
+        )
     return _COMPARE[node.op](this=col, expression=bind(_coerce(node.field, node.value, family)))
 
 
