@@ -11,6 +11,7 @@ from sqlglot import exp
 
 from rootsift.errors import QuerySpecError, TimeFormatError
 from rootsift.query import compile as qc
+from rootsift.query.overflow import OVERFLOW_FIELD, key_checker
 from rootsift.query.spec import QuerySpec
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.timeutil import format_duration, iso_z, nice_granularity, parse_duration, parse_time
@@ -76,7 +77,8 @@ def run_query(backend: DuckDBBackend, spec: QuerySpec, now: datetime | None = No
     fields = backend.fields(spec.dataset)
     weight = backend.weight_field(spec.dataset)
     relation = backend.relation(spec.dataset, start, end)
-    compiler = qc.Compiler(fields, relation, weight)
+    holds = key_checker(backend.execute, relation) if OVERFLOW_FIELD in fields else None
+    compiler = qc.Compiler(fields, relation, weight, overflow_holds=holds)
     where = compiler.where(start, end, spec.where)
     compiler.where_clause = where
     warnings: list[str] = []
@@ -119,7 +121,7 @@ def _table(
     query = qc.select(key_items, values, compiler.relation, compiler.where_clause)
     pct_queries = []
     for calc in weighted:  # compiled before anything runs, so a bad field is a usage error
-        sub = qc.Compiler(compiler.fields, compiler.relation, compiler.weight)
+        sub = qc.Compiler(compiler.fields, compiler.relation, compiler.weight, overflow_holds=compiler.overflow_holds)
         where = sub.where(*span, spec.where)
         pct_queries.append((calc, qc.weighted_percentile(sub, keys, calc, where), sub.params))
     if not weighted:
