@@ -371,3 +371,16 @@ def test_ctrl_c_exits_130_with_one_line(loaded: Path) -> None:
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == ["interrupted (Ctrl-C)"]
     assert json.loads(out.strip().splitlines()[-1])["error"]["type"] == "Interrupted"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["query", "api", "--where", "endpoint > 5"],
+        ["compare", "api", "--a", "status = 200", "--b", "status >= 500", "--metrics", "rate(endpoint > 5)"],
+    ],
+)
+def test_text_field_ordered_against_a_number_is_a_usage_error(loaded: Path, args: list[str]) -> None:
+    res = rootsift(*args, data=loaded)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "field 'endpoint' holds text (varchar)" in res.stderr

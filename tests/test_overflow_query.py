@@ -31,6 +31,7 @@ def event(i: int) -> dict[str, Any]:
         "lat": (i % 10) if i % 3 else "n/a",  # mostly numbers, some text
         "ctx.user/x~y": f"u{i % 4}",  # a dotted name with a slash and a tilde
         "flag": i % 5 == 0,
+        'it\'s "q"; --': i % 7,  # quotes and SQL comment marks are part of a name, never SQL
     }
 
 
@@ -79,6 +80,7 @@ def num(e: dict[str, Any]) -> float | None:
         ("`ctx.user/x~y` = u1", lambda e: e["ctx.user/x~y"] == "u1"),
         ("`ctx.user/x~y` in (u1, u2) and svc = a", lambda e: e["ctx.user/x~y"] in ("u1", "u2") and e["svc"] == "a"),
         ("flag = true", lambda e: e["flag"]),
+        ('`it\'s "q"; --` = 3', lambda e: e['it\'s "q"; --'] == 3),
     ],
 )
 def test_filters_on_overflow_keys_match_the_events(wide: Rootsift, where: str, test: Any) -> None:
@@ -117,8 +119,8 @@ def test_unknown_names_are_still_unknown_with_suggestions(wide: Rootsift) -> Non
 def test_schema_says_how_many_keys_the_overflow_holds(wide: Rootsift) -> None:
     entry = next(f for f in wide.schema("w") if f["field"] == "_overflow")
     keys = entry["overflow_keys"]
-    # key_0 became a column (the limit was not reached yet); every other key_i, lat, flag and ctx.user/x~y did not
-    assert keys["count"] == EVENTS - 1 + 3
+    # key_0 became a column (the limit was not reached yet); every other key_i and the four named keys did not
+    assert keys["count"] == EVENTS - 1 + 4
     assert keys["sample"] == sorted(keys["sample"]) and len(keys["sample"]) == 10
     assert "ctx.user/x~y" in keys["sample"]
 
@@ -142,4 +144,4 @@ def test_the_query_command_takes_overflow_keys(tmp_path: Path) -> None:
     assert json.loads(res.stdout)["rows"] == [[1]]  # key_150's event has lat "n/a", key_151's lat 1
     res = rootsift("query", "w", "--where", "key_9999 > 3")
     assert res.returncode == 2 and "unknown field 'key_9999'" in res.stderr
-    assert "_overflow holds 302 keys past the field limit" in rootsift("schema", "w").stdout
+    assert "_overflow holds 303 keys past the field limit" in rootsift("schema", "w").stdout
