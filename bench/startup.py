@@ -7,7 +7,7 @@ same run (target: every command ≤ 2× the baseline).
 
 Each round runs every command once in a fresh process, in turn (so a noisy moment hits
 them all alike); the table gives each one's median wall time and its ratio to the
-median of ``import duckdb``. ``datasets`` and ``query`` read a small store (1,000 events)
+median of ``import duckdb``. ``datasets``, ``query``, ``schema`` and ``retention`` read a small store (1,000 events)
 written once in a temporary folder. ``--src`` (repeatable) measures other source trees,
 e.g. an older commit's, in the same rounds against the same baseline.
 """
@@ -39,6 +39,11 @@ def commands(data: Path) -> dict[str, list[str]]:
         "rootsift --help": [*rootsift, "--help"],
         "rootsift datasets": [*rootsift, "datasets", "--data", str(data)],
         "rootsift query": [*rootsift, "query", DATASET, "-c", "count", "--data", str(data)],
+        "rootsift schema": [*rootsift, "schema", DATASET, "--data", str(data)],
+        "rootsift retention --dry-run": [
+            *rootsift,
+            *("retention", DATASET, "--keep", "99999d", "--dry-run", "--data", str(data)),
+        ],
     }
 
 

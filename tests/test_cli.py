@@ -149,7 +149,8 @@ HEAVY = ("scipy", "numpy", "duckdb", "sqlglot", "rootsift.analysis.explain", "ro
         ([], HEAVY),  # import only
         (["--help"], HEAVY),
         (["query", "--help"], HEAVY),
-        (["datasets"], ("scipy", "rootsift.analysis.explain", "rootsift.ingest.pipeline")),
+        (["datasets"], ("scipy", "sqlglot", "rootsift.analysis.explain", "rootsift.ingest.pipeline")),
+        (["retention", "api", "--keep", "1d", "--dry-run"], ("scipy", "sqlglot", "rootsift.ingest.pipeline")),
         (["query", "api", "-c", "count"], ("scipy", "rootsift.analysis.explain", "rootsift.ingest.pipeline")),
     ],
 )
@@ -310,3 +311,78 @@ def test_cli_modules_import_no_sibling_in_a_cycle() -> None:
     for name in uses:
         visit(name, ())
     assert {"common", "data", "query", "analyses", "judging", "scenarios"} <= seen
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compare", "api", "--a", "endpoint = /a", "--b", "endpoint = /b", "--alpha", "0"],
+        ["compare", "api", "--a", "endpoint = /a", "--b", "endpoint = /b", "--alpha", "1"],
+        ["canary", "api", "--baseline", "endpoint = /a", "--canary", "endpoint = /b", "--alpha", "1.5"],
+        ["explain", "api", "--where", "status >= 500", "--alpha", "-0.1"],
+        ["investigate", "api", "--alpha", "nan"],
+        ["investigate", "api", "--alpha", "often"],
+    ],
+)
+def test_alpha_outside_zero_one_is_a_usage_error_naming_the_flag(loaded: Path, args: list[str]) -> None:
+    res = rootsift(*args, data=loaded)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "'--alpha'" in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize(
+    ("granularity", "needle"),
+    [
+        ("99999999999d", "--granularity (-g): duration '99999999999d' is out of range"),
+        ("99999999d", "--granularity (-g) 99999999d is longer than the queried range (2m"),
+        ("0s", "--granularity (-g) must be positive"),
+    ],
+)
+def test_bad_granularity_is_a_usage_error_naming_g(loaded: Path, granularity: str, needle: str) -> None:
+    res = rootsift("query", "api", "-g", granularity, data=loaded)
+    assert res.returncode == 2 and needle in res.stderr, res.stderr
+    assert "1970" not in res.stdout
+    heat = rootsift("query", "api", "-c", "heatmap(duration_ms)", "-g", granularity, data=loaded)
+    assert heat.returncode == 2 and needle in heat.stderr, heat.stderr
+    ranged = ["--from", "2026-11-20T00:00:00Z", "--to", "2026-11-21T00:00:00Z"]
+    assert rootsift("query", "api", "-g", "1d", *ranged, data=loaded).returncode == 0
+    # longer than the range but not dating its bucket 1970: one bucket, as asked
+    assert rootsift("query", "api", "-g", "25h", *ranged, data=loaded).returncode == 0
+    assert rootsift("query", "api", "-g", "1h", data=loaded).returncode == 0
+
+
+def test_ctrl_c_exits_130_with_one_line(loaded: Path) -> None:
+    import os
+    import signal
+
+    argv = [sys.executable, "-m", "rootsift.cli", "canary", "api", "--baseline", "endpoint = /a"]
+    argv += ["--canary", "endpoint = /b", "--every", "1s", "--for", "1h", "--json", "--data", str(loaded)]
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    first_look = proc.stdout.readline()  # a look a second, for an hour
+    assert json.loads(first_look)["look"] == 1
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["interrupted (Ctrl-C)"]
+    assert json.loads(out.strip().splitlines()[-1])["error"]["type"] == "Interrupted"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["query", "api", "--where", "endpoint > 5"],
+        ["compare", "api", "--a", "status = 200", "--b", "status >= 500", "--metrics", "rate(endpoint > 5)"],
+    ],
+)
+def test_text_field_ordered_against_a_number_is_a_usage_error(loaded: Path, args: list[str]) -> None:
+    res = rootsift(*args, data=loaded)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "field 'endpoint' holds text (varchar)" in res.stderr

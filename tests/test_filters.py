@@ -324,11 +324,23 @@ def test_like_escaping(db: duckdb.DuckDBPyConnection, text: str, ids: list[int])
         ("status = '1_000'", "is not a number"),
         ("ok = 1", "field 'ok' holds true/false"),
         ("ts > yesterday", "field 'ts' holds times"),
+        ("ver > 5", "field 'ver' holds text .varchar., so '> 5' would compare text"),
+        ("ver <= 1.4", "field 'ver' holds text"),
+        ("`my field` >= true", "field 'my field' holds text"),
+        ("not (ver < 2)", "field 'ver' holds text"),
     ],
 )
 def test_coercion_errors(db: duckdb.DuckDBPyConnection, text: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         run(db, text)
+
+
+def test_text_fields_compare_as_text_when_the_value_is_quoted(db: duckdb.DuckDBPyConnection) -> None:
+    """An ordering comparison of a text field with a number is refused (above); with a
+    quoted value it is the text comparison the user asked for, and = with a number binds text."""
+    assert run(db, 'ver > "1.4"') == [2]
+    assert run(db, "ver = 1.40") == [2]
+    assert run(db, "ver in (1.4, 2)") == [1]
 
 
 def test_unknown_field_propagates(db: duckdb.DuckDBPyConnection) -> None:

@@ -150,6 +150,12 @@ class Rootsift:
                     "path": info.path,
                 }
             )
+        if "_overflow" in names:  # keys past the field limit, each queryable by its own name
+            from rootsift.query.overflow import OVERFLOW_FIELD, keys_query
+
+            count, sample = self.backend.execute(keys_query(self.backend.relation(dataset, None, None)), []).rows[0]
+            entry = next(f for f in out if f["field"] == OVERFLOW_FIELD)
+            entry["overflow_keys"] = {"count": count, "sample": list(sample or [])}
         return out
 
     def query(self, spec: QuerySpec, now: datetime | None = None) -> QueryOutput:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rootsift.analysis.defaults import ALPHA, TOP_VALUES
-from rootsift.cli.common import common, emit_json, out
+from rootsift.cli.common import Probability, common, emit_json, out
 from rootsift.cli.judging import compare, judged
 from rootsift.errors import RootsiftError, UsageError
 from rootsift.query.spec import Calculation, QuerySpec
@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 @click.option("--select-to", default=None, help="End of the selected time sub-range.")
 @click.option("--baseline", default=None, help="Compare with these events instead of the rest of the range.")
 @click.option("--where", default=None, help="Only look at events matching this filter.")
-@click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False discovery rate for findings.")
+@click.option(
+    "--alpha", type=Probability(), default=ALPHA, show_default=True, help="False discovery rate for findings."
+)
 @click.option("--top", "top_values", type=int, default=TOP_VALUES, show_default=True, help="Values tested per field.")
 @click.option(
     "--select-by-start",
@@ -122,7 +124,9 @@ def explain(
     show_default=True,
     help="What an event's timestamp marks: its start (spans, JSON events) or its end (nginx access logs).",
 )
-@click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False discovery rate for findings.")
+@click.option(
+    "--alpha", type=Probability(), default=ALPHA, show_default=True, help="False discovery rate for findings."
+)
 @click.option(
     "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Findings shown in the terminal."
 )

@@ -30,9 +30,13 @@ out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty()
 err = Console(stderr=True, highlight=False)
 
 
+INTERRUPTED = 130
+"""The exit code after Ctrl-C (128 + SIGINT), as shells report a command killed by it."""
+
+
 class Group(click.Group):
     """A click group whose errors are always a line and an exit code, never a traceback:
-    click's usage errors (an unknown option, a bad value) exit 2, OS errors 1, each with
+    click's usage errors (an unknown option, a bad value) exit 2, Ctrl-C 130, OS errors 1, each with
     the JSON error envelope on stdout when ``--json`` was given; ``ROOTSIFT_DEBUG=1``
     lets an unexpected error through with its traceback."""
 
@@ -56,9 +60,15 @@ class Group(click.Group):
                 emit_json({"error": {"type": kind, "message": exc.format_message()}})
             exc.show()
             sys.exit(exc.exit_code)
-        except click.Abort:
-            err.print("aborted")
-            sys.exit(1)
+        except (click.Abort, KeyboardInterrupt) as exc:
+            interrupted = isinstance(exc, KeyboardInterrupt) or isinstance(exc.__context__, KeyboardInterrupt)
+            if not interrupted:  # click's Abort without Ctrl-C: end of input at a prompt
+                err.print("aborted")
+                sys.exit(1)
+            if as_json:
+                emit_json({"error": {"type": "Interrupted", "message": "interrupted (Ctrl-C)"}})
+            err.print("interrupted (Ctrl-C)")
+            sys.exit(INTERRUPTED)
         except RootsiftError as exc:
             fail(exc, as_json)
         except OSError as exc:
@@ -106,6 +116,22 @@ class Duration(click.ParamType):
             return parse_duration(str(value))
         except RootsiftError as exc:
             self.fail(str(exc), param, ctx)
+
+
+class Probability(click.ParamType):
+    """A level strictly between 0 and 1 (``--alpha 0.05``): 0, 1, a negative number or
+    ``nan`` is click's usage error naming the flag."""
+
+    name = "probability"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            level = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number; give a level between 0 and 1, e.g. 0.05", param, ctx)
+        if not 0 < level < 1:  # also refuses nan
+            self.fail(f"{value} is not between 0 and 1 (both excluded); e.g. 0.05", param, ctx)
+        return level
 
 
 def _data_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:

@@ -284,6 +284,15 @@ def schema(rs: Rootsift, as_json: bool, dataset: str) -> None:
             f"[yellow]{f['conflicts']:,}[/yellow]" if f["conflicts"] else "0",
         )
     out.print(t)
+    for f in fields:
+        if "overflow_keys" in f:
+            keys = f["overflow_keys"]
+            more = ", …" if keys["count"] > len(keys["sample"]) else ""
+            out.print(
+                f"{f['field']} holds {keys['count']:,} keys past the field limit, queryable by name "
+                f"(e.g. p99(key), key > 3): {', '.join(keys['sample'])}{more}",
+                markup=False,
+            )
 
 
 @click.command()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rootsift.analysis.defaults import ALPHA, BOUNDARIES
-from rootsift.cli.common import common, data_option, emit_json, fail, out
+from rootsift.cli.common import Probability, common, data_option, emit_json, fail, out
 from rootsift.errors import RootsiftError, UsageError
 from rootsift.timeutil import parse_duration, parse_time
 
@@ -90,7 +90,9 @@ def judged(
 @click.option("--b-from", default=None, help="Start of cohort B's time range.")
 @click.option("--b-to", default=None, help="End of cohort B's time range.")
 @judging_options
-@click.option("--alpha", type=float, default=ALPHA, show_default=True, help="Significance over all the metrics.")
+@click.option(
+    "--alpha", type=Probability(), default=ALPHA, show_default=True, help="Significance over all the metrics."
+)
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when the verdict is a regression.")
 @common(read_only=True)
 def compare(
@@ -146,7 +148,9 @@ def compare(
 @click.option("--every", default="1m", show_default=True, help="How often to re-evaluate.")
 @click.option("--for", "duration", default="30m", show_default=True, help="How long to watch.")
 @judging_options
-@click.option("--alpha", type=float, default=ALPHA, show_default=True, help="False alarm rate over the whole watch.")
+@click.option(
+    "--alpha", type=Probability(), default=ALPHA, show_default=True, help="False alarm rate over the whole watch."
+)
 @click.option(
     "--boundary",
     type=click.Choice(BOUNDARIES),

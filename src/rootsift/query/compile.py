@@ -8,6 +8,7 @@ Weights (sample rates) change the aggregate forms, not the query's shape.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from sqlglot import exp
 
 from rootsift.errors import QuerySpecError, UnknownFieldError
+from rootsift.query import overflow
 from rootsift.query.filters import compile_filter, parse_filter
 from rootsift.query.spec import Calculation
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
@@ -38,15 +40,32 @@ class Compiler:
     weight: str | None = None
     params: list[Any] = field(default_factory=list)
     where_clause: exp.Expr | None = None
+    overflow_holds: Callable[[str], bool] | None = None
+    """Whether some event's ``_overflow`` holds a key (``overflow.key_checker``); when None,
+    names that are not columns stay unknown fields even if the dataset has an overflow."""
 
     # -- names and values --------------------------------------------------------
     def column(self, name: str) -> tuple[exp.Expr, str]:
-        """The quoted column for a field name, with its type; UnknownFieldError if absent."""
+        """The quoted column for a field name, with its type; UnknownFieldError if absent.
+
+        A name that is no column but a key of the dataset's ``_overflow`` is its value as
+        text, of type ``OVERFLOW`` (see ``rootsift.query.overflow``)."""
         info = self.fields.get(name)
-        if info is None or name.endswith(RAW_SUFFIX):
-            close = difflib.get_close_matches(name, [f for f in self.fields if not f.endswith(RAW_SUFFIX)], n=3)
-            raise UnknownFieldError(name, close)
-        return exp.column(exp.to_identifier(name, quoted=True)), info.type
+        if info is not None and not name.endswith(RAW_SUFFIX):
+            return exp.column(exp.to_identifier(name, quoted=True)), info.type
+        if info is None and self.is_overflow_key(name):
+            return overflow.text_value(name), overflow.OVERFLOW_TYPE
+        close = difflib.get_close_matches(name, [f for f in self.fields if not f.endswith(RAW_SUFFIX)], n=3)
+        raise UnknownFieldError(name, close)
+
+    def is_overflow_key(self, name: str) -> bool:
+        return (
+            self.overflow_holds is not None
+            and overflow.OVERFLOW_FIELD in self.fields
+            and "\x00" not in name
+            and not name.endswith(RAW_SUFFIX)
+            and self.overflow_holds(name)
+        )
 
     def bind(self, value: object) -> exp.Expr:
         """A placeholder for ``value``, appended to the parameters."""
@@ -55,6 +74,8 @@ class Compiler:
 
     def numeric(self, name: str, calc: str) -> exp.Expr:
         col, ctype = self.column(name)
+        if ctype == overflow.OVERFLOW_TYPE:
+            return overflow.number_value(col)
         if ctype not in NUMERIC:
             raise QuerySpecError(f"{calc} needs a numeric field, but {name!r} holds {ctype.lower()} values")
         return col
@@ -95,11 +116,10 @@ class Compiler:
         if calc.op == "count_distinct":
             col, _ = self.column(calc.field or "")
             return exp.Count(this=exp.Distinct(expressions=[col]))
-        x = (
-            self.numeric(calc.field or "", calc.label)
-            if calc.op not in ("min", "max")
-            else self.column(calc.field or "")[0]
-        )
+        col, ctype = self.column(calc.field or "")
+        x = self.numeric(calc.field or "", calc.label) if calc.op not in ("min", "max") else col
+        if ctype == overflow.OVERFLOW_TYPE:  # min/max of an overflow key: as numbers
+            x = overflow.number_value(col)
         if calc.op in ("min", "max"):
             return exp.Min(this=x) if calc.op == "min" else exp.Max(this=x)
         if calc.op == "sum":

@@ -9,8 +9,9 @@ from typing import Any
 
 from sqlglot import exp
 
-from rootsift.errors import QuerySpecError
+from rootsift.errors import QuerySpecError, TimeFormatError
 from rootsift.query import compile as qc
+from rootsift.query.overflow import OVERFLOW_FIELD, key_checker
 from rootsift.query.spec import QuerySpec
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.timeutil import format_duration, iso_z, nice_granularity, parse_duration, parse_time
@@ -76,15 +77,16 @@ def run_query(backend: DuckDBBackend, spec: QuerySpec, now: datetime | None = No
     fields = backend.fields(spec.dataset)
     weight = backend.weight_field(spec.dataset)
     relation = backend.relation(spec.dataset, start, end)
-    compiler = qc.Compiler(fields, relation, weight)
+    holds = key_checker(backend.execute, relation) if OVERFLOW_FIELD in fields else None
+    compiler = qc.Compiler(fields, relation, weight, overflow_holds=holds)
     where = compiler.where(start, end, spec.where)
     compiler.where_clause = where
     warnings: list[str] = []
     if weight and any(c.op == "count_distinct" for c in spec.calculations):
         warnings.append(f"count_distinct counts distinct stored values; sample rates ({weight!r}) cannot apply to it")
-    granularity = parse_duration(spec.granularity) if spec.granularity else None
-    if granularity is not None and granularity.total_seconds() <= 0:
-        raise QuerySpecError("--granularity must be positive")
+    granularity = _granularity(spec.granularity)
+    if granularity is not None:
+        _check_range(backend.span(spec.dataset), start, end, granularity)
     if spec.heatmap is not None:
         span = _data_span(backend, spec.dataset, start, end)
         if granularity is None:
@@ -119,7 +121,7 @@ def _table(
     query = qc.select(key_items, values, compiler.relation, compiler.where_clause)
     pct_queries = []
     for calc in weighted:  # compiled before anything runs, so a bad field is a usage error
-        sub = qc.Compiler(compiler.fields, compiler.relation, compiler.weight)
+        sub = qc.Compiler(compiler.fields, compiler.relation, compiler.weight, overflow_holds=compiler.overflow_holds)
         where = sub.where(*span, spec.where)
         pct_queries.append((calc, qc.weighted_percentile(sub, keys, calc, where), sub.params))
     if not weighted:
@@ -193,6 +195,39 @@ def _heatmap(backend, compiler, spec, g_us, where) -> Heatmap:  # type: ignore[n
         else:
             counts[b - lo][index[t]] += c
     return Heatmap(calc.field or "", times, edges, counts, nonpositive)
+
+
+def _granularity(text: str | None) -> timedelta | None:
+    """The ``--granularity`` (``-g``) of a spec as a positive duration, or None."""
+    if not text:
+        return None
+    try:
+        granularity = parse_duration(text)
+    except TimeFormatError as exc:
+        raise TimeFormatError(f"--granularity (-g): {exc}") from None
+    if granularity.total_seconds() <= 0:
+        raise QuerySpecError(f"--granularity (-g) must be positive, not {text!r}")
+    return granularity
+
+
+def _check_range(
+    data: tuple[datetime | None, datetime | None], start: datetime | None, end: datetime | None, g: timedelta
+) -> None:
+    """Refuse a granularity whose one bucket would start on 1970-01-01: longer than the
+    queried range (--from to --to, a missing side taken from the dataset's first or last
+    event) and than the time since 1970 of its start. Buckets start at whole multiples of
+    the granularity since 1970, so ``-g 1d`` over three hours is one bucket from midnight,
+    which is fine, but ``-g 99999999d`` draws one bucket dated 1970. No events and no
+    range: no check."""
+    lo, hi = start or data[0], end or data[1]
+    if lo is None or hi is None or g <= hi - lo or g <= lo - datetime(1970, 1, 1, tzinfo=lo.tzinfo):
+        return
+    width = max(hi - lo, timedelta(0))
+    raise QuerySpecError(
+        f"--granularity (-g) {format_duration(g)} is longer than the queried range ({format_duration(width)}, "
+        f"{_iso(lo)} to {_iso(hi)}), so its one bucket would start on 1970-01-01; use at most "
+        f"{format_duration(width)}, or leave -g out for one total"
+    )
 
 
 def _data_span(

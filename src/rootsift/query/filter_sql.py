@@ -16,6 +16,7 @@ from rootsift.query.filters import (
     And,
     Bind,
     Column,
+    Compare,
     Exists,
     InList,
     Literal,
@@ -24,6 +25,7 @@ from rootsift.query.filters import (
     Or,
     TextMatch,
 )
+from rootsift.query.overflow import OVERFLOW_TYPE, number_value
 from rootsift.timeutil import parse_time
 
 _FAMILIES = {
@@ -56,6 +58,9 @@ _FAMILIES = {
 }
 
 
+_ORDERING = (">", ">=", "<", "<=")
+
+
 def compile_filter(node: Node, column: Column, bind: Bind) -> exp.Expr:
     """Compile a filter AST into a sqlglot boolean expression.
 
@@ -79,6 +84,8 @@ def compile_filter(node: Node, column: Column, bind: Bind) -> exp.Expr:
     family = _FAMILIES.get(type_name.upper().split("(")[0].strip(), "other")
     if isinstance(node, Exists):
         return _is_null(col) if node.negate else exp.Not(this=_is_null(col))
+    if type_name == OVERFLOW_TYPE:
+        col, family = _overflow_operand(node, col)
     if family == "other" or (isinstance(node, TextMatch) and family != "varchar"):
         col, family = exp.Cast(this=col, to=exp.DataType.build("VARCHAR")), "varchar"
     if isinstance(node, TextMatch):
@@ -91,7 +98,21 @@ def compile_filter(node: Node, column: Column, bind: Bind) -> exp.Expr:
         return _or_missing(col, test) if node.negate else test
     if node.value.kind == "null":
         return _is_null(col) if node.op == "=" else exp.Not(this=_is_null(col))
+    if family == "varchar" and node.op in _ORDERING and node.value.kind in ("number", "bool"):
+        raise UsageError(
+            f"field {node.field!r} holds text ({type_name.lower()}), so '{node.op} {node.value.text}' would compare "
+            f'text, not numbers ("10" < "9"); compare it with =, in or contains, or quote the value to compare as text'
+        )
     return _COMPARE[node.op](this=col, expression=bind(_coerce(node.field, node.value, family)))
+
+
+def _overflow_operand(node: Node, col: exp.Expr) -> tuple[exp.Expr, str]:
+    """An overflow key's value (text, any JSON type) as this condition compares it: as a
+    number (TRY_CAST to DOUBLE, non-numbers NULL) against numbers, else as text."""
+    values = node.values if isinstance(node, InList) else (node.value,) if isinstance(node, Compare) else ()
+    if values and all(v.kind == "number" for v in values):
+        return number_value(col), "float"
+    return col, "varchar"
 
 
 def escape_like(text: str) -> str:

@@ -11,11 +11,12 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-from sqlglot import exp
+from typing import TYPE_CHECKING, Any
 
 from rootsift.errors import UsageError
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 DATASET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 TIME_COLUMN = "timestamp"

@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-import sqlglot
-from sqlglot import exp
 
 from rootsift.errors import DatasetNotFoundError
 from rootsift.store import pending
@@ -42,6 +40,8 @@ from rootsift.store.segment import SAMPLE_TABLE, Segment, fsync_dir, sample_sql,
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
+    from sqlglot import exp
+
     from rootsift.store.writer import SegmentWriter
 
 FORMAT_VERSION = 1
@@ -309,6 +309,9 @@ class DuckDBBackend(Backend):
         return self._relation(dataset, start, end, SAMPLE_TABLE)
 
     def _relation(self, dataset: str, start: datetime | None, end: datetime | None, table: str) -> exp.Expr | None:
+        import sqlglot  # not at module level: `datasets`, `retention` start without it
+        from sqlglot import exp
+
         state = self.state(dataset)
         with self._lock:
             segs = [s for s in state.segments if s.overlaps(start, end)] or state.segments[:1]
