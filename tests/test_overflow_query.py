@@ -145,3 +145,11 @@ def test_the_query_command_takes_overflow_keys(tmp_path: Path) -> None:
     res = rootsift("query", "w", "--where", "key_9999 > 3")
     assert res.returncode == 2 and "unknown field 'key_9999'" in res.stderr
     assert "_overflow holds 303 keys past the field limit" in rootsift("schema", "w").stdout
+
+
+def test_analyses_take_overflow_keys_in_their_filters(wide: Rootsift) -> None:
+    """explain's selection and where, written on overflow keys, select the same events
+    the query layer counts (the analyses compile filters through the same Compiler)."""
+    result = wide.explain("w", select="lat > 5", where="exists lat")
+    assert result.selection["events"] == count(wide, "lat > 5")
+    assert result.selection["events"] + result.baseline["events"] == count(wide, "exists lat")

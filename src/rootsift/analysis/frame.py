@@ -22,6 +22,7 @@ from rootsift.errors import QuerySpecError
 from rootsift.query import compile as qc
 from rootsift.query.filters import compile_filter, parse_filter
 from rootsift.query.filters import fields as filter_fields
+from rootsift.query.overflow import OVERFLOW_FIELD, key_checker
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.segment import SAMPLE_EVERY
@@ -103,6 +104,7 @@ class Frame:
         self.count = self._count_field()
         self._relation = self.backend.relation(self.dataset, self.start, self.end)
         self.relation_sql = self._relation.sql(dialect="duckdb")
+        self._holds = key_checker(self.backend.execute, self._relation) if OVERFLOW_FIELD in self.fields else None
         sample = self.backend.sample_relation(self.dataset, self.start, self.end) if self.sampled else None
         self.sampled = sample is not None
         self.sample_sql = sample.sql(dialect="duckdb") if sample is not None else None
@@ -163,7 +165,7 @@ class Frame:
 
     def range_filter(self) -> tuple[str, list[Any]]:
         """The range and ``where`` as SQL over the dataset's relation (no selection): (text, params)."""
-        scope = qc.Compiler(self.fields, self._relation)
+        scope = qc.Compiler(self.fields, self._relation, overflow_holds=self._holds)
         where = scope.where(self.start, self.end, self.where)
         return (where.sql(dialect="duckdb") if where is not None else "true"), list(scope.params)
 
@@ -217,7 +219,7 @@ class Frame:
         return text, params
 
     def _condition(self, text: str | None, lo: datetime | None, hi: datetime | None, params: list[Any]) -> str:
-        compiler = qc.Compiler(self.fields, self._relation)
+        compiler = qc.Compiler(self.fields, self._relation, overflow_holds=self._holds)
         parts = []
         if text and text.strip():
             parts.append(
