@@ -99,7 +99,7 @@ def _fields(counts: Counts, singles: list[Finding]) -> list[str]:
     for f in singles:
         if f.kind == "dimension" and f.field in counts.values:
             best[str(f.field)] = min(best.get(str(f.field), 1.0), f.p_value)
-    ranked = sorted(best, key=lambda n: best[n])
+    ranked = sorted(best, key=lambda n: (best[n], n))  # ties by name: the same fields whatever order counts came in
     rest = [n for n in counts.values if n not in best and len(counts.values[n]) > 1]
     chosen: list[str] = []
     cube = 1
@@ -117,7 +117,7 @@ def _count_cells(frame: Frame, counts: Counts, fields: list[str], scale: Scale) 
     columns: list[tuple[str, str, list[Any]]] = []
     values: list[list[Any]] = []
     for i, name in enumerate(fields):
-        listed = sorted(counts.values[name], key=lambda vc: -(vc[1].sel_w + vc[1].base_w))[:MAX_VALUES]
+        listed = sorted(counts.values[name], key=lambda vc: (-(vc[1].sel_w + vc[1].base_w), repr(vc[0])))[:MAX_VALUES]
         col = ident(name)
         whens, params = [], []
         for code, (value, _) in enumerate(listed):
