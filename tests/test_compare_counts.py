@@ -20,9 +20,7 @@ from rootsift.cli import main
 from test_counts_field import expanded, write_events
 
 START = datetime(2024, 6, 1, tzinfo=UTC)
-METRICS = (
-    "p50(duration_ms),p90(duration_ms),p99(duration_ms),avg(duration_ms),shift(duration_ms),rate(status >= 500)"
-)
+METRICS = "p50(duration_ms),p90(duration_ms),p99(duration_ms),avg(duration_ms),shift(duration_ms),rate(status >= 500)"
 
 
 def rollup(seed: int, minutes: int = 30, sampled: bool = False) -> list[dict[str, Any]]:
@@ -121,7 +119,9 @@ def test_count_field_named_on_compare_and_canary(tmp_path: Path) -> None:
     data = str(tmp_path / "data")
     with Rootsift(tmp_path / "data") as rs:
         rs.ingest(write_events(tmp_path / "agg.jsonl", rows), "agg")
-        named = rs.compare("agg", a='version = "v1"', b='version = "v2"', metrics="p99(duration_ms)", count_field="hits")
+        named = rs.compare(
+            "agg", a='version = "v1"', b='version = "v2"', metrics="p99(duration_ms)", count_field="hits"
+        )
         plain = rs.compare("agg", a='version = "v1"', b='version = "v2"', metrics="p99(duration_ms)")
     assert named.a["weighted_events"] == sum(r["hits"] for r in rows if r["version"] == "v1")
     assert "weighted_events" not in plain.a and named.metrics[0]["a"] != plain.metrics[0]["a"]
@@ -179,3 +179,28 @@ def test_investigate_a_rollup_as_the_expanded_events(tmp_path: Path) -> None:
     top = [(f.field, f.value) for f in agg.findings if f.kind == "dimension"][:1]
     assert top == [(f.field, f.value) for f in full.findings if f.kind == "dimension"][:1] == [("pop", "fra")]
     assert agg.selection["weighted_events"] == pytest.approx(full.selection["events"])
+
+
+def test_stall_events_count_rows_as_their_events(tmp_path: Path) -> None:
+    """What completes just after a stall, and how often it completes elsewhere, counts a
+    row with a count as that many events."""
+    from rootsift.analysis.frame import Frame
+    from rootsift.analysis.stalls import stall_events
+
+    rows = []
+    for s in range(120):
+        ts = (START + timedelta(seconds=s)).isoformat()
+        rows.append({"timestamp": ts, "query": "select 1", "event_count": 7})
+        if s in (60, 90):
+            rows.append({"timestamp": ts, "query": "flush logs", "event_count": 2})
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(write_events(tmp_path / "agg.jsonl", rows), "agg")
+        rs.ingest(write_events(tmp_path / "all.jsonl", expanded(rows)), "all")
+        got = {}
+        for name in ("agg", "all"):
+            frame = Frame(rs.backend, name, None, None)
+            at = START.replace(tzinfo=None) + timedelta(seconds=60)
+            found = stall_events(frame, at, at, timedelta(seconds=1))
+            got[name] = [(f.value, f.selection_count, f.baseline_count, f.baseline_fraction) for f in found]
+    assert got["agg"] == got["all"]
+    assert ("flush logs", 2.0, 2.0, 2 / (7 * 119 + 2)) in got["agg"]
