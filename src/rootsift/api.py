@@ -224,10 +224,13 @@ class Rootsift:
         weights: dict[str, float] | None = None,
         per: str | None = None,
         alpha: float = ALPHA,
+        count_field: str | None = None,
         now: datetime | None = None,
     ) -> Comparison:
         """Cohort A (filter ``a`` and/or ``a_from``…``a_to``) against cohort B on each metric
-        (``p50(duration_ms),rate(status >= 500)``…), with a verdict. docs/compare.md."""
+        (``p50(duration_ms),rate(status >= 500)``…), with a verdict; ``count_field``: each
+        row stands for that many identical events (default: the dataset's setting).
+        docs/compare.md."""
         from rootsift.analysis.compare import compare, parse_metrics
 
         now = now or datetime.now(UTC)
@@ -245,6 +248,7 @@ class Rootsift:
             weights=weights,
             per=per,
             alpha=alpha,
+            count_field=count_field,
         )
 
     def investigate(
@@ -258,12 +262,14 @@ class Rootsift:
         timeouts: dict[str, float] | None = None,
         timestamp_at: str = "start",
         alpha: float = ALPHA,
+        count_field: str | None = None,
         now: datetime | None = None,
     ) -> Investigation:
         """Find the anomalous region of ``dataset`` (a latency or error-rate shift, or a
         stall) and explain it; ``timeouts`` are configured limits per duration field, in
         the field's own unit (else they are inferred); ``timestamp_at`` says whether an
-        event's timestamp is its start or its end. docs/investigate.md."""
+        event's timestamp is its start or its end; ``count_field``: each row stands for
+        that many identical events (default: the dataset's setting). docs/investigate.md."""
         from rootsift.analysis.investigate import investigate
 
         now = now or datetime.now(UTC)
@@ -277,6 +283,7 @@ class Rootsift:
             timeouts=timeouts,
             timestamp_at=timestamp_at,
             alpha=alpha,
+            count_field=count_field,
         )
 
     def retention(

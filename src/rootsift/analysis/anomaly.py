@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from rootsift.analysis import weighted
 from rootsift.analysis.findings import iso
 from rootsift.analysis.frame import Frame
 from rootsift.store.base import TIME_COLUMN
@@ -82,11 +83,15 @@ def bad_thresholds(frame: Frame, measure: str) -> tuple[list[float], list[float]
     of each), from one pass."""
     rel = frame.relation_sql
     where, params = frame.range_filter()
-    qs = ", ".join(str(q) for q in (*BAD_QUANTILES, *LOW_QUANTILES))
-    row = frame.backend.execute_sql(
-        f"SELECT quantile_cont({ident(measure)}, [{qs}]) FROM {rel} WHERE {where}", params
-    ).rows[0]
-    values = [None if v is None else float(v) for v in row[0] or []]
+    if frame.count is not None:  # each row as the events it stands for
+        rows = f"SELECT {ident(measure)} AS v, {weighted.count_sql(frame)} AS w FROM {rel} WHERE {where}"
+        got = weighted.quantiles(frame.backend, rows, params, [*BAD_QUANTILES, *LOW_QUANTILES])[1]
+    else:
+        qs = ", ".join(str(q) for q in (*BAD_QUANTILES, *LOW_QUANTILES))
+        got = frame.backend.execute_sql(
+            f"SELECT quantile_cont({ident(measure)}, [{qs}]) FROM {rel} WHERE {where}", params
+        ).rows[0][0]
+    values = [None if v is None else float(v) for v in got or []]
     upper, lower = values[: len(BAD_QUANTILES)], values[len(BAD_QUANTILES) :]
     return sorted({v for v in upper if v is not None}), sorted({v for v in lower if v is not None})
 
@@ -108,13 +113,16 @@ def series(frame: Frame, bad_sql: str, bad_params: list[Any], width: timedelta, 
 def series_of(
     frame: Frame, bads: list[tuple[str, list[Any]]], width: timedelta, time: str = TIME_COLUMN
 ) -> list[Series]:
-    """One ``Series`` per definition of a bad event (SQL, params), all from one pass over the data."""
+    """One ``Series`` per definition of a bad event (SQL, params), all from one pass over the
+    data. A row with a count stands for that many events of its bucket."""
     where, params = frame.range_filter()
     us = max(1, int(width / timedelta(microseconds=1)))
     ts = ident(time)
-    counts = "".join(f", count(*) FILTER (WHERE {sql})" for sql, _ in bads)
+    n = weighted.count_sql(frame)
+    total = "count(*)" if n == "1" else f"sum({n})"
+    counts = "".join(f", {total} FILTER (WHERE {sql})" for sql, _ in bads)
     sql = (
-        f"SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT) AS b, count(*){counts} "
+        f"SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT) AS b, {total}{counts} "
         f"FROM {frame.relation_sql} WHERE ({where}) AND {ts} IS NOT NULL GROUP BY 1 ORDER BY 1"
     )
     rows = frame.backend.execute_sql(sql, [*(p for _, bound in bads for p in bound), *params]).rows

@@ -27,6 +27,7 @@ from rootsift.analysis import anomaly as an
 from rootsift.analysis import saturation as sat
 from rootsift.analysis import timeouts as to
 from rootsift.analysis import timescale as ts
+from rootsift.analysis import weighted
 from rootsift.analysis.decomposition import decomposition
 from rootsift.analysis.explain import ALPHA, Explanation, explain
 from rootsift.analysis.findings import Finding, iso
@@ -88,8 +89,10 @@ def investigate(
     timeouts: dict[str, float] | None = None,
     timestamp_at: str = "start",
     alpha: float = ALPHA,
+    count_field: str | None = None,
 ) -> Investigation:
-    """Find the dataset's anomalous region and explain it (see the module docstring)."""
+    """Find the dataset's anomalous region and explain it (see the module docstring);
+    ``count_field``: each row stands for that many identical events."""
     if timestamp_at not in ("start", "end"):
         raise UsageError(f"--timestamp-at must be start or end, not {timestamp_at!r}")
     if not 0 < alpha < 1:
@@ -99,7 +102,7 @@ def investigate(
         return Investigation(dataset, None, [], warnings=["the dataset is empty"])
     start = start or first
     end = end or last + timedelta(microseconds=1)
-    frame = Frame(backend, dataset, start, end, where)
+    frame = Frame(backend, dataset, start, end, where, count_field=count_field)
     rows, params = frame.range_filter()
     events = int(backend.execute_sql(f"SELECT count(*) FROM {frame.relation_sql} WHERE {rows}", params).rows[0][0])
     sampled = events >= SAMPLED_FROM
@@ -316,6 +319,7 @@ def _explain(frame: Frame, alpha: float, sampled: bool, **kw: Any) -> Explanatio
         where=frame.where,
         alpha=alpha,
         sampled=sampled,
+        count_field=frame.count,
         **kw,
     )
 
@@ -330,17 +334,19 @@ def _onset_end(frame: Frame, a: an.Anomaly, bad_sql: str, bad: list[Any]) -> dat
     by start when the frame says where events start (their timestamp is the end)."""
     rel = frame.backend.relation(frame.dataset, a.start, a.end).sql(dialect="duckdb")
     where, params = frame.range_filter()
-    ts = frame.start_sql()
+    ts, n = frame.start_sql(), weighted.count_sql(frame)  # a row with a count is that many events
     inside = f"({where}) AND {ts} >= ? AND {ts} < ? AND {bad_sql}"
     args = [*params, a.start, a.end, *bad]
-    total = int(frame.backend.execute_sql(f"SELECT count(*) FROM {rel} WHERE {inside}", args).rows[0][0])
+    total = float(frame.backend.execute_sql(f"SELECT sum({n}) FROM {rel} WHERE {inside}", args).rows[0][0] or 0)
     k = max(ONSET_MIN_EVENTS, int(total * ONSET_SHARE))
     if k >= total:
         return a.end
-    row = frame.backend.execute_sql(
-        f"SELECT {ts} FROM {rel} WHERE {inside} ORDER BY {ts} LIMIT 1 OFFSET {k}", args
+    row = frame.backend.execute_sql(  # the time of the k-th event (from 0) in time order
+        f"SELECT min(t) FROM (SELECT {ts} AS t, sum({n}) OVER (ORDER BY {ts} ROWS UNBOUNDED PRECEDING) AS c "
+        f"FROM {rel} WHERE {inside}) WHERE c > {k}",
+        args,
     ).rows
-    return min(a.end, row[0][0] + timedelta(microseconds=1)) if row else a.end
+    return min(a.end, row[0][0] + timedelta(microseconds=1)) if row and row[0][0] is not None else a.end
 
 
 def _explain_region(
@@ -358,7 +364,15 @@ def _explain_region(
         column = ident(str(a.measure))
         op = OPERATOR[_direction(a)]
         bad_sql, bad = (f"{column} {op} ?", [a.threshold]) if a.kind == "latency" else (f"{column} >= 500", [])
-        starts = Frame(frame.backend, frame.dataset, frame.start, frame.end, frame.where, select_start_of=start_of)
+        starts = Frame(
+            frame.backend,
+            frame.dataset,
+            frame.start,
+            frame.end,
+            frame.where,
+            select_start_of=start_of,
+            count_field=frame.count,
+        )
         onset_end = _onset_end(starts, a, bad_sql, bad)
         text = f"{to.ident_text(str(a.measure))} {op if a.kind == 'latency' else '>='} {a.threshold if a.kind == 'latency' else 500!r}"
         result = _explain(

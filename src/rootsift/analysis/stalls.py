@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from rootsift.analysis import weighted
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame
 from rootsift.store.base import TIME_COLUMN
@@ -42,7 +43,7 @@ def stall_events(
     frame: Frame, start: datetime, end: datetime, settle: timedelta, completion: str = TIME_COLUMN
 ) -> list[Finding]:
     """Kinds of events completing (by the ``completion`` field) in [start, end + settle),
-    earliest first, with their count elsewhere."""
+    earliest first, with their count elsewhere (a row with a count is that many events)."""
     name = identity_field(frame)
     if name is None:
         return []
@@ -51,9 +52,11 @@ def stall_events(
     where, params = frame.range_filter()
     inside = f"{ts} >= ? AND {ts} < ?"
     window = [start, end + settle]
+    n = weighted.count_sql(frame)
     sql = (
-        f"SELECT {col}, min({ts}) FILTER (WHERE {inside}) AS first, count(*) FILTER (WHERE {inside}) AS n_in, "
-        f"count(*) FILTER (WHERE NOT ({inside})) AS n_out, count(*) AS n "
+        f"SELECT {col}, min({ts}) FILTER (WHERE {inside}) AS first, "
+        f"coalesce(sum({n}) FILTER (WHERE {inside}), 0) AS n_in, "
+        f"coalesce(sum({n}) FILTER (WHERE NOT ({inside})), 0) AS n_out, sum({n}) AS n "
         f"FROM {rel} WHERE {where} GROUP BY 1 HAVING n_in > 0 ORDER BY first LIMIT {SHOWN}"
     )
     rows = frame.backend.execute_sql(sql, [*window, *window, *window, *params]).rows
@@ -83,8 +86,8 @@ def stall_events(
     return found
 
 
-def _count_outside(frame: Frame, window: list[Any], ts: str) -> int:
+def _count_outside(frame: Frame, window: list[Any], ts: str) -> float:
     rel = frame.relation_sql
     where, params = frame.range_filter()
-    sql = f"SELECT count(*) FROM {rel} WHERE ({where}) AND NOT ({ts} >= ? AND {ts} < ?)"
-    return int(frame.backend.execute_sql(sql, [*params, *window]).rows[0][0])
+    sql = f"SELECT sum({weighted.count_sql(frame)}) FROM {rel} WHERE ({where}) AND NOT ({ts} >= ? AND {ts} < ?)"
+    return float(frame.backend.execute_sql(sql, [*params, *window]).rows[0][0] or 0)

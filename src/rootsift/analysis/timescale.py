@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from rootsift.analysis import weighted
 from rootsift.analysis.anomaly import Anomaly, completion_column
 from rootsift.analysis.frame import Frame
 from rootsift.store.base import TIME_COLUMN
@@ -140,13 +141,16 @@ def find_stall(frame: Frame, time: str, start: datetime, end: datetime, unit_s: 
 
 
 def _counts(frame: Frame, time: str, width: timedelta) -> tuple[int, np.ndarray]:
-    """(index of the first bucket since the epoch, events per bucket of ``width`` from it)."""
+    """(index of the first bucket since the epoch, events per bucket of ``width`` from it;
+    a row with a count is that many events)."""
     where, params = frame.range_filter()
+    n = weighted.count_sql(frame)
     us = max(1, int(width / timedelta(microseconds=1)))
     ts = ident(time)
     # two lists in one row: far cheaper to bring into numpy than a row per bucket
     buckets, n = frame.backend.execute_sql(
-        f"SELECT list(b), list(n) FROM (SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT) AS b, count(*) AS n "
+        f"SELECT list(b), list(n) FROM (SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT) AS b, "
+        f"{'count(*)' if n == '1' else f'sum({n})'} AS n "
         f"FROM {frame.relation_sql} WHERE ({where}) AND {ts} IS NOT NULL GROUP BY 1)",
         params,
     ).rows[0]

@@ -128,6 +128,12 @@ def explain(
     "--alpha", type=Probability(), default=ALPHA, show_default=True, help="False discovery rate for findings."
 )
 @click.option(
+    "--count-field",
+    metavar="FIELD",
+    default=None,
+    help="Each row stands for this many identical events (default: the dataset's, or event_count).",
+)
+@click.option(
     "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Findings shown in the terminal."
 )
 @click.option(
@@ -148,6 +154,7 @@ def investigate(
     timeouts: tuple[str, ...],
     timestamp_at: str,
     alpha: float,
+    count_field: str | None,
     limit: int,
     report: Path | None,
 ) -> None:
@@ -168,6 +175,7 @@ def investigate(
         timeouts=parse_timeouts(timeouts),
         timestamp_at=timestamp_at,
         alpha=alpha,
+        count_field=count_field,
     )
     grid = None
     field = measure or (result.anomaly.measure if result.anomaly and result.anomaly.kind == "latency" else None)
@@ -225,20 +233,21 @@ def _investigate(rs: Rootsift, p: dict[str, Any]) -> Any:
         timeouts=parse_timeouts(p["timeouts"]),
         timestamp_at=p["timestamp_at"],
         alpha=p["alpha"],
+        count_field=p["count_field"],
     )
 
 
 def _explain(rs: Rootsift, p: dict[str, Any]) -> Any:
     keys = (
         *("start", "end", "where", "select", "select_from", "select_to", "baseline"),
-        *("alpha", "top_values", "sampled", "select_start_of"),
+        *("alpha", "top_values", "sampled", "select_start_of", "count_field"),
     )
     return rs.explain(p["dataset"], **{k: p[k] for k in keys})
 
 
 def _compare(rs: Rootsift, p: dict[str, Any]) -> Any:
     keys = ("a", "b", "a_from", "a_to", "b_from", "b_to", "alpha")
-    how = judged(p["where"], p["metrics"], p["tolerances"], p["betters"], p["weights"], p["per"])
+    how = judged(p["where"], p["metrics"], p["tolerances"], p["betters"], p["weights"], p["per"], p["count_field"])
     return rs.compare(p["dataset"], **{k: p[k] for k in keys}, **how)
 
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def judging_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """What compare and canary share: the events compared, the metrics, and how each is
-    judged (``--where --metrics --tolerance --better --weight --per``); see ``judged``."""
+    judged (``--where --metrics --tolerance --better --weight --per --count-field``); see ``judged``."""
     options = [
         click.option("--where", default=None, help="Only compare events matching this filter."),
         click.option(
@@ -55,6 +55,12 @@ def judging_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--per", default=None, help="Compare one value per unit of this field (default: host for max/min)."
         ),
+        click.option(
+            "--count-field",
+            metavar="FIELD",
+            default=None,
+            help="Each row stands for this many identical events (default: the dataset's, or event_count).",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -68,6 +74,7 @@ def judged(
     betters: tuple[str, ...],
     weights: tuple[str, ...],
     per: str | None,
+    count_field: str | None = None,
 ) -> dict[str, Any]:
     """``judging_options``' values as ``Rootsift.compare``'s keyword arguments (a malformed
     flag is a usage error naming it)."""
@@ -78,6 +85,7 @@ def judged(
         "better": parse_betters(betters),
         "weights": parse_weights(weights),
         "per": per,
+        "count_field": count_field,
     }
 
 
@@ -111,6 +119,7 @@ def compare(
     betters: tuple[str, ...],
     weights: tuple[str, ...],
     per: str | None,
+    count_field: str | None,
     alpha: float,
     fail_on_regression: bool,
 ) -> None:
@@ -128,7 +137,7 @@ def compare(
         b_from=b_from,
         b_to=b_to,
         alpha=alpha,
-        **judged(where, metrics, tolerances, betters, weights, per),
+        **judged(where, metrics, tolerances, betters, weights, per, count_field),
     )
     if as_json:
         emit_json(result.as_dict())
@@ -178,6 +187,7 @@ def canary(
     betters: tuple[str, ...],
     weights: tuple[str, ...],
     per: str | None,
+    count_field: str | None,
     alpha: float,
     boundary: str,
     replay: bool,
@@ -204,7 +214,7 @@ def canary(
             raise UsageError(f"--every {every} must be positive and no longer than --for {duration}")
         if replay and not start:
             raise UsageError("--replay needs --from: the time the watch would have started")
-        how = judged(where, metrics, tolerances, betters, weights, per)
+        how = judged(where, metrics, tolerances, betters, weights, per, count_field)
         began = parse_time(start) if start else began_now()
         try:
             began + total

@@ -123,12 +123,16 @@ def compare(
     weights: dict[str, float] | None = None,
     per: str | None = None,
     alpha: float = ALPHA,
+    count_field: str | None = None,
 ) -> Comparison:
-    """Compare cohort A with cohort B on each metric (see the module docstring)."""
+    """Compare cohort A with cohort B on each metric (see the module docstring).
+    ``count_field``: each row stands for that many identical events (default: the
+    dataset's setting, or ``event_count`` when present)."""
     if not (a or b or any(a_range) or any(b_range)):
         raise UsageError("say what the cohorts are: --a/--b filters and/or --a-from/--a-to, --b-from/--b-to")
     frames = {
-        name: cohort(backend, dataset, where, text, rng) for name, text, rng in (("a", a, a_range), ("b", b, b_range))
+        name: cohort(backend, dataset, where, text, rng, count_field)
+        for name, text, rng in (("a", a, a_range), ("b", b, b_range))
     }
     chosen = metrics or default_metrics(frames["a"])
     names = [m.text for m in chosen]
@@ -148,22 +152,25 @@ def compare(
     for name, group in (("a", out.a), ("b", out.b)):
         n, w, eff = fields.totals[name]
         group["events"] = n
-        if frames[name].weight:
+        if frames[name].row_weights:
             group.update(weighted_events=rounded(w), effective_events=rounded(eff))
         if n == 0:
             out.warnings.append(f"cohort {name.upper()} has no events: check its filter and time range")
-    if frames["a"].weight:
+    if frames["a"].row_weights:
+        counted = [f"its sample rate ({frames['a'].weight!r})"] if frames["a"].weight else []
+        counted += [f"its count ({frames['a'].count!r} identical events)"] if frames["a"].count else []
         out.method["weights"] = (
-            f"each event counts as its sample rate ({frames['a'].weight!r}); the tests use Kish's effective sizes"
+            f"each row counts as {' times '.join(counted)}; the tests use Kish's effective sizes "
+            "(a count row is that many observations, a sampled event one)"
         )
     for metric in chosen:
         tol = (tolerance or {}).get(metric.text, TOLERANCE[metric.kind])
         unit = per or (unit_field(frames["a"]) if metric.kind in ("max", "min", "slope") else None)
         check_field(metric, frames["a"])
         way = direction(metric, better)
-        if frames["a"].weight and unit and metric.kind == "quantile":
+        if frames["a"].row_weights and unit and metric.kind in ("quantile", "slope"):
             out.warnings.append(
-                f"{metric.text} per {unit}: each host's quantile counts stored events, not sample rates"
+                f"{metric.text} per {unit}: each host's {metric.kind} counts stored rows, not sample rates or counts"
             )
         out.metrics.append(_one(fields, metric, tol, unit, level, way))
         out.metrics[-1]["weight"] = (weights or {}).get(metric.text, 1.0)

@@ -8,7 +8,7 @@ import numpy as np
 from scipy import stats as sps
 
 from rootsift.analysis import stats
-from rootsift.analysis.compare.cohorts import values_sql, weight_of
+from rootsift.analysis.compare.cohorts import squares_of, values_sql, weight_of
 from rootsift.analysis.frame import Frame
 
 BOOTSTRAP = 2000
@@ -21,13 +21,14 @@ SEED = 20261121
 
 def binned_counts(frame: Frame, col: str) -> tuple[np.ndarray, np.ndarray]:
     """(bin keys, counts) of a field's values in the cohort (``bin_sql``). With sample rates
-    the counts are effective: each bin's weight, scaled so that they add up to Kish's
-    effective size (the shares are the weighted ones, the total what the tests may trust)."""
+    or counts the counts are effective: each bin's weight, scaled so that they add up to
+    Kish's effective size (the shares are the weighted ones, the total what the tests may
+    trust). A count row of n adds n to its bin, as n events would."""
     w = weight_of(frame)
-    sql, params = values_sql(frame, f"{bin_sql(col)} AS k, count(*), sum({w}), sum({w} * {w})")
+    sql, params = values_sql(frame, f"{bin_sql(col)} AS k, count(*), sum({w}), sum({squares_of(frame)})")
     rows = frame.backend.execute_sql(f"{sql} AND {col} IS NOT NULL GROUP BY 1", params).rows
     keys = np.array([r[0] for r in rows], dtype=np.int64)
-    if not frame.weight:
+    if not frame.row_weights:
         return keys, np.array([r[1] for r in rows], dtype=np.int64)
     weights = np.array([float(r[2]) for r in rows])
     eff = stats.effective_size(float(weights.sum()), sum(float(r[3]) for r in rows))

@@ -8,8 +8,8 @@ from typing import Any
 
 from rootsift.analysis import stats
 from rootsift.analysis.findings import iso
-from rootsift.analysis.frame import Frame
-from rootsift.store.duckdb import DuckDBBackend, weight_sql
+from rootsift.analysis.frame import W2, Frame, W, row_weight_sql
+from rootsift.store.duckdb import DuckDBBackend
 
 
 def and_filters(*parts: str | None) -> str | None:
@@ -33,8 +33,9 @@ def cohort(
     where: str | None,
     text: str | None,
     rng: tuple[datetime | None, datetime | None],
+    count_field: str | None = None,
 ) -> Frame:
-    return Frame(backend, dataset, rng[0], rng[1], and_filters(where, text))
+    return Frame(backend, dataset, rng[0], rng[1], and_filters(where, text), count_field=count_field)
 
 
 def describe(frame: Frame, text: str | None) -> dict[str, Any]:
@@ -43,16 +44,26 @@ def describe(frame: Frame, text: str | None) -> dict[str, Any]:
 
 def totals(frame: Frame) -> tuple[int, float, float]:
     """(stored events, weighted events, Kish's effective size) of the cohort: the last two
-    are the count when events carry no sample rate."""
-    w = weight_of(frame)
-    sql, params = values_sql(frame, f"count(*), sum({w}), sum({w} * {w})")
+    are the count when events carry no sample rate or count."""
+    sql, params = values_sql(frame, f"count(*), sum({weight_of(frame)}), sum({squares_of(frame)})")
     n, total, squares = frame.backend.execute_sql(sql, params).rows[0]
     return int(n), float(total or 0), stats.effective_size(float(total or 0), float(squares or 0))
 
 
 def weight_of(frame: Frame) -> str:
-    """SQL for an event's weight: its sample rate, or 1."""
-    return weight_sql(frame.weight) if frame.weight else "1"
+    """SQL for the events a row stands for: its sample rate times its count (r·n), or 1."""
+    if not frame.row_weights:
+        return "1"
+    return row_weight_sql(frame.weight, frame.count, 1)[0].removesuffix(f" AS {W}")
+
+
+def squares_of(frame: Frame) -> str:
+    """SQL for the sum of the squared weights of the events a row observed (n·r²): summed
+    over a cohort with ``weight_of``, Kish's effective size counts a count row as n
+    observations and a sampled event as one."""
+    if not frame.row_weights:
+        return "1"
+    return row_weight_sql(frame.weight, frame.count, 1)[1].removesuffix(f" AS {W2}")
 
 
 def values_sql(frame: Frame, expr: str) -> tuple[str, list[Any]]:

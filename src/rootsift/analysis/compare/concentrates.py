@@ -39,6 +39,7 @@ def concentrates(
         select_to=fb.end,
         baseline=a_part or "true",
         alpha=alpha,
+        count_field=fb.count,
     )
     return result.findings[
         :10

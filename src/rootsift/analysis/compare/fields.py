@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from rootsift.analysis import weighted
 from rootsift.analysis.compare.bins import binned_counts, bootstrap
 from rootsift.analysis.compare.cohorts import totals, values_sql, weight_of
 from rootsift.analysis.compare.metrics import Metric
@@ -46,7 +47,9 @@ class Fields:
             col, qs = ident(field), self.qs[field]
             exact: list[tuple[int, dict[float, float | None]]] = []
             for frame in (self.fa, self.fb):
-                n, values = _weighted_quantiles(frame, col, qs) if frame.weight else _exact_quantiles(frame, col, qs)
+                n, values = (
+                    _weighted_quantiles(frame, col, qs) if frame.row_weights else _exact_quantiles(frame, col, qs)
+                )
                 got: list[float | None] = list(values) if values else [None] * len(qs)
                 exact.append((int(n), dict(zip(qs, got, strict=True))))
             a, b = self.binned(field)
@@ -62,13 +65,7 @@ def _exact_quantiles(frame: Frame, col: str, qs: list[float]) -> tuple[int, list
 
 
 def _weighted_quantiles(frame: Frame, col: str, qs: list[float]) -> tuple[int, list[float] | None]:
-    """Quantiles of the events each counted as its sample rate: the smallest value whose
-    cumulative weight reaches q of the total (a sort of the cohort's values)."""
+    """Quantiles of the events each row stands for (its sample rate times its count), as
+    ``quantile_cont`` gives them over the same events written out one by one."""
     sql, params = values_sql(frame, f"{col} AS v, {weight_of(frame)} AS w")
-    picks = ", ".join(f"min(v) FILTER (WHERE cw >= {q!r} * tw)" for q in qs)
-    rows = frame.backend.execute_sql(
-        f"SELECT count(*), [{picks}] FROM (SELECT v, sum(w) OVER (ORDER BY v ROWS UNBOUNDED PRECEDING) AS cw, "
-        f"sum(w) OVER () AS tw FROM ({sql} AND {col} IS NOT NULL))",
-        params,
-    ).rows[0]
-    return int(rows[0]), (rows[1] if rows[0] else None)
+    return weighted.quantiles(frame.backend, sql, params, qs)

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from rootsift.analysis import stats
-from rootsift.analysis.compare.cohorts import rounded, values_sql, weight_of
+from rootsift.analysis.compare.cohorts import rounded, squares_of, values_sql, weight_of
 from rootsift.analysis.compare.metrics import Metric
 from rootsift.analysis.frame import Frame
 from rootsift.analysis.saturation import unit_field
@@ -23,7 +23,11 @@ def mean(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
     r is estimated on each value's deviation from its own unit's mean, pooled over the
     units: Σ (v_t − m_u)(v_{t−1} − m_u) / Σ (v_t − m_u)². Hosts at different levels
     would otherwise make r near 1 from the levels alone (a host's value is always close
-    to its previous one when the hosts differ far more than the noise)."""
+    to its previous one when the hosts differ far more than the noise).
+
+    With sample rates or counts each row weighs as the events it stands for (r·n) in the
+    mean, the variance, the units' means and r, and n is Kish's effective size (a count
+    row is n observations); r is over the rows' series, not over copies of one row."""
     col = ident(str(metric.field))
     unit = unit_field(fa)
     part = f"PARTITION BY {ident(unit)} " if unit else ""
@@ -31,25 +35,27 @@ def mean(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
     for name, frame in (("a", fa), ("b", fb)):
         sql, params = values_sql(
             frame,
-            f"{col} AS v, {weight_of(frame)} AS w, lag({col}) OVER ({part}ORDER BY {ident('timestamp')}) AS pv"
+            f"{col} AS v, {weight_of(frame)} AS w, {squares_of(frame)} AS w2, lag({col}) OVER ({part}ORDER BY {ident('timestamp')}) AS pv"
             + (f", {ident(unit)} AS u" if unit else ", 1 AS u"),
         )
-        # the mean (each event counting as its sample rate), Kish's size, and the lag-1
-        # autocorrelation of the deviations from each unit's own mean, pooled over the units
+        # the mean (each row counting as the events it stands for), Kish's size, and the
+        # lag-1 autocorrelation of the deviations from each unit's own mean, pooled over the
+        # units, each row's pair weighing as its events
         n, total, squares, mean, var, r, units = frame.backend.execute_sql(
-            "SELECT count(v), sum(w), sum(w * w), sum(w * v) / sum(w), var_samp(v), "
-            "sum((v - mu) * (pv - mu)) / nullif(sum((v - mu) * (v - mu)), 0), count(DISTINCT u) "
-            f"FROM (SELECT *, avg(v) OVER (PARTITION BY u) AS mu FROM ({sql} AND {col} IS NOT NULL))",
+            "SELECT count(v), sum(w), sum(w2), sum(w * v) / sum(w), var_samp(v), "
+            "sum(w * (v - mu) * (pv - mu)) / nullif(sum(w * (v - mu) * (v - mu)), 0), count(DISTINCT u) "
+            f"FROM (SELECT *, sum(w * v) OVER (PARTITION BY u) / sum(w) OVER (PARTITION BY u) AS mu "
+            f"FROM ({sql} AND {col} IS NOT NULL))",
             params,
         ).rows[0]
         eff = stats.effective_size(float(total or 0), float(squares or 0))
-        if frame.weight and n and eff > 1:  # the weighted variance: a second pass, about the weighted mean
+        if frame.row_weights and n and eff > 1:  # the weighted variance: a second pass, about the weighted mean
             spread = frame.backend.execute_sql(
                 f"SELECT sum(w * (v - ?) * (v - ?)) / sum(w) FROM ({sql} AND {col} IS NOT NULL)",
                 [mean, mean, *params],
             ).rows[0][0]
             var = float(spread) * eff / (eff - 1)
-        elif frame.weight:
+        elif frame.row_weights:
             var = None
         got[name] = (n, mean, var, r, units, eff)
     (n_a, m_a, v_a, r_a, u_a, k_a), (n_b, m_b, v_b, r_b, u_b, k_b) = got["a"], got["b"]

@@ -14,13 +14,20 @@ from rootsift.analysis.frame import Frame
 
 
 def rate(fields: Fields, metric: Metric, level: float) -> dict[str, Any]:
-    """The share of events matching a filter. With sample rates the shares are weighted and
-    the counts tested are effective: the share of Kish's effective size, rounded for
-    Fisher's test."""
+    """The share of events matching a filter. With sample rates or counts the shares are
+    weighted and the counts tested are effective: the share of Kish's effective size,
+    rounded for Fisher's test (with counts alone, the events the rows stand for)."""
     got = {}
     fa = fields.fa
     for name, frame in (("a", fa), ("b", fields.fb)):
-        hit = Frame(frame.backend, frame.dataset, frame.start, frame.end, and_filters(frame.where, metric.filter))
+        hit = Frame(
+            frame.backend,
+            frame.dataset,
+            frame.start,
+            frame.end,
+            and_filters(frame.where, metric.filter),
+            count_field=frame.count,
+        )
         (k, k_w, _), (n, n_w, n_eff) = totals(hit), fields.totals[name]
         got[name] = (k, n, k_w / n_w if n_w else 0.0, n_eff)
     (k_a, n_a, p_a, e_a), (k_b, n_b, p_b, e_b) = got["a"], got["b"]
@@ -28,7 +35,7 @@ def rate(fields: Fields, metric: Metric, level: float) -> dict[str, Any]:
     out.update(a=rounded(p_a) if n_a else None, b=rounded(p_b) if n_b else None, count_a=k_a, count_b=k_b)
     if not n_a or not n_b:
         return out | {"relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
-    if fa.weight:  # effective counts: the weighted share of the effective size
+    if fa.row_weights:  # effective counts: the weighted share of the effective size
         ka_e, na_e, kb_e, nb_e = round(p_a * e_a), max(1, round(e_a)), round(p_b * e_b), max(1, round(e_b))
         out.update(effective_n_a=rounded(e_a), effective_n_b=rounded(e_b))
     else:
