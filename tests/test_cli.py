@@ -151,6 +151,7 @@ HEAVY = ("scipy", "numpy", "duckdb", "sqlglot", "rootsift.analysis.explain", "ro
         (["query", "--help"], HEAVY),
         (["datasets"], ("scipy", "sqlglot", "rootsift.analysis.explain", "rootsift.ingest.pipeline")),
         (["retention", "api", "--keep", "1d", "--dry-run"], ("scipy", "sqlglot", "rootsift.ingest.pipeline")),
+        (["schema", "api"], ("scipy", "sqlglot", "rootsift.analysis.explain", "rootsift.ingest.pipeline")),
         (["query", "api", "-c", "count"], ("scipy", "rootsift.analysis.explain", "rootsift.ingest.pipeline")),
     ],
 )

@@ -124,7 +124,8 @@ class Rootsift:
     def schema(self, dataset: str) -> list[dict[str, Any]]:
         """Fields with type, present count, distinct-count estimate and type conflicts."""
         fields = self.backend.fields(dataset)
-        rel = self.backend.relation(dataset, None, None).sql(dialect="duckdb")
+        rel = self.backend.relation_text(dataset, None, None)
+        assert rel is not None
         have = set(self.backend.execute_sql(f"SELECT * FROM {rel} LIMIT 0", []).columns)
         names = [n for n in fields if n in have]
         parts = []
@@ -307,7 +308,7 @@ class Rootsift:
 
     def events(self, dataset: str) -> int:
         """Weighted event count of ``dataset``."""
-        rel = self.backend.relation(dataset, None, None).sql(dialect="duckdb")
+        rel = self.backend.relation_text(dataset, None, None)
         weight = self.backend.weight_field(dataset)
         agg = f"sum({weight_sql(weight)})" if weight else "count(*)"
         return int(self.backend.execute_sql(f"SELECT coalesce({agg}, 0) FROM {rel}", []).rows[0][0])

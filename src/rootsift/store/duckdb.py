@@ -240,7 +240,7 @@ class DuckDBBackend(Backend):
             events = rows
             weight = self.weight_field(name)
             if weight and rows:
-                rel = self.relation(name, None, None).sql(dialect=self.dialect)
+                rel = self.relation_text(name, None, None)
                 events = int(self.execute_sql(f"SELECT sum({weight_sql(weight)}) FROM {rel}", []).rows[0][0] or 0)
             first, last = self.span(name)
             infos.append(
@@ -309,27 +309,40 @@ class DuckDBBackend(Backend):
         return self._relation(dataset, start, end, SAMPLE_TABLE)
 
     def _relation(self, dataset: str, start: datetime | None, end: datetime | None, table: str) -> exp.Expr | None:
-        import sqlglot  # not at module level: `datasets`, `retention` start without it
+        import sqlglot  # not at module level: `datasets`, `retention`, `schema` start without it
         from sqlglot import exp
 
+        text = self.relation_text(dataset, start, end, table)
+        if text is None:
+            return None
+        if text.startswith("("):
+            return sqlglot.parse_one(text, dialect="duckdb")
+        return exp.to_table(text, dialect="duckdb")
+
+    def relation_text(
+        self, dataset: str, start: datetime | None, end: datetime | None, table: str = "events"
+    ) -> str | None:
+        """The relation of ``relation`` (``table``: events or the sample) as DuckDB SQL
+        text: a segment's table, or a parenthesised query over several. None when a
+        segment has no sample. Built without sqlglot, for commands that only read."""
         state = self.state(dataset)
         with self._lock:
             segs = [s for s in state.segments if s.overlaps(start, end)] or state.segments[:1]
         if not segs:
             # An empty dataset: a relation with only the time column and no rows.
-            return sqlglot.parse_one(f"(SELECT CAST(NULL AS TIMESTAMP) AS {ident(TIME_COLUMN)} WHERE false)")
+            return f"(SELECT CAST(NULL AS TIMESTAMP) AS {ident(TIME_COLUMN)} WHERE false)"
         if table != "events" and not all(s.has_sample for s in segs):
             return None
         # Fields added after a segment was written are absent from it: they read as NULL.
         present = set().union(*(s.columns for s in segs))
         missing = [f for f in state.fields.values() if f.name.lower() not in present]
         if len(segs) == 1 and not missing:
-            return exp.Table(this=exp.to_identifier(table), db=exp.to_identifier(segs[0].alias))
+            return f"{ident(segs[0].alias)}.{ident(table)}"
         union = " UNION ALL BY NAME ".join(f"SELECT * FROM {s.alias}.{table}" for s in segs)
         if missing:
             nulls = ", ".join(f"CAST(NULL AS {f.type}) AS {ident(f.name)}" for f in missing)
             union = f"SELECT *, {nulls} FROM ({union})"
-        return sqlglot.parse_one(f"({union})", dialect="duckdb")
+        return f"({union})"
 
     def execute(self, query: exp.Expr, params: list[Any]) -> QueryResult:
         return self.execute_sql(query.sql(dialect=self.dialect), params)
