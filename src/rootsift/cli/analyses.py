@@ -247,7 +247,7 @@ def _explain(rs: Rootsift, p: dict[str, Any]) -> Any:
 
 def _compare(rs: Rootsift, p: dict[str, Any]) -> Any:
     keys = ("a", "b", "a_from", "a_to", "b_from", "b_to", "alpha")
-    how = judged(p["where"], p["metrics"], p["tolerances"], p["betters"], p["weights"], p["per"], p["count_field"])
+    how = judged(**{k: p[k] for k in ("where", "metrics", "tolerances", "betters", "weights", "per", "count_field")})
     return rs.compare(p["dataset"], **{k: p[k] for k in keys}, **how)
 
 

@@ -68,6 +68,7 @@ def judging_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def judged(
+    *,
     where: str | None,
     metrics: str | None,
     tolerances: tuple[str, ...],
@@ -76,8 +77,9 @@ def judged(
     per: str | None,
     count_field: str | None = None,
 ) -> dict[str, Any]:
-    """``judging_options``' values as ``Rootsift.compare``'s keyword arguments (a malformed
-    flag is a usage error naming it)."""
+    """``judging_options``' values (click passes them by name: a command takes them as
+    ``**judging``) as ``Rootsift.compare``'s keyword arguments (a malformed flag is a
+    usage error naming it)."""
     return {
         "where": where,
         "metrics": metrics,
@@ -113,15 +115,9 @@ def compare(
     a_to: str | None,
     b_from: str | None,
     b_to: str | None,
-    where: str | None,
-    metrics: str | None,
-    tolerances: tuple[str, ...],
-    betters: tuple[str, ...],
-    weights: tuple[str, ...],
-    per: str | None,
-    count_field: str | None,
     alpha: float,
     fail_on_regression: bool,
+    **judging: Any,
 ) -> None:
     """Cohort A against cohort B, metric by metric: values, change, interval, test and a
     verdict (improvement, regression, no change, not enough data).
@@ -137,7 +133,7 @@ def compare(
         b_from=b_from,
         b_to=b_to,
         alpha=alpha,
-        **judged(where, metrics, tolerances, betters, weights, per, count_field),
+        **judged(**judging),
     )
     if as_json:
         emit_json(result.as_dict())
@@ -181,18 +177,12 @@ def canary(
     start: str | None,
     every: str,
     duration: str,
-    where: str | None,
-    metrics: str | None,
-    tolerances: tuple[str, ...],
-    betters: tuple[str, ...],
-    weights: tuple[str, ...],
-    per: str | None,
-    count_field: str | None,
     alpha: float,
     boundary: str,
     replay: bool,
     data_dir: Path | None,
     as_json: bool,
+    **judging: Any,
 ) -> None:
     """A rollout gate: compare the canary with the baseline every interval, and exit 1 as
     soon as a regression is certain (0 when the watch ends without one).
@@ -214,7 +204,7 @@ def canary(
             raise UsageError(f"--every {every} must be positive and no longer than --for {duration}")
         if replay and not start:
             raise UsageError("--replay needs --from: the time the watch would have started")
-        how = judged(where, metrics, tolerances, betters, weights, per, count_field)
+        how = judged(**judging)
         began = parse_time(start) if start else began_now()
         try:
             began + total

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from rootsift.errors import DatasetNotFoundError
-from rootsift.store import pending
+from rootsift.store import pending, retention
 from rootsift.store.base import (
     TIME_COLUMN,
     Backend,
@@ -36,7 +36,7 @@ from rootsift.store.base import (
     check_dataset_name,
 )
 from rootsift.store.driver import translate
-from rootsift.store.segment import SAMPLE_TABLE, Segment, fsync_dir, sample_sql, segment_file, segment_id
+from rootsift.store.segment import SAMPLE_TABLE, Segment, fsync_dir, relation_sql, sample_sql, segment_file, segment_id
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
@@ -47,14 +47,14 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 DEFAULT_SEGMENT_ROWS = 8_000_000
 WRITER_MEMORY_LIMIT = "512MB"
-LOCK_WAIT = 10.0
-"""Seconds to wait for a segment file another process holds (DuckDB lets one process write
-a file, or several read it) before giving up; ``ROOTSIFT_LOCK_WAIT`` overrides."""
 """DuckDB's memory limit for a store opened for writing. DuckDB's own default (80 % of
 RAM) lets an ingest keep written pages cached until the process holds gigabytes; past
 this limit DuckDB evicts or spills to disk. It must be set when the database opens: a
 later SET bounds far less (measured). Read-only stores keep DuckDB's default.
 ``$ROOTSIFT_MEMORY_LIMIT`` overrides both."""
+LOCK_WAIT = 10.0
+"""Seconds to wait for a segment file another process holds (DuckDB lets one process write
+a file, or several read it) before giving up; ``ROOTSIFT_LOCK_WAIT`` overrides."""
 
 
 class DatasetState:
@@ -328,21 +328,7 @@ class DuckDBBackend(Backend):
         state = self.state(dataset)
         with self._lock:
             segs = [s for s in state.segments if s.overlaps(start, end)] or state.segments[:1]
-        if not segs:
-            # An empty dataset: a relation with only the time column and no rows.
-            return f"(SELECT CAST(NULL AS TIMESTAMP) AS {ident(TIME_COLUMN)} WHERE false)"
-        if table != "events" and not all(s.has_sample for s in segs):
-            return None
-        # Fields added after a segment was written are absent from it: they read as NULL.
-        present = set().union(*(s.columns for s in segs))
-        missing = [f for f in state.fields.values() if f.name.lower() not in present]
-        if len(segs) == 1 and not missing:
-            return f"{ident(segs[0].alias)}.{ident(table)}"
-        union = " UNION ALL BY NAME ".join(f"SELECT * FROM {s.alias}.{table}" for s in segs)
-        if missing:
-            nulls = ", ".join(f"CAST(NULL AS {f.type}) AS {ident(f.name)}" for f in missing)
-            union = f"SELECT *, {nulls} FROM ({union})"
-        return f"({union})"
+        return relation_sql(segs, list(state.fields.values()), table)
 
     def execute(self, query: exp.Expr, params: list[Any]) -> QueryResult:
         return self.execute_sql(query.sql(dialect=self.dialect), params)
@@ -402,80 +388,11 @@ class DuckDBBackend(Backend):
                         raise translate(exc, f"releasing segment {seg.path}") from exc
 
     def drop_before(self, dataset: str, cutoff: datetime) -> int:
-        state = self.state(dataset)
-        dropped = 0
-        with state.write_lock:
-            for seg in list(state.segments):
-                if seg.rows == 0 or seg.min_ts is None or seg.min_ts >= cutoff:
-                    continue
-                if seg.max_ts is not None and seg.max_ts < cutoff:
-                    dropped += seg.rows
-                    self._remove(state, seg)
-                else:
-                    dropped += self._rewrite(state, seg, cutoff)
-        return dropped
+        return retention.drop_before(self, self.state(dataset), cutoff)
 
     def count_before(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
-        """What ``drop_before(dataset, cutoff)`` would delete, deleting nothing: the rows, and
-        the bytes it would free (exact for whole segments; for a segment that straddles the
-        cutoff, its size in proportion to the rows deleted)."""
-        rows = freed = 0
-        for seg in list(self.state(dataset).segments):
-            if seg.rows == 0 or seg.min_ts is None or seg.min_ts >= cutoff:
-                continue
-            old = seg.rows
-            if seg.max_ts is None or seg.max_ts >= cutoff:
-                sql = f"SELECT count(*) FROM {seg.alias}.events WHERE {ident(TIME_COLUMN)} < ?"
-                old = int(self.execute_sql(sql, [cutoff]).rows[0][0])
-            rows += old
-            freed += seg.bytes_on_disk() * old // seg.rows
-        return rows, freed
-
-    def _remove(self, state: DatasetState, seg: Segment) -> None:
-        with self._lock:
-            self._con.execute(f"DETACH {seg.alias}")
-            for path in seg.files():
-                path.unlink()
-            state.segments.remove(seg)
-
-    def _rewrite(self, state: DatasetState, seg: Segment, cutoff: datetime) -> int:
-        """Copy the rows at or after ``cutoff`` into a fresh file that replaces the segment."""
-        tmp = seg.path.with_name(seg.path.name + ".rewrite")
-        for stale in (tmp, tmp.with_name(tmp.name + ".wal")):
-            stale.unlink(missing_ok=True)
-        with self._lock:
-            try:
-                self._con.execute(f"ATTACH {literal(str(tmp))} AS rewrite_tmp")
-                self._con.execute(
-                    f"CREATE TABLE rewrite_tmp.events AS SELECT * FROM {seg.alias}.events "
-                    f"WHERE {ident(TIME_COLUMN)} >= ? ORDER BY {ident(TIME_COLUMN)}",
-                    [cutoff],
-                )
-                self._con.execute(f"CREATE TABLE rewrite_tmp._fields AS SELECT * FROM {seg.alias}._fields")
-                if seg.has_sample:
-                    self._con.execute(
-                        f"CREATE TABLE rewrite_tmp.{SAMPLE_TABLE} AS SELECT * FROM {seg.alias}.{SAMPLE_TABLE} "
-                        f"WHERE {ident(TIME_COLUMN)} >= ?",
-                        [cutoff],
-                    )
-                kept = self._con.execute("SELECT count(*) FROM rewrite_tmp.events").fetchone()
-                self._con.execute("DETACH rewrite_tmp")
-                self._con.execute(f"DETACH {seg.alias}")
-            except duckdb.Error as exc:
-                # Leave the segment as it was: drop the half-written copy.
-                with contextlib.suppress(duckdb.Error):
-                    self._con.execute("DETACH DATABASE IF EXISTS rewrite_tmp")
-                for stale in (tmp, tmp.with_name(tmp.name + ".wal")):
-                    stale.unlink(missing_ok=True)
-                raise translate(exc, f"rewriting segment {seg.path}") from exc
-            os.replace(tmp, seg.path)
-            fsync_dir(seg.path.parent)
-            seg.path.with_name(seg.path.name + ".wal").unlink(missing_ok=True)
-            state.segments.remove(seg)
-            fresh = self._attach(seg.path, seg.id, state)
-            state.segments.append(fresh)
-            state.segments.sort(key=lambda s: s.id)
-        return seg.rows - (kept[0] if kept else 0)
+        """What ``drop_before(dataset, cutoff)`` would delete, deleting nothing (rows, bytes)."""
+        return retention.count_before(self, self.state(dataset), cutoff)
 
     def drop_dataset(self, dataset: str) -> None:
         """Delete a dataset and its files."""

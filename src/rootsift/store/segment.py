@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from rootsift.store.base import TIME_COLUMN, FieldInfo
+from rootsift.store.sqltext import ident
+
 SAMPLE_TABLE = "events_sample"
 SAMPLE_EVERY = 64
 """Each segment keeps about one event in ``SAMPLE_EVERY`` in ``SAMPLE_TABLE`` (same
@@ -91,3 +94,23 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def relation_sql(segs: list[Segment], fields: list[FieldInfo], table: str = "events") -> str | None:
+    """Segments' ``table`` (events or the sample) read as one relation, in DuckDB SQL: one
+    segment's table, or the UNION ALL BY NAME of several, fields a segment lacks read as
+    NULL. None when a segment has no sample; no segments: no rows, the time column only."""
+    if not segs:
+        return f"(SELECT CAST(NULL AS TIMESTAMP) AS {ident(TIME_COLUMN)} WHERE false)"
+    if table != "events" and not all(s.has_sample for s in segs):
+        return None
+    # Fields added after a segment was written are absent from it: they read as NULL.
+    present = set().union(*(s.columns for s in segs))
+    missing = [f for f in fields if f.name.lower() not in present]
+    if len(segs) == 1 and not missing:
+        return f"{ident(segs[0].alias)}.{ident(table)}"
+    union = " UNION ALL BY NAME ".join(f"SELECT * FROM {s.alias}.{table}" for s in segs)
+    if missing:
+        nulls = ", ".join(f"CAST(NULL AS {f.type}) AS {ident(f.name)}" for f in missing)
+        union = f"SELECT *, {nulls} FROM ({union})"
+    return f"({union})"
