@@ -79,17 +79,33 @@ def main() -> None:
             env = {**os.environ, "PYTHONPATH": str(tree)}
             todo.update({(str(tree), name): (argv, env) for name, argv in commands(data).items()})
         times: dict[tuple[str, str], list[float]] = {key: [] for key in todo}
+        cpu: dict[tuple[str, str], list[float]] = {key: [] for key in todo}
         for _ in range(args.runs):
             for key, (argv, env) in todo.items():
-                t0 = time.perf_counter()
-                subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
-                times[key].append(time.perf_counter() - t0)
+                wall, used = run_once(argv, env)
+                times[key].append(wall)
+                cpu[key].append(used)
     medians = {key: statistics.median(ts) for key, ts in times.items()}
-    base = medians[("", BASELINE)]
-    print(f"start-up, median of {args.runs} rounds")
-    print(f"{'source tree':28} {'command':38} {'median s':>9} {'× import duckdb':>16}")
+    cpu_medians = {key: statistics.median(ts) for key, ts in cpu.items()}
+    base, cpu_base = medians[("", BASELINE)], cpu_medians[("", BASELINE)]
+    print(f"start-up, median of {args.runs} rounds (CPU: the process's user + system time)")
+    print(f"{'source tree':28} {'command':38} {'wall s':>7} {'× duckdb':>9} {'CPU s':>7} {'× duckdb':>9}")
     for (tree, name), m in medians.items():
-        print(f"{tree[-28:]:28} {name:38} {m:9.3f} {m / base:16.2f}")
+        c = cpu_medians[(tree, name)]
+        print(f"{tree[-28:]:28} {name:38} {m:7.3f} {m / base:9.2f} {c:7.3f} {c / cpu_base:9.2f}")
+
+
+def run_once(argv: list[str], env: dict[str, str] | os._Environ[str]) -> tuple[float, float]:
+    """One run's wall time and the child's CPU time (user + system, from wait4: a loaded
+    machine stretches wall time far more than CPU time)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, argv)
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 if __name__ == "__main__":

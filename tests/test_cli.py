@@ -140,7 +140,7 @@ def test_every_command_is_documented() -> None:
         assert "Example:" in (command.help or ""), f"rootsift {name} --help lacks an example"
 
 
-HEAVY = ("scipy", "numpy", "duckdb", "sqlglot", "rootsift.analysis.explain", "rootsift.ingest.pipeline")
+HEAVY = ("scipy", "numpy", "duckdb", "sqlglot", "rich", "rootsift.analysis.explain", "rootsift.ingest.pipeline")
 
 
 @pytest.mark.parametrize(
@@ -153,6 +153,9 @@ HEAVY = ("scipy", "numpy", "duckdb", "sqlglot", "rootsift.analysis.explain", "ro
         (["retention", "api", "--keep", "1d", "--dry-run"], ("scipy", "sqlglot", "rootsift.ingest.pipeline")),
         (["schema", "api"], ("scipy", "sqlglot", "rootsift.analysis.explain", "rootsift.ingest.pipeline")),
         (["query", "api", "-c", "count"], ("scipy", "rootsift.analysis.explain", "rootsift.ingest.pipeline")),
+        # --json prints no table: no rich, and no sqlglot parser run on the relation
+        (["query", "api", "-c", "count", "--json"], ("scipy", "rich", "rootsift.analysis.explain")),
+        (["datasets", "--json"], ("scipy", "sqlglot", "rich", "rootsift.analysis.explain")),
     ],
 )
 def test_start_up_imports_only_what_the_command_needs(loaded: Path, argv: list[str], unwanted: tuple[str, ...]) -> None:

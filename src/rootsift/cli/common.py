@@ -16,18 +16,46 @@ import sys
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
 from rootsift.errors import RootsiftError
 from rootsift.timeutil import parse_duration
 
-# Piped output is not cut to 80 columns: tables keep whole values for grep and less.
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, highlight=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class _Later:
+    """A console made on first use: rich costs ~15-25 ms to import, and ``--json``,
+    ``--help`` and a command that fails on its flags print nothing through it."""
+
+    def __init__(self, make: Callable[[], Console]) -> None:
+        self._make = make
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            self._console = self._make()
+        return getattr(self._console, name)
+
+
+def _stdout() -> Console:
+    from rich.console import Console
+
+    # Piped output is not cut to 80 columns: tables keep whole values for grep and less.
+    return Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
+
+
+def _stderr() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+out = cast("Console", _Later(_stdout))
+err = cast("Console", _Later(_stderr))
 
 
 INTERRUPTED = 130
@@ -97,6 +125,8 @@ def fail(exc: RootsiftError, as_json: bool) -> NoReturn:
     """Report an error (also as a JSON envelope with --json) and exit with its code."""
     if as_json:
         emit_json({"error": {"type": type(exc).__name__, "message": str(exc)}})
+    from rich.markup import escape
+
     err.print(
         f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True
     )  # one line for grep

@@ -8,7 +8,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.table import Table
 
 from rootsift.cli.common import Duration, common, emit_json, err, out
 from rootsift.errors import UsageError
@@ -211,6 +210,8 @@ def formats_(as_json: bool) -> None:
     if as_json:
         emit_json({"formats": rows})
         return
+    from rich.table import Table
+
     t = Table(show_edge=False, header_style="bold")
     for col in ("format", "reads", "options"):
         t.add_column(col)
@@ -245,6 +246,8 @@ def datasets(rs: Rootsift, as_json: bool) -> None:
             }
         )
         return
+    from rich.table import Table
+
     t = Table(show_edge=False, header_style="bold")
     for col in ("dataset", "events", "first", "last", "on disk", "segments"):
         t.add_column(col, justify="right" if col in ("events", "on disk", "segments") else "left", no_wrap=True)
@@ -272,6 +275,8 @@ def schema(rs: Rootsift, as_json: bool, dataset: str) -> None:
     if as_json:
         emit_json({"dataset": dataset, "fields": fields})
         return
+    from rich.table import Table
+
     t = Table(show_edge=False, header_style="bold")
     for col in ("field", "type", "present", "distinct ≈", "conflicts"):
         t.add_column(col, justify="left" if col in ("field", "type") else "right")

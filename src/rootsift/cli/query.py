@@ -10,7 +10,6 @@ import click
 from rootsift.cli.common import common, emit_json, out
 from rootsift.errors import QuerySpecError
 from rootsift.query.spec import Calculation, QuerySpec
-from rootsift.ui import terminal
 
 if TYPE_CHECKING:
     from rootsift.api import Rootsift
@@ -76,7 +75,10 @@ def query(
     result = rs.query(spec)
     if as_json:
         emit_json(result.as_dict())
-    elif result.heatmap is not None:
+        return
+    from rootsift.ui import terminal  # rich: not imported for --json
+
+    if result.heatmap is not None:
         terminal.heatmap(out, result.heatmap)
         terminal.warnings(out, result.warnings)
     else:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.table import Table
 
 from rootsift.cli.analyses import run_in_process
 from rootsift.cli.common import common, emit_json, fail, out
@@ -110,6 +109,8 @@ def demo(rs: Rootsift, as_json: bool, name: str | None, out_dir: Path | None, se
         return
     for run in report:
         out.print(f"[bold]{run['scenario']}[/bold] (seed {seed}) written to {run['out']}")
+        from rich.table import Table
+
         t = Table(show_edge=False, header_style="bold")
         for col in ("dataset", "source", "format", "events", "rejects"):
             t.add_column(col, justify="right" if col in ("events", "rejects") else "left")

@@ -6,11 +6,9 @@ import math
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from rootsift.query.engine import Heatmap, QueryOutput
 
 # A sequential palette from faint to hot, readable on dark and light terminals.
@@ -32,6 +30,8 @@ def fmt(value: Any) -> str:
 
 def table(console: Console, out: QueryOutput) -> None:
     """Print a query's rows as a table with its warnings."""
+    from rich.table import Table
+
     t = Table(show_edge=False, header_style="bold")
     nkeys = len(out.columns) - len(out.spec.calculations)
     for i, col in enumerate(out.columns):
@@ -52,6 +52,8 @@ def warnings(console: Console, items: list[str]) -> None:
 def heatmap(console: Console, grid: Heatmap, max_rows: int = 24, mark: tuple[datetime, datetime] | None = None) -> None:
     """Draw time (x) against log-scaled value buckets (y, high at the top), one block per cell;
     ``mark`` underlines the columns of a time range (an anomalous region)."""
+    from rich.text import Text
+
     if not grid.times:
         console.print("[dim]no events with a value for this field[/dim]")
         return
