@@ -6,7 +6,9 @@ statuses (a usage error 400, an unknown dataset 404, anything else 500)."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -17,6 +19,8 @@ from rootsift.server.ingest_routes import error
 
 if TYPE_CHECKING:
     from rootsift.api import Rootsift
+
+T = TypeVar("T")
 
 
 def _json(data: Any) -> Response:
@@ -29,19 +33,35 @@ def _failure(exc: RootsiftError) -> JSONResponse:
 
 
 class ApiRoutes:
-    def __init__(self, rs: Rootsift) -> None:
+    """Each read runs in a worker thread and then releases the store's files, so CLI
+    commands and file ingests on the same data directory run beside the server (DuckDB
+    lets one process write a file or several read it). Reads take turns: a release must
+    not detach a file another read is using."""
+
+    def __init__(self, rs: Rootsift, turn: threading.Lock) -> None:
         self.rs = rs
+        self._turn = turn
+
+    async def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        def run() -> T:
+            with self._turn:
+                try:
+                    return fn(*args)
+                finally:
+                    self.rs.backend.release_all()
+
+        return await run_in_threadpool(run)
 
     async def datasets(self, request: Request) -> Response:
         try:
-            infos = await run_in_threadpool(self.rs.datasets)
+            infos = await self._read(self.rs.datasets)
         except RootsiftError as exc:
             return _failure(exc)
         return _json({"datasets": [d.as_dict() for d in infos]})
 
     async def schema(self, request: Request) -> Response:
         try:
-            fields = await run_in_threadpool(self.rs.schema, request.path_params["dataset"])
+            fields = await self._read(self.rs.schema, request.path_params["dataset"])
         except RootsiftError as exc:
             return _failure(exc)
         return _json({"dataset": request.path_params["dataset"], "fields": fields})
@@ -57,7 +77,7 @@ class ApiRoutes:
             return error(400, "QuerySpecError", "the query spec must be a JSON object")
         try:
             spec = QuerySpec.from_dict(data)
-            result = await run_in_threadpool(self.rs.query, spec)
+            result = await self._read(self.rs.query, spec)
         except RootsiftError as exc:
             return _failure(exc)
         return _json(result.as_dict())

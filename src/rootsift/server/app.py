@@ -4,6 +4,7 @@ and applier they share, opened and closed with the application's lifespan."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +42,9 @@ def create_app(config: ServerConfig) -> Starlette:
 
     rs = Rootsift(config.data_dir)
     wal = Wal(config.data_dir / ".server" / "wal", max_queued=config.max_queued, max_backlog=config.max_backlog)
-    applier = Applier(wal, rs, every=config.apply_every)
-    ingest, api = IngestRoutes(wal, config.max_body), ApiRoutes(rs)
+    turn = threading.Lock()  # reads and the releases of the store's files take turns
+    applier = Applier(wal, rs, turn, every=config.apply_every)
+    ingest, api = IngestRoutes(wal, config.max_body), ApiRoutes(rs, turn)
 
     async def health(request: Request) -> Response:
         return JSONResponse(

@@ -30,8 +30,9 @@ TIME_FIELD = "timestamp"
 
 
 class Applier:
-    def __init__(self, wal: Wal, rs: Rootsift, *, every: float = 1.0) -> None:
+    def __init__(self, wal: Wal, rs: Rootsift, turn: threading.Lock, *, every: float = 1.0) -> None:
         self.wal, self.rs, self.every = wal, rs, every
+        self._turn = turn  # taken to release the files: not while a read uses them
         self.events = 0
         self.rejects = 0
         self.failures = 0
@@ -98,6 +99,7 @@ class Applier:
                 f.write(dataset + "\n")
                 f.flush()
                 os.fsync(f.fileno())
-            self.rs.backend.release(dataset)  # other processes may read and write between applies
+            with self._turn:  # other processes may read and write between applies
+                self.rs.backend.release(dataset)
         self.wal.applied(path)
         marker.unlink(missing_ok=True)

@@ -164,6 +164,8 @@ class Wal:
         """Close the file being written (if it holds anything) and open the next; every
         sealed file, oldest first, is returned for the applier."""
         with self._file_lock:
+            if self._file.closed:  # after close(): every file is sealed
+                return self.files()
             if self._file.tell() > 0:
                 self._file.close()
                 self._number += 1
