@@ -37,13 +37,36 @@ from rootsift.errors import RootsiftError
     help="Largest request body in bytes, after decompression (413 past it).",
 )
 @click.option(
+    "--max-queue",
+    type=click.IntRange(min=1024),
+    default=64 << 20,
+    show_default=True,
+    help="Bytes accepted but not yet fsync'd before requests get 429.",
+)
+@click.option(
+    "--max-backlog",
+    type=click.IntRange(min=1024),
+    default=1 << 30,
+    show_default=True,
+    help="Bytes in the write-ahead log not yet in the store before requests get 503.",
+)
+@click.option(
     "--apply-every",
     type=click.FloatRange(min=0.05),
     default=1.0,
     show_default=True,
     help="Seconds between moves of the write-ahead log into the store.",
 )
-def serve(data_dir: Path | None, host: str, port: int, otlp_port: int, max_body: int, apply_every: float) -> None:
+def serve(
+    data_dir: Path | None,
+    host: str,
+    port: int,
+    otlp_port: int,
+    max_body: int,
+    max_queue: int,
+    max_backlog: int,
+    apply_every: float,
+) -> None:
     """Take events over HTTP (OTLP/HTTP, Honeycomb's events API) and answer queries.
 
     A request is answered 200 only once its events are in an fsync'd write-ahead log;
@@ -62,6 +85,6 @@ def serve(data_dir: Path | None, host: str, port: int, otlp_port: int, max_body:
         f"rootsift serve: API on http://{host}:{port}, OTLP/HTTP on http://{host}:{otlp_port}; data in {data_dir}"
     )
     try:
-        run(ServerConfig(data_dir, max_body=max_body, apply_every=apply_every), host, [port, otlp_port])
+        run(ServerConfig(data_dir, max_body, max_queue, max_backlog, apply_every), host, [port, otlp_port])
     except RootsiftError as exc:
         fail(exc, False)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
+import signal
 import socket
+import threading
+from collections.abc import Iterator
 
 from rootsift.errors import UsageError
 from rootsift.server.app import ServerConfig, create_app
@@ -40,5 +44,22 @@ def serve(config: ServerConfig, host: str, ports: list[int], log_level: str = "w
             raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
         sockets.append(sock)
     app = create_app(config)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=30))
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, whose SIGTERM/SIGINT stop it gracefully and are then done
+        with (uvicorn re-raises them after shutdown, making a requested stop exit -15)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            old = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in old.items():
+                    signal.signal(sig, handler)
+
+    server = Server(uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=30))
     asyncio.run(server.serve(sockets=sockets))
