@@ -2,10 +2,10 @@
 the log file being written and ingests each sealed file, one ingest per dataset (the
 same checked ingest as a file: docs/storage.md), then deletes the file.
 
-Delivery into the store is at least once. A file's datasets are recorded in
-``NNNNNNNN.applied`` as each one commits, so a crash between two datasets re-ingests
+Delivery into the store is at least once. ``apply.state`` lists the files being moved
+and each dataset as its ingest commits, so a crash between two datasets re-ingests
 neither; only a crash inside the instant between one dataset's commit and that record
-re-ingests that dataset's part of the file on restart (docs/server.md).
+re-ingests that dataset's part of the files on restart (docs/server.md).
 """
 
 from __future__ import annotations
@@ -68,20 +68,31 @@ class Applier:
                 return
 
     def apply_sealed(self) -> None:
-        for path in self.wal.seal():
-            try:
-                self._apply(path)
-            except (RootsiftError, OSError) as exc:  # the store is busy or the disk full: retry later
-                self.failures += 1
-                log.warning("could not move %s into the store (will retry): %s", path.name, exc)
-                return
+        """Move every sealed log file into the store: one ingest per dataset over all of
+        them (an ingest has a fixed cost; many small ones would fall behind)."""
+        files = self.wal.seal()
+        if not files:
+            return
+        try:
+            self._apply(files)
+        except (RootsiftError, OSError) as exc:  # the store is busy or the disk full: retry later
+            self.failures += 1
+            log.warning("could not move the write-ahead log into the store (will retry): %s", exc)
 
-    def _apply(self, path: Path) -> None:
+    def _apply(self, files: list[Path]) -> None:
+        state = self.wal.directory / "apply.state"
+        done: set[str] = set()
+        if state.exists():  # a previous apply of these files stopped part-way
+            listed, *finished = state.read_text().split("\n")
+            batch = [self.wal.directory / name for name in listed.split()]
+            files = [f for f in batch if f.exists()] or files
+            done = {d for d in finished if d}
+        else:
+            _write_synced(state, " ".join(f.name for f in files) + "\n")
         by_dataset: dict[str, list[bytes]] = defaultdict(list)
-        for dataset, payload, _ in records(path):
-            by_dataset[dataset].append(payload)
-        marker = path.with_suffix(".applied")
-        done = set(marker.read_text().split()) if marker.exists() else set()
+        for path in files:
+            for dataset, payload, _ in records(path):
+                by_dataset[dataset].append(payload)
         for dataset, payloads in by_dataset.items():
             if dataset in done:
                 continue
@@ -95,11 +106,19 @@ class Applier:
                 os.unlink(tmp)
             self.events += summary.events
             self.rejects += summary.rejects
-            with marker.open("a") as f:
-                f.write(dataset + "\n")
-                f.flush()
-                os.fsync(f.fileno())
+            with state.open("a") as progress:
+                progress.write(dataset + "\n")
+                progress.flush()
+                os.fsync(progress.fileno())
             with self._turn:  # other processes may read and write between applies
                 self.rs.backend.release(dataset)
-        self.wal.applied(path)
-        marker.unlink(missing_ok=True)
+        for path in files:
+            self.wal.applied(path)
+        state.unlink()
+
+
+def _write_synced(path: Path, text: str) -> None:
+    with path.open("w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())

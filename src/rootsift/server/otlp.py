@@ -17,6 +17,7 @@ An item without any time is rejected and counted in the response's ``partial_suc
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -69,13 +70,24 @@ def _ids_to_base64(node: Any) -> Any:
     return node
 
 
+@functools.lru_cache(maxsize=4096)
+def _second(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def nanos_iso(nanos: int) -> str:
     """Unix nanoseconds as RFC 3339 with microseconds (the store keeps microseconds)."""
-    return datetime.fromtimestamp(nanos // 1000 / 1e6, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    seconds, rest = divmod(nanos, 1_000_000_000)
+    return f"{_second(seconds)}.{rest // 1000:06d}Z"
+
+
+SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value"})
 
 
 def any_value(value: Any) -> Any:
     which = value.WhichOneof("value")
+    if which in SCALARS:
+        return getattr(value, which)
     if which is None:
         return None
     if which == "array_value":
@@ -89,12 +101,16 @@ def any_value(value: Any) -> Any:
 
 def flatten(attributes: Iterable[Any], into: Event, prefix: str = "") -> Event:
     for kv in attributes:
-        value = any_value(kv.value)
-        name = prefix + kv.key
+        value = kv.value
+        which = value.WhichOneof("value")
+        if which in SCALARS:  # nearly every attribute: read it directly
+            into[prefix + kv.key] = getattr(value, which)
+            continue
+        value = any_value(value)
         if isinstance(value, dict):
-            _flatten_map(value, into, name + ".")
+            _flatten_map(value, into, prefix + kv.key + ".")
         elif value is not None:
-            into[name] = value
+            into[prefix + kv.key] = value
     return into
 
 
