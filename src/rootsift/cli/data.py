@@ -229,22 +229,7 @@ def datasets(rs: Rootsift, as_json: bool) -> None:
     """
     infos = rs.datasets() if rs.data_dir.exists() else []
     if as_json:
-        emit_json(
-            {
-                "datasets": [
-                    {
-                        "name": d.name,
-                        "events": d.events,
-                        "stored_rows": d.stored_rows,
-                        "first": terminal.fmt(d.first) if d.first else None,
-                        "last": terminal.fmt(d.last) if d.last else None,
-                        "bytes_on_disk": d.bytes_on_disk,
-                        "segments": d.segments,
-                    }
-                    for d in infos
-                ]
-            }
-        )
+        emit_json({"datasets": [d.as_dict() for d in infos]})
         return
     from rich.table import Table
 

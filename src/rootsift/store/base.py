@@ -58,6 +58,19 @@ class DatasetInfo:
     bytes_on_disk: int
     segments: int
 
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON of ``rootsift datasets --json`` and the server's ``/api/datasets``."""
+        stamp = "%Y-%m-%d %H:%M:%S"
+        return {
+            "name": self.name,
+            "events": self.events,
+            "stored_rows": self.stored_rows,
+            "first": self.first.strftime(stamp) if self.first else None,
+            "last": self.last.strftime(stamp) if self.last else None,
+            "bytes_on_disk": self.bytes_on_disk,
+            "segments": self.segments,
+        }
+
 
 @dataclass
 class QueryResult:

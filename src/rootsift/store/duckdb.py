@@ -369,6 +369,13 @@ class DuckDBBackend(Backend):
 
         return SegmentWriter(self, self.state(dataset, create=True), cur)
 
+    def release_all(self) -> None:
+        """``release`` every dataset this process has open (the server after each read)."""
+        with self._lock:
+            names = list(self._states)
+        for name in names:
+            self.release(name)
+
     def release(self, dataset: str) -> None:
         """Detach the dataset's segment files, releasing DuckDB's file locks so that other
         processes can read or write them; the next use attaches them again (waiting, as any

@@ -1,0 +1,207 @@
+"""OTLP/HTTP payloads (protobuf or JSON) into rootsift events, through opentelemetry-proto.
+
+Spans and log records become one event each: the resource's attributes, the scope's name
+and version, and the item's own attributes flattened under their semantic-convention
+names (``service.name``, ``http.request.method``; a map value's keys joined with dots,
+arrays kept as JSON text). A span's fields::
+
+    timestamp  its start          trace.trace_id  trace.span_id  trace.parent_id
+    name       span.kind          status.code  status.message     duration_ms
+    span.num_events  span.num_links  exception.type/.message (from an "exception" event)
+
+A log record's: ``timestamp`` (its time, else when it was observed), ``severity_text``,
+``severity_number``, ``body`` (text; a structured body as JSON), trace and span ids.
+An item without any time is rejected and counted in the response's ``partial_success``.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError, Message
+
+from rootsift.server.body import BadBody
+
+Event = dict[str, Any]
+
+KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
+STATUS = {0: "unset", 1: "ok", 2: "error"}
+ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+
+
+def decode(message: Message, body: bytes, content_type: str | None) -> None:
+    """Fill ``message`` from a protobuf or OTLP/JSON body; BadBody when it is neither."""
+    kind = (content_type or "application/x-protobuf").split(";")[0].strip().lower()
+    try:
+        if kind == "application/json":
+            data = json.loads(body)
+            if not isinstance(data, dict):
+                raise BadBody("the OTLP/JSON body is not an object")
+            json_format.ParseDict(_ids_to_base64(data), message, ignore_unknown_fields=True)
+        elif kind in ("application/x-protobuf", "application/protobuf", "application/octet-stream"):
+            message.ParseFromString(body)
+        else:
+            raise BadBody(f"Content-Type {kind!r} is not OTLP (application/x-protobuf or application/json)")
+    except (DecodeError, json_format.ParseError, ValueError, RecursionError) as exc:
+        raise BadBody(f"not a valid OTLP {type(message).__name__}: {exc}") from exc
+
+
+def _ids_to_base64(node: Any) -> Any:
+    """OTLP/JSON writes trace and span ids as hex, protobuf's JSON mapping reads bytes as
+    base64: convert the ids before parsing."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key in ID_FIELDS and isinstance(value, str):
+                try:
+                    value = base64.b64encode(bytes.fromhex(value)).decode()
+                except ValueError as exc:
+                    raise BadBody(f"{key} {value!r} is not hex") from exc
+            out[key] = _ids_to_base64(value)
+        return out
+    if isinstance(node, list):
+        return [_ids_to_base64(v) for v in node]
+    return node
+
+
+@functools.lru_cache(maxsize=4096)
+def _second(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def nanos_iso(nanos: int) -> str:
+    """Unix nanoseconds as RFC 3339 with microseconds (the store keeps microseconds)."""
+    seconds, rest = divmod(nanos, 1_000_000_000)
+    return f"{_second(seconds)}.{rest // 1000:06d}Z"
+
+
+SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value"})
+
+
+def any_value(value: Any) -> Any:
+    which = value.WhichOneof("value")
+    if which in SCALARS:
+        return getattr(value, which)
+    if which is None:
+        return None
+    if which == "array_value":
+        return json.dumps([any_value(v) for v in value.array_value.values], default=str)
+    if which == "kvlist_value":
+        return {kv.key: any_value(kv.value) for kv in value.kvlist_value.values}
+    if which == "bytes_value":
+        return value.bytes_value.hex()
+    return getattr(value, which)
+
+
+def flatten(attributes: Iterable[Any], into: Event, prefix: str = "") -> Event:
+    for kv in attributes:
+        value = kv.value
+        which = value.WhichOneof("value")
+        if which in SCALARS:  # nearly every attribute: read it directly
+            into[prefix + kv.key] = getattr(value, which)
+            continue
+        value = any_value(value)
+        if isinstance(value, dict):
+            _flatten_map(value, into, prefix + kv.key + ".")
+        elif value is not None:
+            into[prefix + kv.key] = value
+    return into
+
+
+def _flatten_map(value: dict[str, Any], into: Event, prefix: str) -> None:
+    for key, v in value.items():
+        if isinstance(v, dict):
+            _flatten_map(v, into, prefix + key + ".")
+        elif v is not None:
+            into[prefix + key] = v
+
+
+def _base(resource: Any, scope: Any) -> Event:
+    base = flatten(resource.attributes, {})
+    if scope.name:
+        base["otel.scope.name"] = scope.name
+    if scope.version:
+        base["otel.scope.version"] = scope.version
+    return base
+
+
+def spans(request: Any) -> tuple[list[Event], int, str]:
+    """Events of an ExportTraceServiceRequest, the number rejected and why."""
+    events: list[Event] = []
+    rejected, why = 0, ""
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            base = _base(rs.resource, ss.scope)
+            for span in ss.spans:
+                if not span.start_time_unix_nano:
+                    rejected += 1
+                    why = f"span {span.name!r} has no start_time_unix_nano"
+                    continue
+                events.append(_span(span, base))
+    return events, rejected, why
+
+
+def _span(span: Any, base: Event) -> Event:
+    event = dict(base)
+    flatten(span.attributes, event)
+    event.update(
+        {
+            "timestamp": nanos_iso(span.start_time_unix_nano),
+            "trace.trace_id": span.trace_id.hex(),
+            "trace.span_id": span.span_id.hex(),
+            "name": span.name,
+            "span.kind": KINDS.get(span.kind, str(span.kind)),
+            "status.code": STATUS.get(span.status.code, str(span.status.code)),
+            "duration_ms": max(span.end_time_unix_nano - span.start_time_unix_nano, 0) / 1e6,
+            "span.num_events": len(span.events),
+            "span.num_links": len(span.links),
+        }
+    )
+    if span.parent_span_id:
+        event["trace.parent_id"] = span.parent_span_id.hex()
+    if span.status.message:
+        event["status.message"] = span.status.message
+    for ev in span.events:
+        if ev.name == "exception":
+            attrs = flatten(ev.attributes, {})
+            for key in ("exception.type", "exception.message"):
+                if key in attrs:
+                    event.setdefault(key, attrs[key])
+    return event
+
+
+def logs(request: Any) -> tuple[list[Event], int, str]:
+    """Events of an ExportLogsServiceRequest, the number rejected and why."""
+    events: list[Event] = []
+    rejected, why = 0, ""
+    for rl in request.resource_logs:
+        for sl in rl.scope_logs:
+            base = _base(rl.resource, sl.scope)
+            for record in sl.log_records:
+                nanos = record.time_unix_nano or record.observed_time_unix_nano
+                if not nanos:
+                    rejected += 1
+                    why = "a log record has neither time_unix_nano nor observed_time_unix_nano"
+                    continue
+                event = dict(base)
+                flatten(record.attributes, event)
+                event["timestamp"] = nanos_iso(nanos)
+                if record.severity_text:
+                    event["severity_text"] = record.severity_text
+                if record.severity_number:
+                    event["severity_number"] = int(record.severity_number)
+                body = any_value(record.body) if record.HasField("body") else None
+                if body is not None:
+                    event["body"] = body if isinstance(body, str) else json.dumps(body, default=str)
+                if record.trace_id:
+                    event["trace.trace_id"] = record.trace_id.hex()
+                if record.span_id:
+                    event["trace.span_id"] = record.span_id.hex()
+                events.append(event)
+    return events, rejected, why

@@ -1,0 +1,215 @@
+"""The server's write-ahead log: a request is acknowledged only once its events are in
+it and fsync'd. Writes are group-committed: one writer thread takes everything queued,
+writes it and fsyncs once, so many concurrent requests share one fsync.
+
+Files ``wal/00000001.log``, ... hold records::
+
+    b"RSW1" | payload length u32 | crc32 u32 | dataset length u16 | dataset | payload
+
+The applier (``applier.py``) seals the file being written (the writer moves on to the
+next) and moves sealed files into the store. On start, every file's torn tail (a record
+cut by kill -9 or a full disk: short, or its checksum wrong) is cut off; records before
+it are kept: they were fsync'd before any was acknowledged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import struct
+import threading
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAGIC = b"RSW1"
+HEADER = struct.Struct("<4sIIH")
+
+
+class Overloaded(Exception):
+    """More bytes are waiting than the limits allow: the request is refused, not dropped."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def encode(dataset: str, payload: bytes) -> bytes:
+    name = dataset.encode()
+    return HEADER.pack(MAGIC, len(payload), zlib.crc32(payload, zlib.crc32(name)), len(name)) + name + payload
+
+
+def records(path: Path) -> Iterator[tuple[str, bytes, int]]:
+    """(dataset, payload, end offset) of each whole record, stopping at the first torn one."""
+    data = path.read_bytes()
+    at = 0
+    while at + HEADER.size <= len(data):
+        magic, size, crc, name_len = HEADER.unpack_from(data, at)
+        start = at + HEADER.size
+        end = start + name_len + size
+        if magic != MAGIC or end > len(data):
+            return
+        name, payload = data[start : start + name_len], data[start + name_len : end]
+        if zlib.crc32(payload, zlib.crc32(name)) != crc:
+            return
+        yield name.decode(), payload, end
+        at = end
+
+
+def repair(path: Path) -> int:
+    """Cut a torn tail off ``path``; the number of bytes cut."""
+    good = 0
+    for _, _, end in records(path):
+        good = end
+    size = path.stat().st_size
+    if good < size:
+        with path.open("r+b") as f:
+            f.truncate(good)
+            f.flush()
+            os.fsync(f.fileno())
+    return size - good
+
+
+@dataclass
+class _Pending:
+    record: bytes
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[None]
+
+
+@dataclass
+class WalStats:
+    appended_records: int = 0
+    fsyncs: int = 0
+    repaired_bytes: int = 0
+    refused: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class Wal:
+    """Group-committed append-only log under ``directory``.
+
+    ``max_queued`` bounds the bytes accepted but not yet fsync'd (past it: 429);
+    ``max_backlog`` bounds the bytes fsync'd but not yet in the store (past it: 503, the
+    store is behind). Both are refusals the client retries, never silent drops."""
+
+    def __init__(self, directory: Path, *, max_queued: int = 64 << 20, max_backlog: int = 1 << 30) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.max_queued, self.max_backlog = max_queued, max_backlog
+        self.stats = WalStats()
+        existing = self.files()
+        for path in existing:
+            self.stats.repaired_bytes += repair(path)
+        self._backlog = sum(p.stat().st_size for p in existing)
+        self._number = int(existing[-1].stem) + 1 if existing else 1
+        self._file = self._open(self._number)
+        self._cond = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._queued_bytes = 0
+        self._closing = False
+        self._file_lock = threading.Lock()
+        self._thread = threading.Thread(target=self._write_loop, name="rootsift-wal", daemon=True)
+        self._thread.start()
+
+    # -- appending ---------------------------------------------------------------
+    async def append(self, dataset: str, payload: bytes) -> None:
+        """Return once ``payload`` (JSON lines for ``dataset``) is durable."""
+        record = encode(dataset, payload)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._cond:
+            if self._closing:
+                raise Overloaded("the server is shutting down", retry_after=5)
+            if self._queued_bytes + len(record) > self.max_queued and self._queue:
+                self.stats.refused += 1
+                raise Overloaded("the ingest queue is full", retry_after=1)
+            if self._backlog + len(record) > self.max_backlog:
+                self.stats.refused += 1
+                raise Overloaded("the store is behind the write-ahead log", retry_after=5)
+            self._queue.append(_Pending(record, loop, future))
+            self._queued_bytes += len(record)
+            self._backlog += len(record)
+            self._cond.notify()
+        await future
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closing:
+                    self._cond.wait()
+                batch, self._queue = self._queue, []
+                if not batch and self._closing:
+                    return
+            error: BaseException | None = None
+            try:
+                with self._file_lock:
+                    self._file.write(b"".join(p.record for p in batch))
+                    self._file.flush()
+                    os.fsync(self._file.fileno())
+                self.stats.fsyncs += 1
+                self.stats.appended_records += len(batch)
+            except OSError as exc:  # a full disk: the requests fail, nothing is acknowledged
+                error = exc
+            with self._cond:
+                self._queued_bytes -= sum(len(p.record) for p in batch)
+                if error is not None:
+                    self._backlog -= sum(len(p.record) for p in batch)
+            for p in batch:
+                p.loop.call_soon_threadsafe(_settle, p.future, error)
+
+    # -- sealing, for the applier ------------------------------------------------------
+    def seal(self) -> list[Path]:
+        """Close the file being written (if it holds anything) and open the next; every
+        sealed file, oldest first, is returned for the applier."""
+        with self._file_lock:
+            if self._file.closed:  # after close(): every file is sealed
+                return self.files()
+            if self._file.tell() > 0:
+                self._file.close()
+                self._number += 1
+                self._file = self._open(self._number)
+        return [p for p in self.files() if int(p.stem) < self._number]
+
+    def applied(self, path: Path) -> None:
+        """``path``'s records are in the store: forget the file."""
+        size = path.stat().st_size
+        path.unlink()
+        with self._cond:
+            self._backlog -= size
+
+    @property
+    def backlog_bytes(self) -> int:
+        return self._backlog
+
+    def files(self) -> list[Path]:
+        return sorted(self.directory.glob("*.log"), key=lambda p: int(p.stem))
+
+    def close(self) -> None:
+        """Write what is queued, fsync, stop the writer."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join()
+        with self._file_lock:
+            self._file.close()
+
+    def _open(self, number: int):  # type: ignore[no-untyped-def]
+        path = self.directory / f"{number:08d}.log"
+        f = path.open("ab")
+        dir_fd = os.open(self.directory, os.O_RDONLY)  # the new file's name is durable too
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        return f
+
+
+def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
+    if future.done():  # the client went away: its events are durable all the same
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)

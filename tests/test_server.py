@@ -1,0 +1,467 @@
+"""`rootsift serve` as a user runs it: a real process on real ports, real clients (the
+OpenTelemetry SDK's OTLP/HTTP exporters, libhoney, curl, httpx), kill -9, gzip bombs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import warnings
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from rootsift.server.wal import Wal, encode, records, repair
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    data: Path
+    proc: subprocess.Popen[bytes]
+    port: int
+    otlp_port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def otlp(self) -> str:
+        return f"http://127.0.0.1:{self.otlp_port}"
+
+    def health(self) -> dict[str, Any]:
+        return dict(httpx.get(self.url + "/healthz", timeout=10).json())
+
+    def settled(self, timeout: float = 30) -> dict[str, Any]:
+        """Health once the write-ahead log is empty (everything is in the store)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            health = self.health()
+            if health["wal_backlog_bytes"] == 0 or time.monotonic() > deadline:
+                return health
+            time.sleep(0.1)
+
+    def query(self, spec: dict[str, Any]) -> dict[str, Any]:
+        res = httpx.post(self.url + "/api/query", json=spec, timeout=30)
+        assert res.status_code == 200, res.text
+        return dict(res.json())
+
+    def rss(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError("no VmRSS")
+
+
+def start(data: Path, *extra: str) -> Server:
+    port, otlp_port = free_port(), free_port()
+    argv = [sys.executable, "-m", "rootsift", "serve", "--data", str(data), "--port", str(port)]
+    argv += ["--otlp-port", str(otlp_port), "--apply-every", "0.1", *extra]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = Server(data, proc, port, otlp_port)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            why = proc.stderr.read().decode() if proc.stderr else ""
+            if proc.stderr:
+                proc.stderr.close()
+            raise AssertionError(f"serve exited {proc.returncode}: {why}")
+        try:
+            server.health()
+            return server
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    proc.wait()
+    raise AssertionError("serve did not answer in 30 s")
+
+
+def stop(server: Server) -> int:
+    if server.proc.poll() is None:
+        server.proc.send_signal(signal.SIGTERM)
+    try:
+        return server.proc.wait(30)
+    finally:
+        if server.proc.stderr:
+            server.proc.stderr.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    s = start(tmp_path / "data")
+    yield s
+    assert stop(s) == 0
+
+
+def test_otel_sdk_traces_logs_and_metrics_are_queried_back(server: Server) -> None:
+    import logging
+
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    resource = Resource.create({"service.name": "checkout", "host.name": "web-1"})
+    seen = InMemorySpanExporter()
+    traces = TracerProvider(resource=resource)
+    traces.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=server.otlp + "/v1/traces")))
+    traces.add_span_processor(SimpleSpanProcessor(seen))
+    tracer = traces.get_tracer("shop", "1.2")
+    for i in range(50):
+        with tracer.start_as_current_span("GET /cart", kind=SpanKind.SERVER, attributes={"cart.items": i}) as span:
+            if i % 10 == 0:
+                span.set_status(Status(StatusCode.ERROR, "boom"))
+            with tracer.start_as_current_span("SELECT carts", kind=SpanKind.CLIENT):
+                pass
+    traces.shutdown()
+
+    logs = LoggerProvider(resource=resource)
+    logs.add_log_record_processor(SimpleLogRecordProcessor(OTLPLogExporter(endpoint=server.otlp + "/v1/logs")))
+    logger = logging.getLogger("test_server.app")
+    with warnings.catch_warnings():  # the SDK's handler is deprecated in favour of a contrib package
+        warnings.simplefilter("ignore", DeprecationWarning)
+        handler = LoggingHandler(logger_provider=logs)
+    logger.addHandler(handler)
+    try:
+        logger.warning("disk %s almost full", "sda", extra={"disk.free_bytes": 1234})
+    finally:
+        logger.removeHandler(handler)
+        logs.shutdown()
+
+    reader = PeriodicExportingMetricReader(
+        OTLPMetricExporter(endpoint=server.otlp + "/v1/metrics"), export_interval_millis=100_000
+    )
+    meters = MeterProvider(resource=resource, metric_readers=[reader])
+    counter = meters.get_meter("shop").create_counter("orders")
+    for _ in range(3):
+        counter.add(5, {"region": "eu"})
+        reader.force_flush()
+    meters.shutdown()
+
+    assert server.settled()["wal_backlog_bytes"] == 0
+    spans = seen.get_finished_spans()
+    got = server.query(
+        {"dataset": "traces", "calculations": ["count"], "breakdowns": ["trace.trace_id", "name"], "limit": 1000}
+    )
+    stored = {(r[0], r[1]) for r in got["rows"]}
+    assert stored == {(format(s.context.trace_id, "032x"), s.name) for s in spans}
+    kinds = server.query(
+        {"dataset": "traces", "calculations": ["count"], "breakdowns": ["span.kind", "status.code", "service.name"]}
+    )
+    assert sorted(map(tuple, kinds["rows"])) == [
+        ("client", "unset", "checkout", 50),
+        ("server", "error", "checkout", 5),
+        ("server", "unset", "checkout", 45),
+    ]
+    mean = server.query({"dataset": "traces", "calculations": ["avg(cart.items)"], "where": 'name = "GET /cart"'})
+    assert mean["rows"] == [[24.5]]
+
+    got = server.query({"dataset": "logs", "calculations": ["count"], "breakdowns": ["body", "severity_text"]})
+    assert got["rows"] == [["disk sda almost full", "WARN", 1]]
+    # a cumulative counter: 5, 10, 15 -> deltas after the first point
+    got = server.query(
+        {"dataset": "metrics", "calculations": ["max(value)", "sum(delta)"], "where": 'metric.name = "orders"'}
+    )
+    assert got["rows"] == [[15, 10.0]]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # libhoney leaves a socket open
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+def test_libhoney_events_with_sample_rates(server: Server) -> None:
+    import libhoney
+
+    client = libhoney.Client(writekey="any", dataset="shop", api_host=server.url, block_on_send=True)
+    try:
+        for i in range(30):
+            ev = client.new_event()
+            ev.add({"endpoint": "/cart", "duration_ms": float(i)})
+            ev.sample_rate = 2 if i % 2 else 1
+            ev.send_presampled()
+        client.flush()
+        responses = [client.responses().get(timeout=10) for _ in range(30)]
+    finally:
+        client.close()
+    assert {r["status_code"] for r in responses} == {202}
+    server.settled()
+    got = server.query({"dataset": "shop", "calculations": ["count", "sum(duration_ms)"]})
+    # 15 events stand for 1, 15 for 2: 45 events; the sum counts each odd duration twice
+    assert got["rows"] == [[45, float(sum(range(30)) + sum(range(1, 30, 2)))]]
+
+
+def test_curl_gzipped_otlp_json(server: Server, tmp_path: Path) -> None:
+    trace_id, span_id = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"
+    body = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "curl-svc"}}]},
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            {
+                                "traceId": trace_id,
+                                "spanId": span_id,
+                                "name": "job",
+                                "kind": 2,
+                                "startTimeUnixNano": "1700000000000000000",
+                                "endTimeUnixNano": "1700000000250000000",
+                                "attributes": [{"key": "retries", "value": {"intValue": "3"}}],
+                            },
+                            {"traceId": trace_id, "spanId": "aaaaaaaaaaaaaaaa", "name": "no time"},
+                        ]
+                    }
+                ],
+            }
+        ]
+    }
+    path = tmp_path / "spans.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(body).encode()))
+    res = subprocess.run(
+        ["curl", "-sS", "-X", "POST", server.otlp + "/v1/traces", "--data-binary", f"@{path}"]
+        + ["-H", "Content-Type: application/json", "-H", "Content-Encoding: gzip", "-w", "\n%{http_code}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    answer, code = res.stdout.rsplit("\n", 1)
+    assert code == "200"
+    assert json.loads(answer) == {
+        "partialSuccess": {"rejectedSpans": "1", "errorMessage": "span 'no time' has no start_time_unix_nano"}
+    }
+    server.settled()
+    got = server.query(
+        {
+            "dataset": "traces",
+            "calculations": ["max(duration_ms)", "max(retries)"],
+            "breakdowns": ["trace.trace_id", "trace.span_id", "span.kind", "service.name"],
+        }
+    )
+    assert got["rows"] == [[trace_id, span_id, "server", "curl-svc", 250.0, 3]]
+
+
+def test_bad_payloads_are_400_and_the_server_stays_up(server: Server) -> None:
+    rng = random.Random(7)
+    cases: list[tuple[str, bytes, dict[str, str]]] = [
+        ("/v1/traces", bytes(rng.getrandbits(8) for _ in range(300)), {"Content-Type": "application/x-protobuf"}),
+        ("/v1/logs", b'{"resourceLogs": [', {"Content-Type": "application/json"}),
+        (
+            "/v1/traces",
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}',
+            {"Content-Type": "application/json"},
+        ),
+        ("/v1/metrics", b"[]", {"Content-Type": "application/json"}),
+        ("/v1/traces", b"{}", {"Content-Type": "text/plain"}),
+        ("/v1/traces", b"not gzip", {"Content-Type": "application/json", "Content-Encoding": "gzip"}),
+        ("/v1/traces", b"x", {"Content-Type": "application/json", "Content-Encoding": "br"}),
+        ("/1/batch/shop", b'{"data": {}}', {}),
+        ("/1/events/shop", b"[1, 2]", {}),
+        ("/1/events/bad name!", b"{}", {}),
+    ]
+    for _ in range(30):  # random protobuf-ish bytes: each is a valid message or a 400, never a crash
+        blob = bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 200)))
+        cases.append(("/v1/logs", blob, {"Content-Type": "application/x-protobuf"}))
+    for path, body, headers in cases:
+        res = httpx.post(server.otlp + path, content=body, headers=headers, timeout=10)
+        assert res.status_code in (200, 400), (path, body[:40], res.status_code, res.text)
+        if res.status_code == 400 and res.headers.get("content-type", "").startswith("application/json"):
+            assert res.json()["error"]["message"]
+    assert server.health()["status"] == "ok"
+
+
+def bomb(path: Path, inflated: int) -> None:
+    """A gzip file of ``inflated`` zero bytes, written without holding them."""
+    chunk = bytes(1 << 20)
+    with gzip.open(path, "wb", compresslevel=9) as f:
+        for _ in range(inflated >> 20):
+            f.write(chunk)
+
+
+def test_a_gzip_bomb_is_refused_without_being_inflated(server: Server, tmp_path: Path) -> None:
+    path = tmp_path / "bomb.gz"
+    bomb(path, 1 << 30)  # 1 GiB of zeros in about 1 MiB
+    idle = server.rss()
+    with path.open("rb") as f:
+        res = httpx.post(
+            server.otlp + "/v1/logs",
+            content=f.read(),
+            headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"},
+            timeout=60,
+        )
+    assert res.status_code == 413, res.text
+    assert "inflates past" in res.json()["error"]["message"]
+    assert server.rss() < 2 * idle
+
+
+def test_overload_is_refused_with_retry_after_never_dropped(tmp_path: Path) -> None:
+    s = start(tmp_path / "data", "--max-backlog", "2048", "--apply-every", "3600")
+    try:
+        events = [{"n": i, "pad": "x" * 100} for i in range(10)]
+        first = httpx.post(s.url + "/1/batch/shop", json=[{"data": e} for e in events], timeout=10)
+        assert first.status_code == 200
+        second = httpx.post(s.url + "/1/batch/shop", json=[{"data": e} for e in events * 3], timeout=10)
+        assert second.status_code == 503 and int(second.headers["Retry-After"]) > 0
+        assert "behind" in second.json()["error"]["message"]
+    finally:
+        assert stop(s) == 0  # the graceful stop moves the log into the store
+    from rootsift import Rootsift
+
+    with Rootsift(tmp_path / "data", read_only=True) as rs:
+        assert rs.events("shop") == 10  # the first batch, all of it; the refused one, none of it
+
+
+def test_cli_and_file_ingest_run_beside_the_server(server: Server, tmp_path: Path) -> None:
+    assert httpx.post(server.url + "/1/events/shop", json={"a": 1}, timeout=10).status_code == 200
+    server.settled()
+    server.query({"dataset": "shop", "calculations": ["count"]})  # the server has read the files
+    env = {**os.environ, "ROOTSIFT_LOCK_WAIT": "3"}
+    events = tmp_path / "more.jsonl"
+    events.write_text('{"timestamp": "2026-01-01T00:00:00Z", "a": 2}\n')
+    cli = [sys.executable, "-m", "rootsift"]
+    ingest = subprocess.run([*cli, "ingest", str(events), "--dataset", "shop", "--data", str(server.data)], env=env)
+    assert ingest.returncode == 0
+    res = subprocess.run(
+        [*cli, "query", "shop", "-c", "count", "--json", "--data", str(server.data)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert json.loads(res.stdout)["rows"] == [[2]]
+    assert server.query({"dataset": "shop", "calculations": ["count"]})["rows"] == [[2]]
+
+
+def test_serving_beyond_loopback_without_keys_is_refused(tmp_path: Path) -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "rootsift", "serve", "--host", "0.0.0.0", "--data", str(tmp_path / "d")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert res.returncode == 2
+    assert "--host 0.0.0.0" in res.stderr and "Traceback" not in res.stderr
+
+
+def _load(url: str, acked: list[int], stop_flag: threading.Event, seed: int) -> None:
+    """Post batches of numbered events until stopped; record the numbers acknowledged."""
+    n = seed * 10_000_000
+    with httpx.Client(timeout=5) as client:
+        while not stop_flag.is_set():
+            batch = list(range(n, n + 50))
+            n += 50
+            try:
+                res = client.post(url, json=[{"data": {"seq": i, "pad": "y" * 64}} for i in batch])
+            except httpx.HTTPError:
+                continue
+            if res.status_code == 200 and all(r["status"] == 202 for r in res.json()):
+                acked.extend(batch)
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_kill_9_under_load_loses_no_acknowledged_event(tmp_path: Path, trial: int) -> None:
+    data = tmp_path / "data"
+    s = start(data)
+    acked: list[int] = []
+    stop_flag = threading.Event()
+    clients = [
+        threading.Thread(target=_load, args=(s.url + "/1/batch/load", acked, stop_flag, trial * 10 + k))
+        for k in range(3)
+    ]
+    for c in clients:
+        c.start()
+    time.sleep(random.Random(trial).uniform(0.5, 1.5))
+    s.proc.send_signal(signal.SIGKILL)
+    s.proc.wait()
+    stop_flag.set()
+    for c in clients:
+        c.join()
+    if s.proc.stderr:
+        s.proc.stderr.close()
+    assert acked, "no request was acknowledged before the kill"
+    again = start(data)
+    try:
+        assert again.settled()["wal_backlog_bytes"] == 0
+        got = again.query({"dataset": "load", "calculations": ["count"], "breakdowns": ["seq"], "limit": 1_000_000})
+    finally:
+        assert stop(again) == 0
+    stored = {row[0] for row in got["rows"]}
+    assert set(acked) <= stored
+
+
+def test_the_log_keeps_every_whole_record_and_cuts_a_torn_tail(tmp_path: Path) -> None:
+    wal_dir = tmp_path / "wal"
+    wal_dir.mkdir()
+    path = wal_dir / "00000001.log"
+    good = [encode("a", b'{"n": 1}\n'), encode("b", b'{"n": 2}\n' * 3)]
+    torn = encode("a", b'{"n": 3}\n')[:-4]
+    path.write_bytes(b"".join(good) + torn)
+    assert repair(path) == len(torn)
+    assert [(d, p) for d, p, _ in records(path)] == [("a", b'{"n": 1}\n'), ("b", b'{"n": 2}\n' * 3)]
+    flipped = bytearray(path.read_bytes())
+    flipped[-3] ^= 0xFF  # a corrupt byte in the last record: its checksum catches it
+    path.write_bytes(bytes(flipped))
+    wal = Wal(wal_dir)
+    try:
+        assert wal.stats.repaired_bytes == len(good[1])
+        assert [d for d, _, _ in records(path)] == ["a"]
+    finally:
+        wal.close()
+
+
+def test_group_commit_shares_fsyncs_between_concurrent_requests(tmp_path: Path) -> None:
+    import asyncio
+
+    wal = Wal(tmp_path / "wal")
+
+    async def many() -> None:
+        await asyncio.gather(*(wal.append("d", b'{"n": %d}\n' % i) for i in range(200)))
+
+    try:
+        asyncio.run(many())
+    finally:
+        wal.close()
+    assert wal.stats.appended_records == 200
+    assert wal.stats.fsyncs < 200
+    assert sum(1 for f in wal.files() for _ in records(f)) == 200
+
+
+def test_deflate_and_identity_bodies_within_the_limit() -> None:
+    import asyncio
+
+    from rootsift.server.body import BodyTooLarge, read_body
+
+    async def chunks(data: bytes) -> Any:
+        for i in range(0, len(data), 1000):
+            yield data[i : i + 1000]
+
+    payload = b"abc" * 10_000
+    assert asyncio.run(read_body(chunks(zlib.compress(payload)), "deflate", 1 << 20)) == payload
+    assert asyncio.run(read_body(chunks(payload), None, 1 << 20)) == payload
+    with pytest.raises(BodyTooLarge):
+        asyncio.run(read_body(chunks(payload), "identity", 1000))
+    with pytest.raises(BodyTooLarge):
+        asyncio.run(read_body(chunks(gzip.compress(payload)), "gzip", 1000))
