@@ -465,3 +465,68 @@ def test_deflate_and_identity_bodies_within_the_limit() -> None:
         asyncio.run(read_body(chunks(payload), "identity", 1000))
     with pytest.raises(BodyTooLarge):
         asyncio.run(read_body(chunks(gzip.compress(payload)), "gzip", 1000))
+
+
+def test_every_command_is_served_or_says_why() -> None:
+    """A command added to the CLI fails here until it has a route (automatic for a read
+    command) or a reason in NOT_SERVED; the OpenAPI document lists every route."""
+    from rootsift.cli import main
+    from rootsift.server.app import FIXED_PATHS
+    from rootsift.server.commands import NOT_SERVED, openapi, served_commands
+
+    assert set(NOT_SERVED) <= set(main.commands), "NOT_SERVED names a command that does not exist"
+    served = served_commands(main)
+    assert set(served) | set(NOT_SERVED) == set(main.commands)
+    doc = openapi(main, FIXED_PATHS)
+    for name in served:
+        route = doc["paths"][f"/api/{name}"]["post"]
+        assert route["summary"], f"{name} has no help to document its route"
+        props = route["requestBody"]["content"]["application/json"]["schema"]["properties"]
+        assert "data" not in props and "json" not in props
+    assert {"explain", "investigate", "compare", "query", "datasets", "schema"} <= set(served)
+
+
+def test_analyses_over_http_answer_the_cli_json(server: Server, tmp_path: Path) -> None:
+    rows = [
+        {
+            "timestamp": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z",
+            "endpoint": "/a" if i % 3 else "/b",
+            "duration_ms": 900.0 + i % 7 if i % 3 == 0 and i > 200 else 20.0 + i % 11,
+        }
+        for i in range(600)
+    ]
+    res = httpx.post(server.url + "/1/batch/api", json=[{"data": r} for r in rows], timeout=30)
+    assert res.status_code == 200
+    server.settled()
+    body = {"dataset": "api", "select": "duration_ms > 500"}
+    over_http = httpx.post(server.url + "/api/explain", json=body, timeout=60)
+    assert over_http.status_code == 200, over_http.text
+    cli = subprocess.run(
+        [sys.executable, "-m", "rootsift", "explain", "api", "--select", "duration_ms > 500", "--json"]
+        + ["--data", str(server.data)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ROOTSIFT_LOCK_WAIT": "5"},
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert over_http.json() == json.loads(cli.stdout)
+    assert over_http.json()["findings"][0]["value"] == "/b"
+
+    generic = httpx.post(
+        server.url + "/api/query", json={"dataset": "api", "calc": ["count"], "breakdown": ["endpoint"]}
+    )
+    assert sorted(map(tuple, generic.json()["rows"])) == [("/a", 400), ("/b", 200)]
+    cases = [
+        ("/api/investigate", {"dataset": "api", "report": "/tmp/x.html"}, 400, "not taken over HTTP"),
+        ("/api/explain", {"dataset": "api", "bogus": 1}, 400, "unknown option"),
+        ("/api/explain", {"dataset": "nope"}, 404, "nope"),
+        ("/api/explain", {"dataset": "api", "select": "duration_ms >"}, 400, "expected a value"),
+        ("/api/retention", {"dataset": "api", "keep": "1d"}, 404, "keys"),
+        ("/api/investigate", {"dataset": "api", "alpha": 7}, 400, "alpha"),
+    ]
+    for path, payload, status, needle in cases:
+        res = httpx.post(server.url + path, json=payload, timeout=60)
+        assert res.status_code == status, (path, payload, res.text)
+        assert needle in res.json()["error"]["message"], res.text
+    doc = httpx.get(server.url + "/api/openapi.json").json()
+    assert "/api/investigate" in doc["paths"] and "/v1/traces" in doc["paths"]

@@ -8,12 +8,14 @@ and any error nothing else caught in one line, with the JSON envelope under --js
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
 import functools
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -117,14 +119,37 @@ def os_message(exc: OSError) -> str:
     return f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
 
 
+_SERVED: contextvars.ContextVar[tuple[Any, Callable[[Any], None]] | None] = contextvars.ContextVar(
+    "rootsift_served", default=None
+)
+"""Set while the server runs a command: (the server's open store, where its JSON goes)."""
+
+
+@contextlib.contextmanager
+def served(rs: Any, sink: Callable[[Any], None]) -> Iterator[None]:
+    """Run commands inside this block on ``rs`` (the server's store, kept open) with their
+    ``--json`` output (or error envelope) handed to ``sink`` instead of stdout."""
+    token = _SERVED.set((rs, sink))
+    try:
+        yield
+    finally:
+        _SERVED.reset(token)
+
+
 def emit_json(data: Any) -> None:
+    shared = _SERVED.get()
+    if shared is not None:
+        shared[1](data)
+        return
     click.echo(json.dumps(data, default=str, ensure_ascii=False))
 
 
 def fail(exc: RootsiftError, as_json: bool) -> NoReturn:
     """Report an error (also as a JSON envelope with --json) and exit with its code."""
-    if as_json:
+    if as_json or _SERVED.get() is not None:
         emit_json({"error": {"type": type(exc).__name__, "message": str(exc)}})
+        if _SERVED.get() is not None:
+            sys.exit(exc.exit_code)
     from rich.markup import escape
 
     err.print(
@@ -192,6 +217,10 @@ def common(read_only: bool | Callable[[dict[str, Any]], bool]) -> Callable[[Call
             from rootsift.api import Rootsift, default_data_dir  # the store: not needed for --help
 
             try:
+                shared = _SERVED.get()
+                if shared is not None:  # run by the server, on its store
+                    func(shared[0], as_json=True, **kwargs)
+                    return
                 reads = read_only(kwargs) if callable(read_only) else read_only
                 with Rootsift(data_dir or default_data_dir(), read_only=reads and _exists(data_dir)) as rs:
                     func(rs, as_json=as_json, **kwargs)

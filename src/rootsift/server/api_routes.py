@@ -23,8 +23,22 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def _json(data: Any) -> Response:
-    return Response(json.dumps(data, default=str, ensure_ascii=False), media_type="application/json")
+SPEC_KEYS = {"calculations", "breakdowns", "filters", "granularity_seconds"}
+"""Keys that make a body of /api/query a query spec (docs/query.md) rather than options."""
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(json.dumps(data, default=str, ensure_ascii=False), status, media_type="application/json")
+
+
+async def _json_body(request: Request) -> dict[str, Any] | Response:
+    try:
+        data = json.loads(await request.body() or b"{}")
+    except ValueError as exc:
+        return error(400, "BadBody", f"the body is not JSON: {exc}")
+    if not isinstance(data, dict):
+        return error(400, "BadBody", "the body must be a JSON object")
+    return data
 
 
 def _failure(exc: RootsiftError) -> JSONResponse:
@@ -66,15 +80,31 @@ class ApiRoutes:
             return _failure(exc)
         return _json({"dataset": request.path_params["dataset"], "fields": fields})
 
-    async def query(self, request: Request) -> Response:
+    async def command(self, request: Request) -> Response:
+        """``POST /api/<command>``: a CLI command with its options as a JSON object."""
+        from rootsift.cli import main
+        from rootsift.server import commands
+
+        name = request.path_params["command"]
+        command = commands.served_commands(main).get(name)
+        if command is None:
+            why = commands.NOT_SERVED.get(name)
+            return error(404, "NoSuchRoute", f"{name}: not over HTTP ({why})" if why else f"no command {name!r}")
+        data = await _json_body(request)
+        if isinstance(data, Response):
+            return data
+        if name == "query" and SPEC_KEYS & set(data):
+            return await self.query_spec(data)
+        try:
+            args = commands.argv(command, data)
+        except commands.BadRequest as exc:
+            return error(400, "UsageError", str(exc))
+        status, result = await self._read(commands.run, command, args, self.rs)
+        return _json(result, status)
+
+    async def query_spec(self, data: dict[str, Any]) -> Response:
         from rootsift.query.spec import QuerySpec
 
-        try:
-            data = json.loads(await request.body())
-        except ValueError as exc:
-            return error(400, "BadBody", f"the body is not JSON: {exc}")
-        if not isinstance(data, dict):
-            return error(400, "QuerySpecError", "the query spec must be a JSON object")
         try:
             spec = QuerySpec.from_dict(data)
             result = await self._read(self.rs.query, spec)

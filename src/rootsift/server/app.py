@@ -20,6 +20,35 @@ from rootsift.server.body import MAX_BODY_BYTES
 from rootsift.server.ingest_routes import IngestRoutes
 from rootsift.server.wal import Wal
 
+FIXED_PATHS = {
+    "/v1/traces": {
+        "post": {
+            "summary": "OTLP/HTTP traces (protobuf or JSON, gzip)",
+            "responses": {"200": {"description": "ExportTraceServiceResponse"}},
+        }
+    },
+    "/v1/logs": {
+        "post": {"summary": "OTLP/HTTP logs", "responses": {"200": {"description": "ExportLogsServiceResponse"}}}
+    },
+    "/v1/metrics": {
+        "post": {"summary": "OTLP/HTTP metrics", "responses": {"200": {"description": "ExportMetricsServiceResponse"}}}
+    },
+    "/1/events/{dataset}": {
+        "post": {"summary": "Honeycomb events API: one event", "responses": {"200": {"description": "durable"}}}
+    },
+    "/1/batch/{dataset}": {
+        "post": {"summary": "Honeycomb batch API", "responses": {"200": {"description": "one status per item"}}}
+    },
+    "/api/datasets": {
+        "get": {"summary": "rootsift datasets --json", "responses": {"200": {"description": "datasets"}}}
+    },
+    "/api/schema/{dataset}": {
+        "get": {"summary": "rootsift schema DATASET --json", "responses": {"200": {"description": "fields"}}}
+    },
+    "/healthz": {"get": {"summary": "the log's backlog and counters", "responses": {"200": {"description": "ok"}}}},
+}
+"""Routes not made from a CLI command (docs/server.md); /api/<command> are added from the CLI."""
+
 
 @dataclass
 class ServerConfig:
@@ -59,6 +88,12 @@ def create_app(config: ServerConfig) -> Starlette:
             }
         )
 
+    async def openapi(request: Request) -> Response:
+        from rootsift.cli import main
+        from rootsift.server.commands import openapi as document
+
+        return JSONResponse(document(main, FIXED_PATHS))
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         applier.start()  # first moves what a previous run left in the log
@@ -77,7 +112,8 @@ def create_app(config: ServerConfig) -> Starlette:
         Route("/1/batch/{dataset}", ingest.honeycomb_batch, methods=["POST"]),
         Route("/api/datasets", api.datasets, methods=["GET"]),
         Route("/api/schema/{dataset}", api.schema, methods=["GET"]),
-        Route("/api/query", api.query, methods=["POST"]),
+        Route("/api/openapi.json", openapi, methods=["GET"]),
+        Route("/api/{command}", api.command, methods=["POST"]),
         Route("/healthz", health, methods=["GET"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
