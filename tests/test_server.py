@@ -530,3 +530,53 @@ def test_analyses_over_http_answer_the_cli_json(server: Server, tmp_path: Path) 
         assert needle in res.json()["error"]["message"], res.text
     doc = httpx.get(server.url + "/api/openapi.json").json()
     assert "/api/investigate" in doc["paths"] and "/v1/traces" in doc["paths"]
+
+
+def test_keys_401_without_403_for_another_dataset(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    cli = [sys.executable, "-m", "rootsift", "keys"]
+
+    def make(dataset: str, scope: str) -> str:
+        res = subprocess.run(
+            [*cli, "create", "--dataset", dataset, "--scope", scope, "--json", "--data", str(data)],
+            capture_output=True,
+            text=True,
+        )
+        assert res.returncode == 0, res.stderr
+        return str(json.loads(res.stdout)["token"])
+
+    ingest_shop, read_all = make("shop", "ingest"), make("*", "read")
+    stored = (data / ".server" / "keys.json").read_text()
+    assert ingest_shop not in stored and ingest_shop.split("_")[-1] not in stored  # only hashes
+    s = start(data, "--host", "0.0.0.0")  # allowed: keys exist
+    try:
+        event = [{"data": {"a": 1}}]
+        assert httpx.post(s.url + "/1/batch/shop", json=event).status_code == 401
+        wrong = httpx.post(s.url + "/1/batch/shop", json=event, headers={"X-Honeycomb-Team": "rs_00000000_nope"})
+        assert wrong.status_code == 401
+        other = httpx.post(s.url + "/1/batch/other", json=event, headers={"X-Honeycomb-Team": ingest_shop})
+        assert other.status_code == 403 and "shop" in other.json()["error"]["message"]
+        ok = httpx.post(s.url + "/1/batch/shop", json=event, headers={"X-Honeycomb-Team": ingest_shop})
+        assert ok.status_code == 200
+        # an ingest key does not read; a read key does, with the OTLP/HTTP header form too
+        assert (
+            httpx.get(s.url + "/api/schema/shop", headers={"Authorization": f"Bearer {ingest_shop}"}).status_code == 403
+        )
+        s.settled()
+        res = httpx.post(
+            s.url + "/api/query",
+            json={"dataset": "shop", "calc": ["count"]},
+            headers={"Authorization": f"Bearer {read_all}"},
+        )
+        assert res.status_code == 200 and res.json()["rows"] == [[1]]
+        assert (
+            httpx.post(s.otlp + "/v1/logs", content=b"", headers={"Content-Type": "application/json"}).status_code
+            == 401
+        )
+        revoke = subprocess.run([*cli, "revoke", read_all.split("_")[1], "--data", str(data)], capture_output=True)
+        assert revoke.returncode == 0
+        gone = httpx.post(s.url + "/api/datasets", json={}, headers={"Authorization": f"Bearer {read_all}"})
+        assert gone.status_code == 401  # revoked: refused at once, no restart
+        assert httpx.get(s.url + "/healthz").status_code == 200
+    finally:
+        assert stop(s) == 0

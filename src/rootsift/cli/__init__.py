@@ -13,13 +13,14 @@ helpers it reuses), never this package::
     judging.py    compare, canary
     scenarios.py  scenario, demo
     serve.py      serve (the HTTP server itself is rootsift.server)
+    keys.py       keys create|list|revoke (the server's API keys)
 """
 
 from __future__ import annotations
 
 import click
 
-from rootsift.cli import analyses, data, judging, query, scenarios, serve
+from rootsift.cli import analyses, data, judging, keys, query, scenarios, serve
 from rootsift.cli.common import Group
 
 __all__ = ["main"]
@@ -45,5 +46,6 @@ for command in (
     judging.compare,
     judging.canary,
     serve.serve,
+    keys.keys,
 ):
     main.add_command(command)

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 
 from rootsift.errors import DatasetNotFoundError, RootsiftError, UsageError
 from rootsift.server.ingest_routes import error
+from rootsift.server.keys import Keys, check
 
 if TYPE_CHECKING:
     from rootsift.api import Rootsift
@@ -52,9 +53,16 @@ class ApiRoutes:
     lets one process write a file or several read it). Reads take turns: a release must
     not detach a file another read is using."""
 
-    def __init__(self, rs: Rootsift, turn: threading.Lock) -> None:
+    def __init__(self, rs: Rootsift, turn: threading.Lock, keys: Keys) -> None:
         self.rs = rs
         self._turn = turn
+        self.keys = keys
+
+    def _denied(self, request: Request, dataset: Any) -> Response | None:
+        denied = check(self.keys, request.headers, dataset if isinstance(dataset, str) else None, "read")
+        if denied is None:
+            return None
+        return error(denied[0], "Unauthorized" if denied[0] == 401 else "Forbidden", denied[1])
 
     async def _read(self, fn: Callable[..., T], *args: Any) -> T:
         def run() -> T:
@@ -67,6 +75,8 @@ class ApiRoutes:
         return await run_in_threadpool(run)
 
     async def datasets(self, request: Request) -> Response:
+        if (denied := self._denied(request, None)) is not None:
+            return denied
         try:
             infos = await self._read(self.rs.datasets)
         except RootsiftError as exc:
@@ -74,6 +84,8 @@ class ApiRoutes:
         return _json({"datasets": [d.as_dict() for d in infos]})
 
     async def schema(self, request: Request) -> Response:
+        if (denied := self._denied(request, request.path_params["dataset"])) is not None:
+            return denied
         try:
             fields = await self._read(self.rs.schema, request.path_params["dataset"])
         except RootsiftError as exc:
@@ -93,6 +105,8 @@ class ApiRoutes:
         data = await _json_body(request)
         if isinstance(data, Response):
             return data
+        if (denied := self._denied(request, data.get("dataset"))) is not None:
+            return denied
         if name == "query" and SPEC_KEYS & set(data):
             return await self.query_spec(data)
         try:

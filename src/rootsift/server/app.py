@@ -18,6 +18,7 @@ from rootsift.server.api_routes import ApiRoutes
 from rootsift.server.applier import Applier
 from rootsift.server.body import MAX_BODY_BYTES
 from rootsift.server.ingest_routes import IngestRoutes
+from rootsift.server.keys import Keys
 from rootsift.server.wal import Wal
 
 FIXED_PATHS = {
@@ -73,7 +74,8 @@ def create_app(config: ServerConfig) -> Starlette:
     wal = Wal(config.data_dir / ".server" / "wal", max_queued=config.max_queued, max_backlog=config.max_backlog)
     turn = threading.Lock()  # reads and the releases of the store's files take turns
     applier = Applier(wal, rs, turn, every=config.apply_every)
-    ingest, api = IngestRoutes(wal, config.max_body), ApiRoutes(rs, turn)
+    keys = Keys(config.data_dir)
+    ingest, api = IngestRoutes(wal, keys, config.max_body), ApiRoutes(rs, turn, keys)
 
     async def health(request: Request) -> Response:
         return JSONResponse(

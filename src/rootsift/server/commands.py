@@ -21,6 +21,7 @@ NOT_SERVED = {
     "demo": "writes files and a store on the server's disk",
     "retention": "deletes events: needs keys, which are not built yet",
     "canary": "watches for minutes; run it from the command line",
+    "keys": "manages the keys themselves",
 }
 """Commands with no route, and why (a test fails for a command in neither list)."""
 

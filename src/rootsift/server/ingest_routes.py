@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from rootsift.errors import UsageError
 from rootsift.server import otlp
 from rootsift.server.body import MAX_BODY_BYTES, BadBody, BodyTooLarge, read_body
+from rootsift.server.keys import Keys, check
 from rootsift.server.wal import Overloaded, Wal
 from rootsift.store.base import check_dataset_name
 
@@ -47,6 +48,8 @@ async def guarded(call: Callable[[], Any]) -> Response:
     try:
         result: Response = await call()
         return result
+    except Denied as exc:
+        return error(exc.status, "Unauthorized" if exc.status == 401 else "Forbidden", str(exc))
     except BodyTooLarge as exc:
         return error(413, "BodyTooLarge", str(exc))
     except BadBody as exc:
@@ -58,12 +61,23 @@ async def guarded(call: Callable[[], Any]) -> Response:
         return error(status, "Overloaded", str(exc), {"Retry-After": str(exc.retry_after)})
 
 
+class Denied(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class IngestRoutes:
-    def __init__(self, wal: Wal, limit: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, wal: Wal, keys: Keys, limit: int = MAX_BODY_BYTES) -> None:
         from rootsift.server.otlp_metrics import Series
 
-        self.wal, self.limit = wal, limit
+        self.wal, self.keys, self.limit = wal, keys, limit
         self.series = Series()
+
+    def _allow(self, request: Request, dataset: str) -> None:
+        denied = check(self.keys, request.headers, dataset, "ingest")
+        if denied is not None:
+            raise Denied(*denied)
 
     async def otlp(self, request: Request) -> Response:
         signal = request.url.path.rsplit("/", 1)[-1]
@@ -72,6 +86,8 @@ class IngestRoutes:
     async def _otlp(self, request: Request, signal: str) -> Response:
         from rootsift.server import otlp_metrics, otlp_types
 
+        dataset = check_dataset_name(request.headers.get(DATASET_HEADER) or SIGNALS[signal])
+        self._allow(request, dataset)
         body = await _body(request, self.limit)
         message, response = otlp_types.messages(signal)
         otlp.decode(message, body, request.headers.get("content-type"))
@@ -79,7 +95,6 @@ class IngestRoutes:
             events, rejected, why = otlp_metrics.points(message, self.series)
         else:
             events, rejected, why = (otlp.spans if signal == "traces" else otlp.logs)(message)
-        dataset = check_dataset_name(request.headers.get(DATASET_HEADER) or SIGNALS[signal])
         if events:
             await self.wal.append(dataset, lines(events))
         if rejected:
@@ -101,6 +116,7 @@ class IngestRoutes:
 
     async def _honeycomb(self, request: Request, batch: bool) -> Response:
         dataset = check_dataset_name(request.path_params["dataset"])
+        self._allow(request, dataset)
         body = await _body(request, self.limit)
         try:
             data = json.loads(body)

@@ -28,10 +28,12 @@ def serve(config: ServerConfig, host: str, ports: list[int], log_level: str = "w
     lifespan writes the log and moves it into the store)."""
     import uvicorn
 
-    if not is_loopback(host):
+    from rootsift.server.keys import load
+
+    if not is_loopback(host) and not load(config.data_dir):
         raise UsageError(
-            f"--host {host}: serving beyond this machine needs keys, which are not built yet; "
-            "use --host 127.0.0.1 (and an SSH tunnel or a proxy with authentication)"
+            f"--host {host}: serving beyond this machine needs keys, and {config.data_dir} has none; "
+            "make one with `rootsift keys create --dataset NAME --scope ingest|read`, or use --host 127.0.0.1"
         )
     sockets = []
     for port in dict.fromkeys(ports):  # one server on every port: its signals, one lifespan
