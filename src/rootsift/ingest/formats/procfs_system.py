@@ -125,11 +125,11 @@ def stat(lines: Lines, base: Event) -> Iterator[Item]:
             if (index and not index.isdigit()) or len(numbers) > len(STAT_CPU):
                 yield _bad(n, f"stat {key!r} is not 'cpu' or 'cpuN' with up to {len(STAT_CPU)} times", line)
                 continue
-            times = {f"cpu_{c}_ms": v * 1000 // USER_HZ for c, v in zip(STAT_CPU, numbers)}
+            times: dict[str, object] = {f"cpu_{c}_ms": v * 1000 // USER_HZ for c, v in zip(STAT_CPU, numbers)}
             if index:
                 per_cpu.append((n, {**base, "cpu": int(index), **times}))
                 continue
-            fields: dict[str, object] = times
+            fields = times
         elif key in _STAT_TOTALS:
             fields = {_STAT_TOTALS[key]: numbers[0]}
         elif key in _STAT_PAIRS and len(numbers) == 2:
