@@ -12,13 +12,14 @@ helpers it reuses), never this package::
     analyses.py   explain, investigate (and run_in_process, for demo)
     judging.py    compare, canary
     scenarios.py  scenario, demo
+    collect.py    collect procfs
 """
 
 from __future__ import annotations
 
 import click
 
-from rootsift.cli import analyses, data, judging, query, scenarios
+from rootsift.cli import analyses, collect, data, judging, query, scenarios
 from rootsift.cli.common import Group
 
 __all__ = ["main"]
@@ -39,6 +40,7 @@ for command in (
     data.schema,
     query.query,
     data.retention,
+    collect.collect,
     analyses.explain,
     analyses.investigate,
     judging.compare,
