@@ -182,3 +182,18 @@ def test_a_stop_signal_commits_what_was_sampled(stop: signal.Signals, tmp_path: 
     assert summary["stopped_by"] == stop.name and summary["samples"] >= 2
     assert summary["stored_samples"] == summary["samples"] and summary["unstored_samples"] == 0
     assert rows(data, "hosts", None, "kind")[("meminfo",)] == summary["samples"]
+
+
+def test_a_second_ingest_into_a_dataset_at_its_field_limit_keeps_its_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by collect: the named time field was moved past the limit into _overflow, so a
+    second sample into a full dataset lost every line ("no time field")."""
+    monkeypatch.setenv("ROOTSIFT_MAX_FIELDS", "4")
+    src = tmp_path / "wide.jsonl"
+    src.write_text(json.dumps({"timestamp": "2024-01-01T00:00:00Z", "a": 1, "b": 2, "c": 3, "d": 4, "e": 5}) + "\n")
+    with Rootsift(tmp_path / "data") as rs:
+        for _ in range(2):
+            done = rs.ingest(src, "wide", format="jsonl", time_field="timestamp", time_format="rfc3339")
+            assert (done.events, done.rejects) == (1, 0)
+        assert rs.events("wide") == 2
