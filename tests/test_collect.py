@@ -196,4 +196,6 @@ def test_a_second_ingest_into_a_dataset_at_its_field_limit_keeps_its_time(
         for _ in range(2):
             done = rs.ingest(src, "wide", format="jsonl", time_field="timestamp", time_format="rfc3339")
             assert (done.events, done.rejects) == (1, 0)
-        assert rs.events("wide") == 2
+            done = rs.ingest(src, "auto")  # the time field detected
+            assert (done.events, done.rejects) == (1, 0)
+        assert rs.events("wide") == rs.events("auto") == 2
