@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from rootsift.ingest.formats.snapshot_paths import host_from_path, time_in_name
 
 FIXTURES = CORPORA / "procfs_fixtures" / "extracted" / "proc"
 READ_KINDS = {"meminfo", "slabinfo", "sockstat", "sockstat6", "tcp", "tcp6", "status"}
+READ_KINDS |= {"loadavg", "stat", "diskstats", "zoneinfo", "pressure/cpu", "pressure/io", "pressure/memory"}
 
 
 @pytest.mark.parametrize("case", golden_cases("procfs"), ids=lambda p: p.name)
@@ -71,6 +73,9 @@ def test_host_from_path(path: str, host: str | None) -> None:
 def test_kind_from_name_and_snake_case() -> None:
     kinds = ["meminfo_2020-01-02.10:15", "net_tcp6", "SLABINFO.txt", "sockstat6", "cgroups_x", "status", "stat"]
     assert [kind_from_name(n) for n in kinds] == ["meminfo", "tcp", "slabinfo", "sockstat", "cgroups", "status", None]
+    kinds = ["vmstat.1704103200", "h/loadavg", "diskstats", "zoneinfo_x", "/proc/pressure/memory", "pressure_io"]
+    assert [kind_from_name(n) for n in kinds] == ["vmstat", "loadavg", "diskstats", "zoneinfo", "pressure", "pressure"]
+    assert kind_from_name("/proc/1/stat") is None and kind_from_name("proc/memory") is None
     assert kind_from_name("web/udp6") == "unread"
     assert snake("Active(file)") == "active_file" and snake("NFS_Unstable") == "nfs_unstable"
     assert snake("VmHWM") == "vm_hwm" and snake("FDSize") == "fd_size" and snake("DirectMap1G") == "direct_map_1g"
@@ -125,7 +130,7 @@ def test_corpus_every_file() -> None:
     for path in files:
         events, rejects = parse("procfs", path.read_bytes(), source=str(path), mtime=0.0)
         check_items(events, rejects, path.read_bytes().count(b"\n") + 1)
-        if path.name in READ_KINDS:
+        if path.name in READ_KINDS or path.relative_to(FIXTURES).as_posix() in READ_KINDS:
             assert events and not rejects, (path, rejects[:3])
             kinds[path.relative_to(FIXTURES).as_posix()] = events
         else:
@@ -144,6 +149,19 @@ def test_corpus_every_file() -> None:
     status = kinds["26231/status"][0][1]
     assert (status["name"], status["pid"], status["vm_rss_bytes"]) == ("prometheus", 26231, 6716 * 1024)
     assert kinds["26235/status"][0][1]["threads"] == 51
+    load = kinds["loadavg"][0][1]
+    assert (load["load1"], load["load15"], load["procs_runnable"], load["procs_total"]) == (0.02, 0.05, 1, 497)
+    stat = kinds["stat"][0][1]
+    assert (stat["cpu_user_ms"], stat["ctxt"], stat["procs_blocked"], stat["cpus"]) == (3018540, 38014093, 1, 8)
+    assert [ev["cpu"] for _, ev in kinds["stat"][1:]] == list(range(8))
+    io = kinds["pressure/io"][0][1]
+    assert (io["resource"], io["some_avg300_pct"], io["full_total_ms"]) == ("io", 3.85, 0.025)
+    assert io["host"] == "extracted"  # the directory above proc/: pressure/ is part of the /proc layout
+    zones = {ev.get("zone"): ev for _, ev in kinds["zoneinfo"]}
+    assert set(zones) == {"DMA", "DMA32", "Normal", "Movable", "Device", None}
+    assert zones["DMA"]["free_pages"] == 3952 and zones[None]["nr_active_anon"] == 547580
+    disks = {ev["device"]: ev for _, ev in kinds["diskstats"]}
+    assert len(disks) == 52 and disks["ram0"]["reads_completed"] == 0
 
 
 def test_this_machines_meminfo() -> None:
@@ -184,10 +202,70 @@ def test_this_machines_slabinfo_and_sockstat() -> None:
     assert not rejects and len(events) == text.count("\n") - 2
 
 
+def copied(tmp_path: Path, name: str) -> tuple[Path, bytes]:
+    """A copy of this machine's /proc/NAME under tmp_path/proc (skips when it cannot be read)."""
+    try:
+        data = (Path("/proc") / name).read_bytes()
+    except OSError:
+        pytest.skip(f"/proc/{name} is not readable here")
+    path = tmp_path / "proc" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path, data
+
+
+def events_of(path: Path, data: bytes) -> list[dict[str, object]]:
+    events, rejects = parse("procfs", data, source=str(path), mtime=path.stat().st_mtime)
+    assert not rejects, rejects[:3]
+    return [ev for _, ev in events]
+
+
+def test_this_machines_system_counters(tmp_path: Path) -> None:
+    (load,) = events_of(*copied(tmp_path, "loadavg"))
+    assert load["kind"] == "loadavg" and isinstance(load["load1"], float)
+    assert 1 <= load["procs_runnable"] <= load["procs_total"]  # type: ignore[operator]
+    stat = events_of(*copied(tmp_path, "stat"))
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    assert abs(stat[0]["btime"] - (time.time() - uptime)) < 5  # type: ignore[operator]
+    assert stat[0]["cpus"] == len(stat) - 1 == os.sysconf("SC_NPROCESSORS_ONLN")
+    cpu_total = sum(v for k, v in stat[0].items() if k.startswith("cpu_") and isinstance(v, int))
+    assert 0.9 * uptime * 1000 < cpu_total / stat[0]["cpus"] < 1.1 * uptime * 1000  # type: ignore[operator]
+    (vm,) = events_of(*copied(tmp_path, "vmstat"))
+    (mem,) = events_of(*copied(tmp_path, "meminfo"))
+    page = os.sysconf("SC_PAGE_SIZE")
+    assert vm["nr_free_pages"] * page == pytest.approx(mem["mem_free_bytes"], rel=0.2)  # type: ignore[operator]
+    zones = events_of(*copied(tmp_path, "zoneinfo"))
+    free = sum(ev.get("free_pages", 0) for ev in zones)  # type: ignore[misc]
+    assert free == pytest.approx(vm["nr_free_pages"], rel=0.2)
+    disks = {ev["device"] for ev in events_of(*copied(tmp_path, "diskstats"))}
+    assert {p.name.replace("!", "/") for p in Path("/sys/block").iterdir()} <= disks
+
+
+def test_this_machines_pressure(tmp_path: Path) -> None:
+    if not Path("/proc/pressure").is_dir():
+        pytest.skip("this kernel has no /proc/pressure (CONFIG_PSI)")
+    for resource in ("cpu", "memory", "io"):
+        (ev,) = events_of(*copied(tmp_path, f"pressure/{resource}"))
+        assert ev["kind"] == "pressure" and ev["resource"] == resource and ev["host"] == tmp_path.name
+        assert all(0.0 <= ev[f"some_{s}_pct"] <= 100.0 for s in ("avg10", "avg60", "avg300"))  # type: ignore[operator]
+        assert isinstance(ev["some_total_ms"], float)
+    assert sniff(Path("/proc/pressure/memory").read_text().splitlines(), "memory") == "procfs"
+
+
+def test_fixed_samples_sniff_as_procfs() -> None:
+    for case in ("pressure_memory.txt", "stat_v2_6.txt", "diskstats_kernels.txt", "vmstat_short.txt"):
+        assert sniff((GOLDEN / "procfs" / case).read_text().splitlines(), "x") == "procfs", case
+    assert sniff(["0.02 0.04 0.05 1/497 11947"], "-") == "procfs"
+    assert sniff(["1 2 sda 3 4 5 6"], "-") != "procfs"  # one row of numbers is not sure enough
+
+
 @settings(max_examples=150, deadline=None)
 @given(
-    st.sampled_from(["meminfo", "slabinfo", "cgroups", "sockstat", "tcp6", "status", "x"]),
-    st.lists(st.text(alphabet=st.sampled_from("MemTotal:()kB 0123456789ABCDEF\t#slabinfo-version.2:")), max_size=30),
+    st.sampled_from(
+        ["meminfo", "slabinfo", "cgroups", "sockstat", "tcp6", "status", "x", "vmstat", "pressure/io", "loadavg"]
+        + ["stat", "diskstats", "zoneinfo"]
+    ),
+    st.lists(st.text(alphabet=st.sampled_from("MemTotal:()kB 0123456789ABCDEF\t#slabinfo-version.2:=/,")), max_size=30),
 )
 def test_any_input(name: str, lines: list[str]) -> None:
     text = "\n".join(lines)

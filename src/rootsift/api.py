@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rootsift.analysis.compare import Comparison, Metric
     from rootsift.analysis.explain import Explanation
     from rootsift.analysis.investigate import Investigation
+    from rootsift.ingest.collect import CollectSummary
     from rootsift.ingest.pipeline import IngestSummary, Progress
     from rootsift.query.engine import QueryOutput
 
@@ -116,6 +117,40 @@ class Rootsift:
         if count_field is not None:
             self.backend.set_count_field(dataset, count_field)
         return summary
+
+    def collect_procfs(
+        self,
+        dataset: str = "hosts",
+        *,
+        every: float = 60.0,
+        count: int | None = None,
+        proc: str | Path = "/proc",
+        files: list[str] | None = None,
+        host: str | None = None,
+        labels: dict[str, str] | None = None,
+        warn: Any = None,
+        stop: Any = None,
+    ) -> CollectSummary:
+        """Sample this machine's /proc into ``dataset`` every ``every`` seconds until ``count``
+        samples, ``stop`` (a threading.Event) or SIGTERM/SIGINT; see docs/collect.md.
+
+        ``files`` default to meminfo, slabinfo, vmstat, cgroups, pressure/* and loadavg;
+        every event has the procfs format's fields, ``host`` and ``labels``.
+        """
+        from rootsift.ingest.collect import DEFAULT_FILES, collect_procfs
+
+        return collect_procfs(
+            self.backend,
+            dataset,
+            every=every,
+            count=count,
+            root=proc,
+            files=files or DEFAULT_FILES,
+            host=host,
+            labels=labels,
+            warn=warn,
+            stop=stop,
+        )
 
     def datasets(self) -> list[DatasetInfo]:
         """Every dataset: events (weighted by sample rate), stored rows, time span, bytes on disk."""

@@ -14,13 +14,14 @@ helpers it reuses), never this package::
     scenarios.py  scenario, demo
     serve.py      serve (the HTTP server itself is rootsift.server)
     keys.py       keys create|list|revoke (the server's API keys)
+    collect.py    collect procfs
 """
 
 from __future__ import annotations
 
 import click
 
-from rootsift.cli import analyses, data, judging, keys, query, scenarios, serve
+from rootsift.cli import analyses, collect, data, judging, keys, query, scenarios, serve
 from rootsift.cli.common import Group
 
 __all__ = ["main"]
@@ -41,6 +42,7 @@ for command in (
     data.schema,
     query.query,
     data.retention,
+    collect.collect,
     analyses.explain,
     analyses.investigate,
     judging.compare,

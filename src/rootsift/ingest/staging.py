@@ -59,6 +59,9 @@ class Stager:
         self.time_format = time_format
         self.time: TimeSpec | None = None
         self.keys = KeyFitter(tuple(f.path) for f in self.fields.values() if f.path)
+        # the time field becomes the time column: never moved past the field limit into _overflow
+        # (a key detected as the time under another name than "timestamp" still can be)
+        self.keys.admit((time_field or TIME_COLUMN,))
         # empty keys and keys past the field limit, for the readers that see each object
         self._n = 0
 

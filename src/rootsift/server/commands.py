@@ -22,6 +22,7 @@ NOT_SERVED = {
     "retention": "deletes events: needs keys, which are not built yet",
     "canary": "watches for minutes; run it from the command line",
     "keys": "manages the keys themselves",
+    "collect": "samples the machine it runs on",
 }
 """Commands with no route, and why (a test fails for a command in neither list)."""
 

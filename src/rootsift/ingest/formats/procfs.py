@@ -1,9 +1,10 @@
-"""Linux /proc snapshots: meminfo, slabinfo, cgroups, net/sockstat, net/tcp and PID/status.
+"""Linux /proc snapshots: meminfo, slabinfo, cgroups, vmstat, pressure/*, loadavg, stat,
+diskstats, zoneinfo, net/sockstat, net/tcp and PID/status.
 
 One input file is one snapshot (``cat /proc/meminfo > meminfo_$(date +%Y-%m-%d.%H:%M)``).
 Which /proc file it is comes from its first line when that is distinctive, else from a
 word in its name; its time from the name (``snapshot_paths``), else the file's mtime. The
-readers of each kind live in ``procfs_keyed`` and ``procfs_tables``.
+readers of each kind live in ``procfs_keyed``, ``procfs_tables`` and ``procfs_system``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import PurePath
 from rootsift.ingest.formats import register
 from rootsift.ingest.formats.base import TIME_KEY, Event, Item, Lines, TextFormat
 from rootsift.ingest.formats.procfs_keyed import cgroups, meminfo, sockstat, status
+from rootsift.ingest.formats.procfs_system import diskstats, loadavg, pressure, stat, vmstat, zoneinfo
 from rootsift.ingest.formats.procfs_tables import slabinfo, tcp
 from rootsift.ingest.formats.snapshot_paths import host_from_path, time_from_path
 from rootsift.ingest.rejects import Reject
@@ -28,6 +30,12 @@ READERS: dict[str, Reader] = {
     "sockstat": sockstat,
     "tcp": tcp,
     "status": status,
+    "vmstat": vmstat,
+    "pressure": pressure,
+    "loadavg": loadavg,
+    "stat": stat,
+    "diskstats": diskstats,
+    "zoneinfo": zoneinfo,
 }
 _NAME_WORDS = {
     "meminfo": "meminfo",
@@ -38,21 +46,38 @@ _NAME_WORDS = {
     "tcp": "tcp",
     "tcp6": "tcp",
     "status": "status",
+    "vmstat": "vmstat",
+    "pressure": "pressure",
+    "loadavg": "loadavg",
+    "diskstats": "diskstats",
+    "zoneinfo": "zoneinfo",
 }
+"""File-name words that say the kind. Not ``stat``: /proc/PID/stat is another file; the
+system-wide stat is known by its first line."""
+PRESSURE_RESOURCES = ("cpu", "memory", "io", "irq")
+"""The resources of /proc/pressure, named by the file (``pressure/memory``)."""
 _UNREAD = frozenset({"udp", "udp6", "udplite", "udplite6", "raw", "raw6", "unix"})
 """/proc/net socket tables that look like net/tcp but are not read (their states differ)."""
 _WORDS = re.compile(r"[a-z0-9]+")
 _SOCKSTAT = re.compile(r"(?:sockets: used|(?:TCP|UDP|UDPLITE|RAW|FRAG)6?: inuse) ")
 _TCP_HEAD = re.compile(r"\s*sl\s+local_address\s+rem(?:ote)?_address\s+st\s")
+_PRESSURE_HEAD = re.compile(r"(?:some|full) avg10=\d")
+_LOADAVG = re.compile(r"\d+\.\d+ \d+\.\d+ \d+\.\d+ \d+/\d+ \d+")
+_STAT_HEAD = re.compile(r"cpu(?: +\d+){4,10}")
+_DISK_ROW = re.compile(r"\s*\d+\s+\d+\s+\S+(?:(?:\s+\d+){4}|(?:\s+\d+){11}|(?:\s+\d+){15}|(?:\s+\d+){17})")
+_ZONE_HEAD = re.compile(r"Node \d+, zone\s+\S+")
 
 
 def kind_from_name(source: str) -> str | None:
     """The kind named by a word of the file's name (``meminfo_2020-01-02.10:15`` → meminfo,
     ``net_tcp6`` → tcp), ``"unread"`` for socket tables not read, or None."""
-    words = _WORDS.findall(PurePath(source).name.lower())
+    path = PurePath(source)
+    words = _WORDS.findall(path.name.lower())
     for word in words:
         if word in _NAME_WORDS:
             return _NAME_WORDS[word]
+    if path.parent.name == "pressure" and path.name in PRESSURE_RESOURCES:
+        return "pressure"
     return "unread" if any(w in _UNREAD for w in words) else None
 
 
@@ -70,7 +95,26 @@ def kind_from_content(first: str) -> str | None:
         return "tcp"
     if first.startswith("Name:"):
         return "status"
+    if _PRESSURE_HEAD.match(first):
+        return "pressure"
+    if _LOADAVG.fullmatch(first):
+        return "loadavg"
+    if _STAT_HEAD.fullmatch(first):
+        return "stat"
+    if first.startswith("nr_free_pages "):
+        return "vmstat"
+    if _ZONE_HEAD.fullmatch(first):
+        return "zoneinfo"
+    if _DISK_ROW.fullmatch(first):
+        return "diskstats"
     return None
+
+
+def resource_from_name(source: str) -> str | None:
+    """The resource a pressure file is of: a word of its name (``pressure/memory`` →
+    memory, ``pressure_io_2024-01-01T10:00`` → io), or None."""
+    words = _WORDS.findall(PurePath(source).name.lower())
+    return next((w for w in words if w in PRESSURE_RESOURCES), None)
 
 
 @register
@@ -78,7 +122,10 @@ class ProcfsFormat(TextFormat):
     """Linux /proc snapshot files, one event per snapshot (per cache, per controller)."""
 
     name = "procfs"
-    summary = "Linux /proc snapshots: meminfo, slabinfo, cgroups, net/sockstat, net/tcp(6), PID/status"
+    summary = (
+        "Linux /proc snapshots: meminfo, slabinfo, cgroups, vmstat, pressure/*, loadavg, stat, diskstats, "
+        "zoneinfo, net/sockstat, net/tcp(6), PID/status"
+    )
     reads = ("host", "tz")
 
     @classmethod
@@ -87,6 +134,10 @@ class ProcfsFormat(TextFormat):
         kind = kind_from_content(first)
         if kind == "status":
             return 0.9 if any(ln.startswith(("State:", "Pid:", "VmRSS:")) for ln in lines[:20]) else 0.4
+        if kind == "diskstats":  # rows of numbers around a name: sure only when most rows are
+            rows = [ln for ln in lines[:50] if ln.strip()]
+            good = sum(bool(_DISK_ROW.fullmatch(ln)) for ln in rows)
+            return 0.9 if good > 1 and good >= 0.8 * len(rows) else 0.4
         if kind is not None:
             return 0.95
         return 0.3 if kind_from_name(name) not in (None, "unread") else 0.0
@@ -113,6 +164,8 @@ class ProcfsFormat(TextFormat):
         host = self.options.host or host_from_path(source)
         if host:
             base["host"] = host
+        if kind == "pressure" and (resource := resource_from_name(source)):
+            base["resource"] = resource
         yield from READERS[kind](itertools.chain(head, it), base)
 
     @staticmethod

@@ -32,7 +32,7 @@ _COMPACT = re.compile(
 )
 _EPOCH = re.compile(r"(?<!\d)1\d{9}(?!\d)")
 _DATE_DIR = re.compile(r"\d{4}-?\d{2}-?\d{2}(?!\d)")
-PROC_LAYOUT = frozenset({"proc", "net", "self", "thread-self", "task", ""})
+PROC_LAYOUT = frozenset({"proc", "net", "pressure", "self", "thread-self", "task", ""})
 """Directory names that are part of a /proc tree, never a host."""
 
 
