@@ -86,13 +86,15 @@ def test_a_box_dragged_on_the_heatmap_is_explained_and_its_permalink_reloads(
     browser.goto(f"{served.url}/?view=heatmap&dataset=api")
     browser.wait("document.querySelector('.heat-wrap canvas')")
     box = browser.eval(
-        "(() => { const r = document.querySelector('.heat-wrap canvas').getBoundingClientRect();"
-        " return {left: r.left, top: r.top, width: r.width, height: r.height}; })()"
+        "(() => { const c = document.querySelector('.heat-wrap canvas'); const r = c.getBoundingClientRect();"
+        " return {left: r.left, top: r.top, width: r.width, plot: JSON.parse(c.dataset.plot)}; })()"
     )
-    # the slow band: minutes 12-18 of 30, values well above the usual ~20 ms (the top of the plot)
-    left, width = box["left"] + 64 * box["width"] / 1100, box["width"] * (1 - 90 / 1100)
+    scale = box["width"] / box["plot"]["canvas"]  # CSS pixels per canvas pixel
+    left, width = box["left"] + box["plot"]["left"] * scale, box["plot"]["width"] * scale
+    top, height = box["top"] + box["plot"]["top"] * scale, box["plot"]["height"] * scale
+    # the slow band: minutes 12-18 of 30, values far above the usual ~20 ms (the plot's top half)
     x0, x1 = left + width * 12.3 / 30, left + width * 17.7 / 30
-    browser.drag(x0, box["top"] + 10, x1, box["top"] + box["height"] * 0.45)
+    browser.drag(x0, top + 2, x1, top + height * 0.4)
     browser.wait("document.querySelectorAll('.findings li').length > 0")
     first = browser.eval("document.querySelector('.findings li .what').textContent")
     assert 'host = "web-3"' in first

@@ -88,7 +88,9 @@ class Browser:
             if value:
                 return value
             if time.monotonic() > deadline:
-                text = self.eval("location.href + ' ' + document.readyState + ' ' + (document.body ? document.body.innerHTML.slice(0, 800) : '')")
+                text = self.eval(
+                    "location.href + ' ' + document.readyState + ' ' + (document.body ? document.body.innerHTML.slice(0, 800) : '')"
+                )
                 raise TimeoutError(f"waited {timeout} s for {expression}; errors: {self.errors}; page: {text}")
             time.sleep(0.1)
 

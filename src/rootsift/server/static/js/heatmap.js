@@ -42,6 +42,8 @@ export class Heatmap {
     container.append(wrap, this.legend());
     this.w = width - LEFT - RIGHT;
     this.h = height - TOP - BOTTOM;
+    // where the cells are, in canvas pixels (tests and tools that drive the page read it)
+    this.canvas.dataset.plot = JSON.stringify({ left: LEFT, top: TOP, width: this.w, height: this.h, canvas: width });
     this.draw();
     this.listen();
   }
