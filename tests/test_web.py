@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+
 from helpers.cdp import Browser, chromium
 from helpers.server import Server, start, stop
-
 from rootsift import Rootsift
 
 pytestmark = pytest.mark.skipif(chromium() is None, reason="no chromium (scripts/sources/install.sh installs it)")
