@@ -6,6 +6,7 @@ people look at the pictures)."""
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -17,6 +18,8 @@ from helpers.cdp import Browser, chromium
 from helpers.server import Server, start, stop
 from rootsift import Rootsift
 
+if chromium() is None and os.environ.get("ROOTSIFT_REQUIRE_SOURCES") == "1":  # scripts/test.sh: no skipping
+    raise RuntimeError("no chromium on PATH: scripts/sources/install.sh installs it")
 pytestmark = pytest.mark.skipif(chromium() is None, reason="no chromium (scripts/sources/install.sh installs it)")
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
