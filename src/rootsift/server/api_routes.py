@@ -32,6 +32,28 @@ def _json(data: Any, status: int = 200) -> Response:
     return Response(json.dumps(data, default=str, ensure_ascii=False), status, media_type="application/json")
 
 
+def _query_body(request: Request, command: Any) -> dict[str, Any]:
+    """``GET /api/<command>?dataset=api&select=...``: the same body from the query string
+    (a repeated key is a list; a flag is true unless ``false`` or ``0``), so a result's
+    JSON is a link."""
+    import click
+
+    from rootsift.server.commands import keys
+
+    flags = {k for p in command.params if isinstance(p, click.Option) and p.is_flag for k in keys(p)}
+    multiple = {k for p in command.params if getattr(p, "multiple", False) for k in keys(p)}
+    body: dict[str, Any] = {}
+    for key in dict.fromkeys(request.query_params.keys()):
+        values = request.query_params.getlist(key)
+        if key in flags:
+            body[key] = values[-1].lower() not in ("false", "0")
+        elif key in multiple:
+            body[key] = values
+        else:
+            body[key] = values[-1]
+    return body
+
+
 async def _json_body(request: Request) -> dict[str, Any] | Response:
     try:
         data = json.loads(await request.body() or b"{}")
@@ -102,7 +124,7 @@ class ApiRoutes:
         if command is None:
             why = commands.NOT_SERVED.get(name)
             return error(404, "NoSuchRoute", f"{name}: not over HTTP ({why})" if why else f"no command {name!r}")
-        data = await _json_body(request)
+        data = _query_body(request, command) if request.method == "GET" else await _json_body(request)
         if isinstance(data, Response):
             return data
         if (denied := self._denied(request, data.get("dataset"))) is not None:

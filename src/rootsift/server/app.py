@@ -11,8 +11,9 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from rootsift.server.api_routes import ApiRoutes
 from rootsift.server.applier import Applier
@@ -20,6 +21,9 @@ from rootsift.server.body import MAX_BODY_BYTES
 from rootsift.server.ingest_routes import IngestRoutes
 from rootsift.server.keys import Keys
 from rootsift.server.wal import Wal
+
+STATIC = Path(__file__).parent / "static"
+"""The web page (docs/web.md): bundled in the wheel, no network needed."""
 
 FIXED_PATHS = {
     "/v1/traces": {
@@ -90,6 +94,9 @@ def create_app(config: ServerConfig) -> Starlette:
             }
         )
 
+    async def page(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
     async def openapi(request: Request) -> Response:
         from rootsift.cli import main
         from rootsift.server.commands import openapi as document
@@ -115,7 +122,9 @@ def create_app(config: ServerConfig) -> Starlette:
         Route("/api/datasets", api.datasets, methods=["GET"]),
         Route("/api/schema/{dataset}", api.schema, methods=["GET"]),
         Route("/api/openapi.json", openapi, methods=["GET"]),
-        Route("/api/{command}", api.command, methods=["POST"]),
+        Route("/api/{command}", api.command, methods=["POST", "GET"]),
+        Route("/", page, methods=["GET"]),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         Route("/healthz", health, methods=["GET"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

@@ -1,0 +1,8 @@
+// Each view renders into `main` from the URL's state.
+import { compare } from "./views/compare.js";
+import { datasetsView } from "./views/datasets.js";
+import { heatmapView } from "./views/heatmap.js";
+import { investigate } from "./views/investigate.js";
+import { query } from "./views/query.js";
+
+export const views = { datasets: datasetsView, query, heatmap: heatmapView, investigate, compare };
