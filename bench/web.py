@@ -35,7 +35,6 @@ def main() -> None:
     from gen import cached_jsonl
     from helpers.cdp import Browser
     from helpers.server import start, stop
-
     from rootsift import Rootsift
 
     work = args.out / f"web-{args.n}"
