@@ -505,3 +505,44 @@ def test_keys_401_without_403_for_another_dataset(tmp_path: Path) -> None:
         assert httpx.get(s.url + "/healthz").status_code == 200
     finally:
         assert stop(s) == 0
+
+
+def test_collect_sends_to_the_server(server: Server, tmp_path: Path) -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "rootsift", "collect", "procfs", "--every", "0.2s", "--count", "2"]
+        + [
+            "--files",
+            "meminfo,loadavg",
+            "--to",
+            server.url,
+            "--dataset",
+            "hosts",
+            "--json",
+            "--data",
+            str(tmp_path / "local"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["stored_samples"] == 2 and summary["events"] > 0
+    server.settled()
+    got = server.query({"dataset": "hosts", "calc": ["count"], "breakdown": ["kind"]})
+    assert dict(map(tuple, got["rows"])) == {"meminfo": 2, "loadavg": 2}
+    stored = server.query({"dataset": "hosts", "calc": ["max(mem_total_bytes)"], "where": 'kind = "meminfo"'})
+    assert stored["rows"][0][0] > 0
+    # an unreachable server is retried like a busy store until stopped; then the samples are reported unsent
+    down = subprocess.Popen(
+        [sys.executable, "-m", "rootsift", "collect", "procfs", "--every", "0.2s", "--count", "1", "--files", "loadavg"]
+        + ["--to", "http://127.0.0.1:9", "--data", str(tmp_path / "local")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)
+    down.send_signal(signal.SIGTERM)
+    out, err = down.communicate(timeout=60)
+    assert down.returncode == 1
+    assert "retrying with backoff" in err and "Connection refused" in err and "Traceback" not in err

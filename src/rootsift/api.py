@@ -130,14 +130,18 @@ class Rootsift:
         labels: dict[str, str] | None = None,
         warn: Any = None,
         stop: Any = None,
+        to: str | None = None,
+        key: str | None = None,
     ) -> CollectSummary:
         """Sample this machine's /proc into ``dataset`` every ``every`` seconds until ``count``
         samples, ``stop`` (a threading.Event) or SIGTERM/SIGINT; see docs/collect.md.
 
         ``files`` default to meminfo, slabinfo, vmstat, cgroups, pressure/* and loadavg;
-        every event has the procfs format's fields, ``host`` and ``labels``.
+        every event has the procfs format's fields, ``host`` and ``labels``. With ``to`` (a
+        ``rootsift serve`` URL, and its ``key``) the samples are sent there instead.
         """
         from rootsift.ingest.collect import DEFAULT_FILES, collect_procfs
+        from rootsift.ingest.collect_send import Sender
 
         return collect_procfs(
             self.backend,
@@ -150,6 +154,7 @@ class Rootsift:
             labels=labels,
             warn=warn,
             stop=stop,
+            sender=Sender(to, dataset, key) if to else None,
         )
 
     def datasets(self) -> list[DatasetInfo]:

@@ -44,6 +44,10 @@ def collect() -> None:
     "also stat, diskstats, zoneinfo, net/sockstat, net/tcp).",
 )
 @click.option("--proc", "proc", default="/proc", show_default=True, help="The /proc to read (e.g. /host/proc).")
+@click.option(
+    "--to", "to", default=None, metavar="URL", help="Send to a rootsift serve at URL instead of --data's store."
+)
+@click.option("--key", envvar="ROOTSIFT_KEY", default=None, help="The server's ingest key (default: $ROOTSIFT_KEY).")
 @common(read_only=False)
 def procfs(
     rs: Rootsift,
@@ -55,6 +59,8 @@ def procfs(
     count: int | None,
     files: str | None,
     proc: str,
+    to: str | None,
+    key: str | None,
 ) -> None:
     """Sample /proc (meminfo, slabinfo, vmstat, cgroups, pressure, loadavg) every interval
     into a dataset, with the fields of the procfs format, labelled with the host.
@@ -71,7 +77,8 @@ def procfs(
 
     names = [f for f in files.split(",") if f.strip()] if files is not None else None
     if not as_json:
-        err.print(f"collecting {proc} every {every.total_seconds():g} s into {dataset}; Ctrl-C stops", highlight=False)
+        where = f"{dataset} at {to}" if to else dataset
+        err.print(f"collecting {proc} every {every.total_seconds():g} s into {where}; Ctrl-C stops", highlight=False)
     summary = rs.collect_procfs(
         dataset,
         every=every.total_seconds(),
@@ -81,6 +88,8 @@ def procfs(
         host=host,
         labels=parse_labels(labels),
         warn=warn,
+        to=to,
+        key=key,
     )
     if as_json:
         emit_json(summary.as_dict())

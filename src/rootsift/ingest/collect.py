@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rootsift.errors import StoreLockedError, UsageError
+from rootsift.ingest.collect_send import Sender, ServerBusy
 from rootsift.ingest.formats.base import FormatOptions, numbered_lines
 from rootsift.ingest.formats.procfs import ProcfsFormat
 from rootsift.ingest.pipeline import ingest_file
@@ -178,12 +179,15 @@ def collect_procfs(
     labels: dict[str, str] | None = None,
     warn: Warn | None = None,
     stop: threading.Event | None = None,
+    sender: Sender | None = None,
 ) -> CollectSummary:
     """Sample ``files`` of ``root`` every ``every`` seconds into ``dataset`` until ``count``
     samples are taken, ``stop`` is set, or SIGTERM/SIGINT arrives; return the summary.
 
     Every event carries ``host`` (default: this machine's name) and ``labels`` (the
     event's own value wins). A busy store is retried with backoff; see the module's doc.
+    With ``sender`` the samples go to a server (collect_send.py) instead of ``backend``,
+    which then only keeps the rejects log.
     """
     if not every > 0:
         raise UsageError(f"--every {every!r} must be a duration above 0 (e.g. 60s)")
@@ -208,20 +212,25 @@ def collect_procfs(
         stack.callback(log.close)
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=tmp_root)))
         stack.enter_context(_stopping_on_signals(stop, summary))
-        _loop(backend, dataset, sampler, summary, every, count, stop, tmp)
+
+        def store(pending: deque[list[bytes]]) -> None:
+            if sender is None:
+                _store(backend, dataset, pending, summary, tmp)
+            else:
+                _send(sender, pending, summary)
+
+        _loop(store, sampler, summary, every, count, stop)
     summary.seconds = time.monotonic() - started
     return summary
 
 
 def _loop(
-    backend: DuckDBBackend,
-    dataset: str,
+    store: Callable[[deque[list[bytes]]], None],
     sampler: Sampler,
     summary: CollectSummary,
     every: float,
     count: int | None,
     stop: threading.Event,
-    tmp: Path,
 ) -> None:
     """Take samples on a fixed schedule (missed ticks are skipped, not bunched) and store them."""
     pending: deque[list[bytes]] = deque()
@@ -242,11 +251,11 @@ def _loop(
         if pending and (now >= retry_at or stop.is_set()):
             try:
                 warned = bool(summary.warnings)
-                _store(backend, dataset, pending, summary, tmp)
+                store(pending)
                 retry_at, backoff = 0.0, RETRY_FIRST
                 for warning in summary.warnings if not warned else []:
                     sampler.warn(warning)
-            except StoreLockedError as exc:
+            except (StoreLockedError, ServerBusy) as exc:
                 summary.busy_retries += 1
                 if summary.busy_retries == 1:
                     sampler.warn(f"the store is busy, retrying with backoff: {exc}")
@@ -283,6 +292,15 @@ def _store(
     finally:
         backend.release(dataset)
         path.unlink(missing_ok=True)
+
+
+def _send(sender: Sender, pending: deque[list[bytes]], summary: CollectSummary) -> None:
+    """Post every pending sample in one request (durable on the server once it answers)."""
+    accepted, refused = sender.send(line for lines in pending for line in lines)
+    summary.events += accepted
+    summary.rejects += refused
+    summary.stored_samples += len(pending)
+    pending.clear()
 
 
 @contextlib.contextmanager
