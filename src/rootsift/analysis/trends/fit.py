@@ -1,0 +1,271 @@
+"""One series' trend: a robust slope and a significance that survives cycles, serial
+correlation and random walks.
+
+- **Cycles**: when the series spans at least three days (weeks) and is sampled at least
+  twice per day (week), the mean of each phase of the day (hour of the week) is removed
+  from the residuals of a first Theil–Sen line: a diurnal load or a nightly cron is not
+  a trend, and a 12 h snapshot taken at the same two hours every day stays unbiased.
+- **Slope**: Theil–Sen, the median of the pairwise slopes (``scipy.stats.theilslopes``
+  computes the same number; the pairs are formed once here because the Mann–Kendall
+  statistic reads their signs too).
+- **Significance**: Mann–Kendall with Hamed and Rao's (1998) variance correction (the
+  autocorrelations of the detrended ranks inflate the variance of S) holds when the noise
+  is stationary but serially correlated (a GC sawtooth, bursts). It does not hold when
+  the level itself wanders (a random walk looks like a trend to every stationary test):
+  so unless an augmented Dickey–Fuller test rejects a unit root at 1 %, the trend must
+  also pass a drift test on the first differences (Newey–West long-run variance), and
+  the p-value is the larger of the two (an intersection–union test, level ≤ each's).
+- **Line uncertainty**: the residual standard deviation and the inflation of the
+  variance by lag-1 autocorrelation, ``(1 + φ)/(1 − φ)``, for time to exhaustion.
+
+Assumptions: the trend is linear over the range (a leak that starts mid-range is fitted
+as a smaller slope over all of it), and samples are roughly evenly spaced.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats as sps
+
+Array = NDArray[np.float64]
+
+MIN_POINTS = 8
+"""Fewer points than this: no trend is claimed."""
+PERIODS_H = (("daily", 24.0), ("weekly", 168.0))
+MIN_CYCLES = 3
+MAX_PHASES = 24
+
+
+@dataclass
+class Fit:
+    """A series' trend: slope per hour, significance, and what the line's uncertainty needs."""
+
+    n: int
+    slope: float = 0.0
+    """Theil–Sen slope, in the series' unit per hour."""
+    intercept: float = 0.0
+    """The line's value at hour 0 of the series' clock (``t`` as given)."""
+    level: float = 0.0
+    """The series' median: the scale growth is relative to."""
+    p_value: float = 1.0
+    p_stationary: float = 1.0
+    """Mann–Kendall with the Hamed–Rao correction (stationary, autocorrelated noise)."""
+    p_drift: float = 1.0
+    """Drift of the first differences, Newey–West variance (a wandering level)."""
+    unit_root: bool = False
+    """The augmented Dickey–Fuller test could not reject a wandering level (random walk)."""
+    z: float = 0.0
+    """Mann–Kendall's corrected z: its sign is the trend's direction."""
+    t_mean: float = 0.0
+    t_first: float = 0.0
+    t_last: float = 0.0
+    sxx: float = 0.0
+    resid_sd: float = 0.0
+    inflation: float = 1.0
+    """Variance inflation of the line by the residuals' lag-1 autocorrelation."""
+    seasons: list[str] = field(default_factory=list)
+    """The cycles removed before testing (daily, weekly)."""
+
+    @property
+    def per_day(self) -> float:
+        return self.slope * 24.0
+
+    @property
+    def relative_per_day(self) -> float:
+        """Growth per day relative to the series' level (0.01 = 1 % of its level a day)."""
+        return self.per_day / abs(self.level) if self.level else (0.0 if self.slope == 0 else math.inf)
+
+    def at(self, t: float | Array) -> float | Array:
+        return self.intercept + self.slope * t
+
+
+def fit(t: Array, y: Array) -> Fit:
+    """The trend of ``y`` sampled at hours ``t`` (sorted; NaN values are left out)."""
+    t, y = np.asarray(t, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    keep = np.isfinite(t) & np.isfinite(y)
+    t, y = t[keep], y[keep]
+    n = int(t.size)
+    if n < MIN_POINTS or float(np.ptp(t)) <= 0:
+        return Fit(n, level=float(np.median(y)) if n else 0.0)
+    y_ds, seasons = deseasonalise(t, y)
+    i, j = _pairs(n)
+    dy, dt = y_ds[j] - y_ds[i], t[j] - t[i]
+    ok = dt > 0
+    slope = float(np.median(dy[ok] / dt[ok]))
+    intercept = float(np.median(y_ds - slope * t))
+    resid = y_ds - (intercept + slope * t)
+    p_mk, z = mann_kendall(np.sign(dy), resid)
+    tau = adf_tau(y_ds)
+    stationary = tau < adf_critical(n)
+    p_drift = 0.0 if stationary else drift_test(y)
+    phi = _lag1(resid)
+    t_mean = float(t.mean())
+    return Fit(
+        n=n,
+        slope=slope,
+        intercept=intercept,
+        level=float(np.median(y)),
+        p_value=max(p_mk, p_drift),
+        unit_root=not stationary,
+        p_stationary=p_mk,
+        p_drift=p_drift,
+        z=z,
+        t_mean=t_mean,
+        t_first=float(t[0]),
+        t_last=float(t[-1]),
+        sxx=float(((t - t_mean) ** 2).sum()),
+        resid_sd=float(resid.std(ddof=2)) if n > 2 else 0.0,
+        inflation=(1 + phi) / (1 - phi),
+        seasons=seasons,
+    )
+
+
+def deseasonalise(t: Array, y: Array) -> tuple[Array, list[str]]:
+    """``y`` less its daily phase means (up to 24 phases) and then its day-of-week means
+    (around a first Theil–Sen line), for each period the series covers at least
+    ``MIN_CYCLES`` times, sampled at least twice per period with at least three samples
+    in every phase; and the names of the cycles removed."""
+    span = float(t[-1] - t[0])
+    step = float(np.median(np.diff(t))) if t.size > 1 else span
+    out, removed = y.copy(), []
+    for name, period in PERIODS_H:
+        if span < MIN_CYCLES * period or step <= 0 or step > period / 2:
+            continue
+        per_day = max(2, round(24 / step)) if period <= 24 else 1
+        phases = int(min(MAX_PHASES, per_day)) * int(period // 24)  # weekly: one level per day of the week
+        resid = out - sen_slope(t, out) * t
+        phase = np.floor((np.mod(t, period) / period) * phases).astype(np.int64) % phases
+        counts = np.bincount(phase, minlength=phases)
+        if counts.min() < MIN_CYCLES:
+            continue
+        means = np.bincount(phase, weights=resid, minlength=phases) / counts
+        out = out - (means - means.mean())[phase]
+        removed.append(name)
+    return out, removed
+
+
+def mann_kendall(signs: Array, resid: Array) -> tuple[float, float]:
+    """(two-sided p, z) of the Mann–Kendall statistic S (the sum of the pairwise signs),
+    its variance corrected for ties and for serial correlation: the larger of Hamed and
+    Rao's (1998) factor from the significant autocorrelations of the detrended ranks and
+    the AR(1) factor of the residuals (never below the independent variance)."""
+    n = resid.size
+    s = float(signs.sum())
+    _, ties = np.unique(resid, return_counts=True)  # ties of the series are ties of S's pairs
+    var = (n * (n - 1) * (2 * n + 5) - float((ties * (ties - 1) * (2 * ties + 5)).sum())) / 18.0
+    var *= max(_hamed_rao(sps.rankdata(resid)), _ar1_factor(resid))
+    if var <= 0 or s == 0:
+        return 1.0, 0.0
+    z = (s - math.copysign(1.0, s)) / math.sqrt(var)
+    return float(2 * sps.norm.sf(abs(z))), float(z)
+
+
+def _hamed_rao(ranks: Array) -> float:
+    n = ranks.size
+    if n < 4:
+        return 1.0
+    acf = _acf(ranks)
+    k = np.arange(1, n)
+    bound = sps.norm.ppf(0.975) / math.sqrt(n)
+    rho = np.where(np.abs(acf[1:]) > bound, acf[1:], 0.0)
+    factor = 1 + 2 / (n * (n - 1) * (n - 2)) * float(((n - k) * (n - k - 1) * (n - k - 2) * rho).sum())
+    return max(1.0, factor)
+
+
+def _ar1_factor(resid: Array) -> float:
+    """The variance inflation of a sum over an AR(1) series, ``1 + 2 Σ (1 − k/n) φ^k``
+    (φ bias-corrected, ``_lag1``): Hamed–Rao alone keeps only the autocorrelations it
+    finds significant, and is liberal when φ is strong and the series short."""
+    n = resid.size
+    phi = _lag1(resid)
+    k = np.arange(1, n)
+    return float(1 + 2 * ((1 - k / n) * phi**k).sum())
+
+
+def drift_test(y: Array) -> float:
+    """Two-sided p that the first differences of ``y`` have mean zero: Student's t on
+    their mean, its variance the larger of the differences' variance and their Newey–West
+    long-run variance (Bartlett weights, bandwidth ⌊4 (m/100)^(2/9)⌋). For a random walk
+    this is the exact question (its differences are the steps); it is asked only of a
+    series that may have a unit root (``adf_tau``)."""
+    d = np.diff(y)
+    m = d.size
+    if m < 3:
+        return 1.0
+    mean = float(d.mean())
+    lags = int(4 * (m / 100) ** (2 / 9))
+    acov = _acov(d - mean, lags)
+    lrv = acov[0] + 2 * sum((1 - k / (lags + 1)) * acov[k] for k in range(1, lags + 1))
+    se = math.sqrt(max(lrv, acov[0] * m / (m - 1)) / m)
+    if se <= 0:
+        return 1.0 if mean == 0 else 0.0
+    return float(2 * sps.t.sf(abs(mean) / se, m - 1))
+
+
+def adf_tau(y: Array) -> float:
+    """The augmented Dickey–Fuller statistic with a constant and a trend: the t of γ in
+    Δy_t = α + βt + γ y_{t−1} + Σ δ_i Δy_{t−i} + e_t, with ⌊∛(n − 1)⌋ lagged differences."""
+    d = np.diff(y)
+    lags = int((y.size - 1) ** (1 / 3))
+    rows = d.size - lags
+    if rows < lags + 6:
+        return 0.0
+    target = d[lags:]
+    cols = [np.ones(rows), np.arange(rows, dtype=np.float64), y[lags:-1]]
+    cols += [d[lags - i : d.size - i] for i in range(1, lags + 1)]
+    x = np.column_stack(cols)
+    coef, _, rank, _ = np.linalg.lstsq(x, target, rcond=None)
+    if rank < x.shape[1]:
+        return 0.0
+    resid = target - x @ coef
+    s2 = float(resid @ resid) / max(1, rows - x.shape[1])
+    var = s2 * float(np.linalg.inv(x.T @ x)[2, 2])
+    return float(coef[2] / math.sqrt(var)) if var > 0 else (-math.inf if coef[2] < 0 else 0.0)
+
+
+def adf_critical(n: int) -> float:
+    """The 1 % critical value of ``adf_tau`` (MacKinnon 2010's response surface, constant
+    and trend): below it the series is taken as stationary around its trend."""
+    return -3.95877 - 9.0531 / n - 28.428 / n**2
+
+
+def _acov(x: Array, lags: int) -> list[float]:
+    m = x.size
+    return [float(np.dot(x[: m - k], x[k:]) / m) for k in range(lags + 1)]
+
+
+def _acf(x: Array) -> Array:
+    x = x - x.mean()
+    denom = float(np.dot(x, x))
+    if denom == 0:
+        return np.zeros(x.size)
+    full = np.correlate(x, x, mode="full")[x.size - 1 :]
+    return np.asarray(full / denom, dtype=np.float64)
+
+
+def _lag1(resid: Array) -> float:
+    """Lag-1 autocorrelation of the residuals, corrected for its small-sample bias
+    (+(1 + 3φ)/n, Kendall 1954) and kept within [0, 0.95]."""
+    x = resid - resid.mean()
+    denom = float(np.dot(x, x))
+    phi = float(np.dot(x[:-1], x[1:]) / denom) if denom > 0 else 0.0
+    return min(0.95, max(0.0, phi + (1 + 3 * phi) / x.size))
+
+
+def sen_slope(t: Array, y: Array) -> float:
+    """Theil–Sen: the median of the slopes between every pair of points."""
+    i, j = _pairs(t.size)
+    dt = t[j] - t[i]
+    ok = dt > 0
+    return float(np.median((y[j] - y[i])[ok] / dt[ok]))
+
+
+@lru_cache(maxsize=32)
+def _pairs(n: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    i, j = np.triu_indices(n, k=1)
+    return i, j
