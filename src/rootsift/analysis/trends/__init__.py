@@ -3,7 +3,7 @@
 One package, one module per job::
 
     series.py      the bucketed series per group, the groups' labels (one query each)
-    fit.py         one series' slope (Theil–Sen) and significance (cycles removed;
+    fitting.py     one series' slope (Theil–Sen) and significance (cycles removed;
                    Mann–Kendall, Hamed–Rao; a drift test when the level may wander)
     exhaustion.py  time until the trend reaches a limit, with an interval
     components.py  which part drives a total's trend
@@ -29,7 +29,7 @@ from rootsift.analysis.defaults import ALPHA
 from rootsift.analysis.frame import Frame
 from rootsift.analysis.trends import cohorts, components, series
 from rootsift.analysis.trends.exhaustion import time_to_limit
-from rootsift.analysis.trends.fit import Fit, fit
+from rootsift.analysis.trends.fitting import Fit, fit
 from rootsift.analysis.trends.result import Trends, exhaustion_numbers, trend_numbers
 from rootsift.errors import QuerySpecError
 from rootsift.query.spec import Calculation
@@ -147,10 +147,11 @@ def _default_parts(frame: Frame, total: str | None, calc: Calculation | None) ->
 
 
 def _flagged(fits: dict[Any, Fit], alpha: float) -> dict[Any, float]:
-    """The q-value of each group whose trend is significant at false discovery rate ``alpha``."""
+    """The q-value of each group whose trend is significant at false discovery rate
+    ``alpha`` and visible (``Fit.visible``: it moves the series by at least its noise)."""
     groups = list(fits)
     q = stats.q_values(np.array([fits[g].p_value for g in groups], dtype=np.float64))
-    return {g: float(qi) for g, qi in zip(groups, q, strict=True) if qi <= alpha}
+    return {g: float(qi) for g, qi in zip(groups, q, strict=True) if qi <= alpha and fits[g].visible}
 
 
 def _trend(name: str, group: Any, f: Fit, q: float) -> dict[str, Any]:
@@ -178,7 +179,9 @@ def _total_findings(
     found.sort(key=lambda f: -f["score"])
     result.findings += found
     if part_names:
-        ranked = components.shares(fits[total], {p: fits[p] for p in part_names}, list(flagged[total]))
+        given = {p: fits[p] for p in part_names}
+        consumers = _field(total) in components.DEFAULT_PARTS or components.consume(fits[total], given)
+        ranked = components.shares(fits[total], given, list(flagged[total]), consumers)
         for c in ranked:
             result.findings.append({"kind": "component", "of": _field(total), "score": c["share"], **c})
 
@@ -291,7 +294,8 @@ def _chart(
     y = s.values[total]
     return {
         "series": worst,
-        "field": total,
+        "field": _field(total),
+        "measure": total,
         "hours": [float(h) for h in s.t],
         "values": [float(v) for v in y],
         "fitted": [float(f.at(h)) for h in s.t],

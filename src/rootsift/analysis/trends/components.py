@@ -1,8 +1,10 @@
 """Which part of a total drives its trend: each part's share of the total's slope.
 
 Parts are either pieces of the total (used memory = anonymous + slab + …) or consumers
-of it (available memory falls as they grow); which, is read from the sign of their
-summed slope against the total's. A part's share is the sum of its slopes over the
+of it (available memory falls as they grow). The default parts of a total say which
+(MemAvailable's are consumers); for parts given by hand, parts whose levels add up to
+more than the total cannot be its pieces and are taken as consumers, else as pieces
+(the finding's ``relation`` says which was assumed). A part's share is the sum of its slopes over the
 groups that trend (all groups when none does) over the sum of the total's slopes there,
 signed so that a part growing with the trend has a positive share: the part that drives
 it ranks first, a part that only moves the other way (page cache giving memory back)
@@ -17,7 +19,7 @@ from typing import Any
 
 from scipy import stats as sps
 
-from rootsift.analysis.trends.fit import Fit
+from rootsift.analysis.trends.fitting import Fit
 
 DEFAULT_PARTS = {
     "mem_available_bytes": (
@@ -38,12 +40,20 @@ kernel's categories: unreclaimable and reclaimable slab, anonymous memory, page 
 shared memory, kernel stacks, page tables, per-CPU and vmalloc areas)."""
 
 
-def shares(total: dict[Any, Fit], parts: dict[str, dict[Any, Fit]], trending: list[Any]) -> list[dict[str, Any]]:
+def consume(total: dict[Any, Fit], parts: dict[str, dict[Any, Fit]]) -> bool:
+    """Whether hand-given parts consume the total: their levels add up to more than it."""
+    groups = list(total)
+    whole = sum(abs(total[g].level) for g in groups)
+    summed = sum(abs(f[g].level) for f in parts.values() for g in groups if g in f)
+    return summed > 1.05 * whole
+
+
+def shares(
+    total: dict[Any, Fit], parts: dict[str, dict[Any, Fit]], trending: list[Any], consumers: bool
+) -> list[dict[str, Any]]:
     """One entry per part, ranked by share of the total's trend (largest first)."""
     groups = trending or list(total)
     total_slope = sum(total[g].slope for g in groups if g in total)
-    summed = sum(f[g].slope for f in parts.values() for g in groups if g in f)
-    consumers = total_slope * summed < 0
     direction = -1.0 if consumers else 1.0
     out = []
     for name, fits in parts.items():

@@ -20,7 +20,7 @@ from typing import Any
 
 from scipy import stats as sps
 
-from rootsift.analysis.trends.fit import Fit
+from rootsift.analysis.trends.fitting import Fit
 
 LEVEL = 0.95
 

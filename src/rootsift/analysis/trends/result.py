@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rootsift.analysis.trends.exhaustion import Exhaustion
-from rootsift.analysis.trends.fit import Fit
+from rootsift.analysis.trends.fitting import Fit
 
 
 @dataclass
@@ -44,6 +44,8 @@ def trend_numbers(f: Fit) -> dict[str, Any]:
         "slope_per_day": f.per_day,
         "relative_per_day": f.relative_per_day,
         "level": f.level,
+        "change": f.change,
+        "noise": f.resid_sd,
         "points": f.n,
         "p_value": f.p_value,
         "p_stationary": f.p_stationary,

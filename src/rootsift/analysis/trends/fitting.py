@@ -2,8 +2,8 @@
 correlation and random walks.
 
 - **Cycles**: when the series spans at least three days (weeks) and is sampled at least
-  twice per day (week), the mean of each phase of the day (hour of the week) is removed
-  from the residuals of a first Theil–Sen line: a diurnal load or a nightly cron is not
+  twice per day (week), and its phases differ (ANOVA's F at 1 %), the mean of each phase
+  of the day (day of the week) is removed from the residuals of a first Theil–Sen line: a diurnal load or a nightly cron is not
   a trend, and a 12 h snapshot taken at the same two hours every day stays unbiased.
 - **Slope**: Theil–Sen, the median of the pairwise slopes (``scipy.stats.theilslopes``
   computes the same number; the pairs are formed once here because the Mann–Kendall
@@ -37,7 +37,11 @@ Array = NDArray[np.float64]
 MIN_POINTS = 8
 """Fewer points than this: no trend is claimed."""
 PERIODS_H = (("daily", 24.0), ("weekly", 168.0))
+MIN_CHANGE = 1.0
+"""A trend must move its line by this many residual standard deviations over the range."""
 MIN_CYCLES = 3
+CYCLE_LEVEL = 0.01
+"""A daily or weekly cycle is removed when its phases differ at this level."""
 MAX_PHASES = 24
 
 
@@ -79,6 +83,22 @@ class Fit:
     def relative_per_day(self) -> float:
         """Growth per day relative to the series' level (0.01 = 1 % of its level a day)."""
         return self.per_day / abs(self.level) if self.level else (0.0 if self.slope == 0 else math.inf)
+
+    @property
+    def change(self) -> float:
+        """How far the line moves over the range, in the series' unit."""
+        return self.slope * (self.t_last - self.t_first)
+
+    @property
+    def visible(self) -> bool:
+        """The line moves by at least the noise around it over the range (``MIN_CHANGE``
+        residual deviations): a slope smaller than that is not called a trend, however
+        many points make it significant (a 0.3 % wobble over a month is no leak)."""
+        return abs(self.change) >= MIN_CHANGE * self.resid_sd and self.slope != 0
+
+    def trending(self, alpha: float) -> bool:
+        """Significant at ``alpha`` and visible."""
+        return self.p_value <= alpha and self.visible
 
     def at(self, t: float | Array) -> float | Array:
         return self.intercept + self.slope * t
@@ -144,9 +164,27 @@ def deseasonalise(t: Array, y: Array) -> tuple[Array, list[str]]:
         if counts.min() < MIN_CYCLES:
             continue
         means = np.bincount(phase, weights=resid, minlength=phases) / counts
+        if not _cycle_is_there(resid, means, counts, phase):
+            continue
         out = out - (means - means.mean())[phase]
         removed.append(name)
     return out, removed
+
+
+def _cycle_is_there(resid: Array, means: Array, counts: NDArray[np.int64], phase: NDArray[np.int64]) -> bool:
+    """The phase means differ (one-way ANOVA's F at ``CYCLE_LEVEL``, the within-phase
+    variance inflated by the noise's autocorrelation, as if each mean held correlated
+    neighbours, which is conservative for daily phases): removing the means
+    of a cycle that is not there takes the slow part of autocorrelated noise with it, and
+    the noise left looks less correlated than it is."""
+    k, n = means.size, resid.size
+    grand = float(resid.mean())
+    between = float((counts * (means - grand) ** 2).sum()) / (k - 1)
+    rest = resid - means[phase]
+    within = float((rest**2).sum()) / max(1, n - k) * _ar1_factor(rest)  # a phase's mean holds correlated points
+    if within <= 0:
+        return between > 0
+    return bool(sps.f.sf(between / within, k - 1, n - k) <= CYCLE_LEVEL)
 
 
 def mann_kendall(signs: Array, resid: Array) -> tuple[float, float]:
@@ -158,11 +196,15 @@ def mann_kendall(signs: Array, resid: Array) -> tuple[float, float]:
     s = float(signs.sum())
     _, ties = np.unique(resid, return_counts=True)  # ties of the series are ties of S's pairs
     var = (n * (n - 1) * (2 * n + 5) - float((ties * (ties - 1) * (2 * ties + 5)).sum())) / 18.0
-    var *= max(_hamed_rao(sps.rankdata(resid)), _ar1_factor(resid))
+    factor = max(_hamed_rao(sps.rankdata(resid)), _ar1_factor(resid))
+    var *= factor
     if var <= 0 or s == 0:
         return 1.0, 0.0
     z = (s - math.copysign(1.0, s)) / math.sqrt(var)
-    return float(2 * sps.norm.sf(abs(z))), float(z)
+    # z against Student's t on the effective number of points: strongly correlated noise
+    # leaves few independent ones, and the variance's own estimate is then uncertain
+    df = max(2.0, n / factor - 2)
+    return float(2 * sps.t.sf(abs(z), df)), float(z)
 
 
 def _hamed_rao(ranks: Array) -> float:
@@ -250,11 +292,11 @@ def _acf(x: Array) -> Array:
 
 def _lag1(resid: Array) -> float:
     """Lag-1 autocorrelation of the residuals, corrected for its small-sample bias
-    (+(1 + 3φ)/n, Kendall 1954) and kept within [0, 0.95]."""
+    (+(2 + 4φ)/n for the residuals of a fitted line; Kendall's (1 + 3φ)/n is for a known mean) and kept within [0, 0.95]."""
     x = resid - resid.mean()
     denom = float(np.dot(x, x))
     phi = float(np.dot(x[:-1], x[1:]) / denom) if denom > 0 else 0.0
-    return min(0.95, max(0.0, phi + (1 + 3 * phi) / x.size))
+    return min(0.95, max(0.0, phi + (2 + 4 * phi) / x.size))
 
 
 def sen_slope(t: Array, y: Array) -> float:
