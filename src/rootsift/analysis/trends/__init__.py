@@ -4,7 +4,7 @@ One package, one module per job::
 
     series.py      the bucketed series per group, the groups' labels (one query each)
     fitting.py     one series' slope (Theil–Sen) and significance (cycles removed;
-                   Mann–Kendall, Hamed–Rao; a drift test when the level may wander)
+                   Mann–Kendall on block means; a drift test when the level may wander)
     exhaustion.py  time until the trend reaches a limit, with an interval
     components.py  which part drives a total's trend
     cohorts.py     which label value separates the trending groups from the rest
