@@ -252,3 +252,17 @@ def test_terminal_output_draws_the_worst_series(fleet_data: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "kernel = 5.0" in result.output
     assert "═" in result.output and "• samples, ─ trend" in result.output
+
+
+@pytest.mark.parametrize("n", [4, 8, 12, 15])
+def test_exact_kendall_matches_scipy(n: int) -> None:
+    """The block test's exact p (Mahonian counts) is scipy's exact Kendall tau p."""
+    from rootsift.analysis.trends.fitting import _kendall_exact, _pairs
+
+    rng = np.random.default_rng(n)
+    for _ in range(10):
+        x = rng.normal(size=n)
+        i, j = _pairs(n)
+        s = int(np.sign(x[j] - x[i]).sum())
+        expected = sps.kendalltau(np.arange(n), x, method="exact").pvalue
+        assert (_kendall_exact(n, abs(s)) if s else 1.0) == pytest.approx(expected, abs=1e-12)

@@ -63,10 +63,7 @@ def _numbers(f: dict[str, Any]) -> str:
     if kind == "component":
         return f"{f['share'] * 100:+.0f} % of the trend, {amount(f['slope_per_day'], f['field'])}/day"
     if kind == "cohort":
-        return (
-            f"{f['trending_with_value']}/{f['trending']} trending vs "
-            f"{f['others_with_value']}/{f['others']} others"
-        )
+        return f"{f['trending_with_value']}/{f['trending']} trending vs {f['others_with_value']}/{f['others']} others"
     low, high = f["interval_days"]
     if f["status"] == "reached":
         return "reached"

@@ -36,11 +36,11 @@ def separating(labels: dict[Any, dict[str, Any]], trending: set[Any]) -> list[di
             tested.append({"field": name, "value": value, "a": a, "b": b})
     if not tested:
         return []
-    a = np.array([t["a"] for t in tested], dtype=np.float64)
-    b = np.array([t["b"] for t in tested], dtype=np.float64)
-    p = stats.share_test(a, b, float(len(sel)), float(len(base)))
+    with_a = np.array([t["a"] for t in tested], dtype=np.float64)
+    with_b = np.array([t["b"] for t in tested], dtype=np.float64)
+    p = stats.share_test(with_a, with_b, float(len(sel)), float(len(base)))
     q = stats.q_values(p)
-    diff, score = stats.share_score(a / len(sel), b / len(base), float(len(sel)), float(len(base)))
+    diff, score = stats.share_score(with_a / len(sel), with_b / len(base), float(len(sel)), float(len(base)))
     best: dict[str, dict[str, Any]] = {}
     for t, pi, qi, d, s in zip(tested, p, q, diff, score, strict=True):
         if d <= 0:

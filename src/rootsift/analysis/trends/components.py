@@ -55,7 +55,7 @@ def shares(
     groups = trending or list(total)
     total_slope = sum(total[g].slope for g in groups if g in total)
     direction = -1.0 if consumers else 1.0
-    out = []
+    out: list[dict[str, Any]] = []
     for name, fits in parts.items():
         own = [fits[g] for g in groups if g in fits and fits[g].n]
         if not own or total_slope == 0:

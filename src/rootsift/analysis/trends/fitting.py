@@ -35,6 +35,7 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import special
 from scipy import stats as sps
 
 Array = NDArray[np.float64]
@@ -118,8 +119,9 @@ def fit(t: Array, y: Array) -> Fit:
     n = int(t.size)
     if n < MIN_POINTS or float(np.ptp(t)) <= 0:
         return Fit(n, level=float(np.median(y)) if n else 0.0)
-    y_ds, seasons = deseasonalise(t, y)
-    slope = sen_slope(t, y_ds)
+    first = sen_slope(t, y)
+    y_ds, seasons = deseasonalise(t, y, first)
+    slope = sen_slope(t, y_ds) if seasons else first
     intercept = float(np.median(y_ds - slope * t))
     resid = y_ds - (intercept + slope * t)
     p_mk, z = block_mann_kendall(y_ds)
@@ -148,11 +150,13 @@ def fit(t: Array, y: Array) -> Fit:
     )
 
 
-def deseasonalise(t: Array, y: Array) -> tuple[Array, list[str]]:
+def deseasonalise(t: Array, y: Array, slope: float | None = None) -> tuple[Array, list[str]]:
     """``y`` less its daily phase means (up to 24 phases) and then its day-of-week means
     (around a first Theil–Sen line), for each period the series covers at least
     ``MIN_CYCLES`` times, sampled at least twice per period with at least three samples
-    in every phase; and the names of the cycles removed."""
+    in every phase; and the names of the cycles removed. ``slope``: the first line's, when
+    known (a cycle's removal leaves a straight line's slope as it was)."""
+    slope = sen_slope(t, y) if slope is None else slope
     span = float(t[-1] - t[0])
     step = float(np.median(np.diff(t))) if t.size > 1 else span
     out, removed = y.copy(), []
@@ -161,7 +165,7 @@ def deseasonalise(t: Array, y: Array) -> tuple[Array, list[str]]:
             continue
         per_day = max(2, round(24 / step)) if period <= 24 else 1
         phases = int(min(MAX_PHASES, per_day)) * int(period // 24)  # weekly: one level per day of the week
-        resid = out - sen_slope(t, out) * t
+        resid = out - slope * t
         phase = np.floor((np.mod(t, period) / period) * phases).astype(np.int64) % phases
         counts = np.bincount(phase, minlength=phases)
         if counts.min() < MIN_CYCLES:
@@ -187,7 +191,7 @@ def _cycle_is_there(resid: Array, means: Array, counts: NDArray[np.int64], phase
     within = float((rest**2).sum()) / max(1, n - k) * _ar1_factor(rest)  # a phase's mean holds correlated points
     if within <= 0:
         return between > 0
-    return bool(sps.f.sf(between / within, k - 1, n - k) <= CYCLE_LEVEL)
+    return bool(special.fdtrc(k - 1, n - k, between / within) <= CYCLE_LEVEL)
 
 
 def block_mann_kendall(y: Array) -> tuple[float, float]:
@@ -202,11 +206,38 @@ def block_mann_kendall(y: Array) -> tuple[float, float]:
     k = blocks(y.size)
     edges = np.linspace(0, y.size, k + 1).astype(np.int64)
     means = np.array([y[a:b].mean() for a, b in zip(edges[:-1], edges[1:], strict=True)])
-    tau = sps.kendalltau(np.arange(k), means)  # exact for a few blocks without ties
-    if not np.isfinite(tau.statistic) or tau.statistic == 0:
+    i, j = _pairs(k)
+    signs = np.sign(means[j] - means[i])
+    score = int(signs.sum())
+    if score == 0:
         return 1.0, 0.0
-    p = float(tau.pvalue)
-    return p, math.copysign(float(sps.norm.isf(max(p, 1e-300) / 2)), float(tau.statistic))
+    if (signs == 0).any():  # ties among the block means (a flat series): scipy's tie-corrected test
+        p = float(sps.kendalltau(np.arange(k), means).pvalue)
+    else:
+        p = _kendall_exact(k, abs(score))
+    return p, math.copysign(float(special.ndtri(1 - max(p, 1e-300) / 2)), score)
+
+
+@lru_cache(maxsize=32)
+def _inversions(n: int) -> tuple[int, ...]:
+    """How many orderings of n distinct values have each number of inversions (Mahonian numbers)."""
+    counts = [1]
+    for m in range(2, n + 1):
+        grown = [0] * (len(counts) + m - 1)
+        for inv, c in enumerate(counts):
+            for extra in range(m):
+                grown[inv + extra] += c
+        counts = grown
+    return tuple(counts)
+
+
+def _kendall_exact(n: int, score: int) -> float:
+    """Two-sided p of Kendall's S (concordant less discordant pairs) at least ``score`` in
+    size, ``n`` distinct values in random order: S = n(n − 1)/2 − 2 · inversions."""
+    counts = _inversions(n)
+    pairs = n * (n - 1) // 2
+    tail = sum(c for inv, c in enumerate(counts) if pairs - 2 * inv >= score)
+    return min(1.0, 2 * tail / math.factorial(n))
 
 
 def blocks(n: int) -> int:
@@ -242,7 +273,7 @@ def drift_test(y: Array) -> float:
     se = math.sqrt(max(lrv, acov[0] * m / (m - 1)) / m)
     if se <= 0:
         return 1.0 if mean == 0 else 0.0
-    return float(2 * sps.t.sf(abs(mean) / se, m - 1))
+    return float(2 * special.stdtr(m - 1, -abs(mean) / se))
 
 
 def adf_tau(y: Array) -> float:

@@ -22,9 +22,7 @@ from rootsift.store.base import TIME_COLUMN
 from rootsift.store.sqltext import ident
 
 MAX_POINTS = 240
-BUCKETS = tuple(
-    timedelta(minutes=m) for m in (1, 5, 10, 15, 30, 60, 120, 180, 240, 360, 480, 720, 1440, 2880, 10080)
-)
+BUCKETS = tuple(timedelta(minutes=m) for m in (1, 5, 10, 15, 30, 60, 120, 180, 240, 360, 480, 720, 1440, 2880, 10080))
 NUMERIC = ("DOUBLE", "BIGINT")
 SQL_OF = {"avg": "avg", "min": "min", "max": "max", "sum": "sum", "count": "count"}
 
@@ -58,7 +56,9 @@ def check_fields(frame: Frame, names: list[str], flag: str) -> None:
         if info is None:
             close = difflib.get_close_matches(name, list(frame.fields), n=3)
             hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
-            raise UnknownFieldError(name, close) if not flag else QuerySpecError(f"{flag}: unknown field {name!r}{hint}")
+            if not flag:
+                raise UnknownFieldError(name, close)
+            raise QuerySpecError(f"{flag}: unknown field {name!r}{hint}")
         if info.type not in NUMERIC:
             raise QuerySpecError(f"{flag} {name!r} holds {info.type.lower()} values, not numbers")
 
