@@ -211,10 +211,8 @@ def block_mann_kendall(y: Array) -> tuple[float, float]:
     score = int(signs.sum())
     if score == 0:
         return 1.0, 0.0
-    if (signs == 0).any():  # ties among the block means (a flat series): scipy's tie-corrected test
-        p = float(sps.kendalltau(np.arange(k), means).pvalue)
-    else:
-        p = _kendall_exact(k, abs(score))
+    tied = bool((signs == 0).any())  # ties among the block means (a flat series): scipy's tie-corrected test
+    p = float(sps.kendalltau(np.arange(k), means).pvalue) if tied else _kendall_exact(k, abs(score))
     return p, math.copysign(float(special.ndtri(1 - max(p, 1e-300) / 2)), score)
 
 
