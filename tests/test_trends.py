@@ -5,6 +5,7 @@ end to end on a small fleet (the leaking part, the separating label, the limit).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -266,3 +267,21 @@ def test_exact_kendall_matches_scipy(n: int) -> None:
         s = int(np.sign(x[j] - x[i]).sum())
         expected = sps.kendalltau(np.arange(n), x, method="exact").pvalue
         assert (_kendall_exact(n, abs(s)) if s else 1.0) == pytest.approx(expected, abs=1e-12)
+
+
+def test_report_is_one_self_contained_file(fleet_data: Path, tmp_path: Path) -> None:
+    """--report writes the worst series as SVG (samples, trend, limit), the parts' shares
+    and the findings, with nothing loaded from the network; a missing folder is a usage
+    error naming --report, before anything runs."""
+    out = tmp_path / "trends.html"
+    code, found = run(
+        fleet_data, "--measure", "available_bytes", "--parts", "cache_bytes,anon_bytes,slab_bytes",
+        "--limit", "8e9", "--report", str(out),
+    )  # fmt: skip
+    assert code == 0 and found["report"] == str(out)
+    text = out.read_text()
+    assert text.count("<svg") == 2 and "<circle" in text and "stroke-dasharray" in text
+    assert "kernel = 5.0" in text and "slab_bytes" in text
+    assert "<script" not in text and not re.search(r"""(src|href)=["']?https?:""", text)
+    code, found = run(fleet_data, "--measure", "available_bytes", "--report", str(tmp_path / "absent" / "r.html"))
+    assert code == 2 and "--report" in found["error"]["message"]

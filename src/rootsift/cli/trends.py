@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import math
+import sys
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from rootsift.analysis.defaults import ALPHA
 from rootsift.cli.common import Duration, Probability, common, emit_json, out
-from rootsift.errors import UsageError
+from rootsift.errors import RootsiftError, UsageError
 
 if TYPE_CHECKING:
     from rootsift.api import Rootsift
@@ -61,6 +63,12 @@ if TYPE_CHECKING:
 @click.option(
     "--show", type=click.IntRange(min=1), default=20, show_default=True, help="Findings shown in the terminal."
 )
+@click.option(
+    "--report",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write a self-contained HTML report (the worst series with its trend and limit, the parts' shares).",
+)
 @common(read_only=True)
 def trends(
     rs: Rootsift,
@@ -76,6 +84,7 @@ def trends(
     horizon: timedelta,
     alpha: float,
     show: int,
+    report: Path | None,
 ) -> None:
     """What is leaking, where, and when it runs out: each series' robust trend (cycles and
     random walks are not leaks), the part that drives it, the label that separates the
@@ -85,6 +94,8 @@ def trends(
 
     Example: rootsift trends hosts --measure 'avg(mem_available_bytes)' --limit 0 --where 'kind = "meminfo"'
     """
+    if report is not None and not report.parent.is_dir():
+        raise UsageError(f"--report {report}: there is no folder {report.parent} to write it in (create it first)")
     result = rs.trends(
         dataset,
         measure=measure,
@@ -97,12 +108,23 @@ def trends(
         horizon=horizon,
         alpha=alpha,
     )
+    found = result.as_dict()
+    if report is not None:
+        from rootsift.ui import trends_html
+
+        command = ["rootsift", *sys.argv[1:]] if sys.argv[1:2] == ["trends"] else ["rootsift", "trends", dataset]
+        try:
+            report.write_text(trends_html.render(found, command), encoding="utf-8")
+        except OSError as exc:
+            raise RootsiftError(f"--report {report}: cannot write it ({exc.strerror or exc})") from exc
     if as_json:
-        emit_json(result.as_dict())
+        emit_json({**found, "report": str(report) if report else None})
         return
     from rootsift.ui import trends as view
 
-    view.trends(out, result.as_dict(), show)
+    view.trends(out, found, show)
+    if report is not None:
+        out.print(f"report written to {report}")
 
 
 def parse_limit(text: str | None) -> float | str | None:

@@ -30,7 +30,7 @@ def trends(console: Console, result: dict[str, Any], limit: int = 20) -> None:
         for col in ("#", "kind", "what", "numbers", "score", "p"):
             t.add_column(col, justify="right" if col in ("#", "score", "p") else "left")
         for i, f in enumerate(shown, 1):
-            t.add_row(str(i), f["kind"], escape(_what(f)), escape(_numbers(f)), fmt(f.get("score")), _p(f))
+            t.add_row(str(i), f["kind"], escape(what(f)), escape(numbers(f)), fmt(f.get("score")), _p(f))
         console.print(t)
         if len(result["findings"]) > limit:
             console.print(f"[dim]{len(result['findings']) - limit} more findings: --show or --json[/dim]")
@@ -40,7 +40,7 @@ def trends(console: Console, result: dict[str, Any], limit: int = 20) -> None:
     warnings(console, result["warnings"])
 
 
-def _what(f: dict[str, Any]) -> str:
+def what(f: dict[str, Any]) -> str:
     kind = f["kind"]
     if kind == "trend":
         series = f" on {f['series']}" if f.get("series") is not None else ""
@@ -54,7 +54,7 @@ def _what(f: dict[str, Any]) -> str:
     return f"{f['field']} reaches {amount(f['limit'], f['field'])}{series}"
 
 
-def _numbers(f: dict[str, Any]) -> str:
+def numbers(f: dict[str, Any]) -> str:
     kind = f["kind"]
     if kind == "trend":
         rel = f.get("relative_per_day")

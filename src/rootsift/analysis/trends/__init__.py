@@ -90,8 +90,11 @@ def trends(
         measures.setdefault(name, series.measure_sql(Calculation("avg", name)))
     result = Trends(dataset, calc.label if calc else None, group, None)
     bucket = series.bucket_for(frame)
-    if bucket is None or not measures:
-        result.warnings.append("no events with numeric fields in the range: nothing to fit")
+    if bucket is None:
+        result.warnings.append("no events in the range (and --where): nothing to fit")
+        return result
+    if not measures:
+        result.warnings.append("no numeric field varies in the range: nothing to fit")
         return result
     result.bucket = format_duration(bucket)
     loaded = series.load(frame, measures, group, bucket)
