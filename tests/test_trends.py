@@ -285,3 +285,13 @@ def test_report_is_one_self_contained_file(fleet_data: Path, tmp_path: Path) -> 
     assert "<script" not in text and not re.search(r"""(src|href)=["']?https?:""", text)
     code, found = run(fleet_data, "--measure", "available_bytes", "--report", str(tmp_path / "absent" / "r.html"))
     assert code == 2 and "--report" in found["error"]["message"]
+
+
+def test_flat_fleet_is_not_within_the_horizon(fleet_data: Path) -> None:
+    """No host's anonymous memory trends: one exhaustion finding says the limit is not
+    reached within the horizon (no date), and no trend is claimed."""
+    code, out = run(fleet_data, "--measure", "anon_bytes", "--limit", "0", "--horizon", "30d")
+    assert code == 0, out
+    assert not [f for f in out["findings"] if f["kind"] == "trend"]
+    (x,) = [f for f in out["findings"] if f["kind"] == "exhaustion"]
+    assert x["status"] in ("beyond", "away") and x["days"] is None and x["horizon_days"] == 30

@@ -239,7 +239,15 @@ def _exhaustion_findings(
         found.append((order if s.group in flagged else math.inf, entry))
     found.sort(key=lambda e: e[0])
     soon = [e for o, e in found if not math.isinf(o)]
-    result.findings += soon or [e for _, e in found[:1]]
+    if not soon and found:  # none trends toward it within the horizon: say so once, for the nearest
+        nearest = min(found, key=lambda e: (e[1]["status"] != "reached", _days_or_inf(e[1])))
+        soon = [nearest[1]]
+    result.findings += soon
+
+
+def _days_or_inf(entry: dict[str, Any]) -> float:
+    low = entry["interval_days"][0]
+    return float(low) if low is not None else math.inf
 
 
 def _limit_of(s: series.Series, limit: float | str, limit_field: str | None) -> float | None:

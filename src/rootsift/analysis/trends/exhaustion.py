@@ -53,14 +53,19 @@ class Exhaustion:
 
 
 def time_to_limit(f: Fit, limit: float, horizon_hours: float, level: float = LEVEL) -> Exhaustion:
-    """When ``f``'s line reaches ``limit``, in hours from the series' last sample. The
-    trend's direction says which side the limit bounds: a rising series is bounded above
-    (used memory against MemTotal), a falling one below (available memory against 0)."""
-    now = float(f.at(f.t_last))
-    if f.n < 3 or f.sxx <= 0 or f.slope == 0:
+    """When ``f``'s line reaches ``limit``, in hours from the series' last sample. The side
+    of the limit the line starts on is the safe side: a series that starts below the limit
+    runs into it from below (used memory against MemTotal), one that starts above it from
+    above (available memory against 0); a line that has crossed it within the range has
+    ``reached`` it."""
+    if f.n < 3 or f.sxx <= 0:
         return Exhaustion(limit, None, None, None, horizon_hours, "away")
-    if (f.slope > 0 and now >= limit) or (f.slope < 0 and now <= limit):
+    start, now = float(f.at(f.t_first)), float(f.at(f.t_last))
+    side = 1.0 if start > limit else -1.0
+    if (now - limit) * side <= 0:
         return Exhaustion(limit, 0.0, 0.0, 0.0, horizon_hours, "reached")
+    if f.slope * side >= 0:  # flat, or moving away from the limit
+        return Exhaustion(limit, None, None, None, horizon_hours, "away")
     hours = (limit - now) / f.slope
     low, high = _band_crossings(f, limit, hours, level)
     status = "within" if hours <= horizon_hours else "beyond"
