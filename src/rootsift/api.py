@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rootsift.analysis.compare import Comparison, Metric
     from rootsift.analysis.explain import Explanation
     from rootsift.analysis.investigate import Investigation
+    from rootsift.analysis.trends import Trends
     from rootsift.ingest.collect import CollectSummary
     from rootsift.ingest.pipeline import IngestSummary, Progress
     from rootsift.query.engine import QueryOutput
@@ -325,6 +326,43 @@ class Rootsift:
             timestamp_at=timestamp_at,
             alpha=alpha,
             count_field=count_field,
+        )
+
+    def trends(
+        self,
+        dataset: str,
+        *,
+        measure: str | None = None,
+        by: str | None = "auto",
+        limit: float | str | None = None,
+        parts: list[str] | None = None,
+        start: Moment = None,
+        end: Moment = None,
+        where: str | None = None,
+        horizon: timedelta | None = None,
+        alpha: float = ALPHA,
+        now: datetime | None = None,
+    ) -> Trends:
+        """What is leaking, where, and when it runs out: the trend of ``measure`` (every
+        numeric field when None) per group of ``by`` (``auto``: ``host`` when present;
+        None: one series), the ``parts`` that drive it, the label values that separate the
+        trending groups, and the time until ``limit`` (a number or a field) within
+        ``horizon`` (default 90 days). docs/trends.md."""
+        from rootsift.analysis.trends import HORIZON_HOURS, trends
+
+        now = now or datetime.now(UTC)
+        return trends(
+            self.backend,
+            dataset,
+            measure=measure,
+            by=by,
+            limit=limit,
+            parts=parts,
+            start=_moment(start, now),
+            end=_moment(end, now),
+            where=where,
+            horizon_hours=horizon.total_seconds() / 3600 if horizon is not None else HORIZON_HOURS,
+            alpha=alpha,
         )
 
     def retention(

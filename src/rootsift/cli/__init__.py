@@ -15,13 +15,14 @@ helpers it reuses), never this package::
     serve.py      serve (the HTTP server itself is rootsift.server)
     keys.py       keys create|list|revoke (the server's API keys)
     collect.py    collect procfs
+    trends.py     trends
 """
 
 from __future__ import annotations
 
 import click
 
-from rootsift.cli import analyses, collect, data, judging, keys, query, scenarios, serve
+from rootsift.cli import analyses, collect, data, judging, keys, query, scenarios, serve, trends
 from rootsift.cli.common import Group
 
 __all__ = ["main"]
@@ -49,5 +50,6 @@ for command in (
     judging.canary,
     serve.serve,
     keys.keys,
+    trends.trends,
 ):
     main.add_command(command)

@@ -142,7 +142,7 @@ class MemLeak(Scenario):
             "healthy_hosts": sorted(h.name for h in hosts if h.name not in leaking),
             "cohort_field": "kernel",
             "leaking_cohort": "5.0",
-            "growing_fields": ["s_unreclaim_bytes", "num_cgroups (subsys_name = memory)"],
+            "growing_fields": ["sunreclaim_bytes", "num_cgroups (subsys_name = memory)"],
             "not_growing": ["active_file_bytes", "inactive_file_bytes"],
             "first_below_10pct_available": {h.name: h.first_low for h in hosts if h.first_low},
         }
