@@ -176,8 +176,9 @@ def test_start_up_imports_only_what_the_command_needs(loaded: Path, argv: list[s
 
 
 def test_scenario_and_demo_print_only_commands_that_exist(tmp_path: Path) -> None:
-    """memleak's manifest asks `trends` (not a command yet) and `compare`: only what the
-    running command group has is printed, so it stays right as commands are added."""
+    """A manifest's analyses are printed (and run by demo) only when the running command
+    group has them, so it stays right as commands are added: the full group prints
+    memleak's trends and compare; a group without them prints neither."""
     import click
     from click.testing import CliRunner
 
@@ -186,9 +187,9 @@ def test_scenario_and_demo_print_only_commands_that_exist(tmp_path: Path) -> Non
     runner = CliRunner()
     wrote = runner.invoke(main, ["scenario", "memleak", "--out", str(tmp_path / "m")])
     assert wrote.exit_code == 0, wrote.output
-    assert "rootsift compare memleak_" in wrote.output and "rootsift trends" not in wrote.output
+    assert "rootsift compare memleak_" in wrote.output and "rootsift trends memleak_" in wrote.output
     as_json = json.loads(runner.invoke(main, ["scenario", "memleak", "--out", str(tmp_path / "m"), "--json"]).stdout)
-    assert [argv[0] for argv in as_json["analyses"]] == ["compare"]
+    assert [argv[0] for argv in as_json["analyses"]] == ["trends", "compare"]
 
     fewer = click.Group("rootsift", commands={n: main.commands[n] for n in ("scenario", "demo")})
     alone = runner.invoke(fewer, ["scenario", "memleak", "--out", str(tmp_path / "m")])
@@ -197,6 +198,25 @@ def test_scenario_and_demo_print_only_commands_that_exist(tmp_path: Path) -> Non
     assert demo.exit_code == 0, demo.output
     assert "what to ask" not in demo.output and "rootsift trends memleak" not in demo.output
     assert "not available yet: compare, trends" in demo.output
+
+
+def test_demo_runs_each_analysis_as_its_command_would(tmp_path: Path) -> None:
+    """demo runs the manifest's command lines through the commands themselves (on its open
+    store): --json carries each one's JSON, the terminal shows each one's own output."""
+    from click.testing import CliRunner
+
+    from rootsift.cli import main
+
+    runner = CliRunner()
+    res = runner.invoke(main, ["demo", "memleak", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "o"), "--json"])
+    assert res.exit_code == 0, res.output
+    analyses = json.loads(res.stdout)["scenarios"][0]["analyses"]
+    assert [a["command"].split()[1] for a in analyses] == ["trends", "compare"]
+    assert all("error" not in a["result"] for a in analyses), analyses
+    assert analyses[1]["result"]["verdict"] in ("improvement", "regression", "no change", "not enough data")
+    text = runner.invoke(main, ["demo", "memleak", "--data", str(tmp_path / "d2"), "--out", str(tmp_path / "o2")])
+    assert text.exit_code == 0, text.output
+    assert "$ rootsift trends memleak_hosts" in text.output and "$ rootsift compare memleak_hosts" in text.output
 
 
 @pytest.mark.parametrize(

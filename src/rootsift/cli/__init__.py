@@ -9,7 +9,7 @@ helpers it reuses), never this package::
     common.py     consoles, --data/--json, errors and the JSON envelope
     data.py       ingest, formats, datasets, schema, retention
     query.py      query
-    analyses.py   explain, investigate (and run_in_process, for demo)
+    analyses.py   explain, investigate
     judging.py    compare, canary
     scenarios.py  scenario, demo
     serve.py      serve (the HTTP server itself is rootsift.server)

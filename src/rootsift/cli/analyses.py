@@ -1,18 +1,15 @@
-"""The analysis commands: explain and investigate, thin layers over the Python API, and
-``run_in_process`` (an analysis command line run on an open store, for ``rootsift demo``)."""
+"""The analysis commands: explain and investigate, thin layers over the Python API."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from rootsift.analysis.defaults import ALPHA, TOP_VALUES
 from rootsift.cli.common import Probability, common, emit_json, out
-from rootsift.cli.judging import compare, judged
 from rootsift.errors import RootsiftError, UsageError
 from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.timeutil import parse_duration
@@ -212,47 +209,3 @@ def parse_timeouts(items: tuple[str, ...]) -> dict[str, float]:
         seconds = parse_duration(text.strip()).total_seconds()
         limits[name.strip()] = seconds * 1000 if name.strip().endswith("_ms") else seconds
     return limits
-
-
-def run_in_process(rs: Rootsift, argv: list[str]) -> Any:
-    """Run an analysis command line (a scenario manifest's) on the already open store, as
-    ``rootsift demo`` does; None when ``argv`` is not an analysis this module runs."""
-    if not argv or argv[0] not in IN_PROCESS:
-        return None
-    command, run = IN_PROCESS[argv[0]]
-    return run(rs, command.make_context(argv[0], list(argv[1:])).params)
-
-
-def _investigate(rs: Rootsift, p: dict[str, Any]) -> Any:
-    return rs.investigate(
-        p["dataset"],
-        start=p["start"],
-        end=p["end"],
-        where=p["where"],
-        measure=p["measure"],
-        timeouts=parse_timeouts(p["timeouts"]),
-        timestamp_at=p["timestamp_at"],
-        alpha=p["alpha"],
-        count_field=p["count_field"],
-    )
-
-
-def _explain(rs: Rootsift, p: dict[str, Any]) -> Any:
-    keys = (
-        *("start", "end", "where", "select", "select_from", "select_to", "baseline"),
-        *("alpha", "top_values", "sampled", "select_start_of", "count_field"),
-    )
-    return rs.explain(p["dataset"], **{k: p[k] for k in keys})
-
-
-def _compare(rs: Rootsift, p: dict[str, Any]) -> Any:
-    keys = ("a", "b", "a_from", "a_to", "b_from", "b_to", "alpha")
-    how = judged(**{k: p[k] for k in ("where", "metrics", "tolerances", "betters", "weights", "per", "count_field")})
-    return rs.compare(p["dataset"], **{k: p[k] for k in keys}, **how)
-
-
-IN_PROCESS: dict[str, tuple[click.Command, Callable[[Rootsift, dict[str, Any]], Any]]] = {
-    "investigate": (investigate, _investigate),
-    "explain": (explain, _explain),
-    "compare": (compare, _compare),
-}

@@ -119,16 +119,18 @@ def os_message(exc: OSError) -> str:
     return f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
 
 
-_SERVED: contextvars.ContextVar[tuple[Any, Callable[[Any], None]] | None] = contextvars.ContextVar(
+_SERVED: contextvars.ContextVar[tuple[Any, Callable[[Any], None] | None] | None] = contextvars.ContextVar(
     "rootsift_served", default=None
 )
-"""Set while the server runs a command: (the server's open store, where its JSON goes)."""
+"""Set while a command runs inside another process's work (the server, ``demo``): (the
+open store to use, where its JSON goes: None prints as usual)."""
 
 
 @contextlib.contextmanager
-def served(rs: Any, sink: Callable[[Any], None]) -> Iterator[None]:
-    """Run commands inside this block on ``rs`` (the server's store, kept open) with their
-    ``--json`` output (or error envelope) handed to ``sink`` instead of stdout."""
+def served(rs: Any, sink: Callable[[Any], None] | None) -> Iterator[None]:
+    """Run commands inside this block on ``rs`` (an open store, kept open): with a
+    ``sink``, as with ``--json``, their JSON (or error envelope) handed to it instead of
+    stdout; without one, printing as they would (``demo`` runs a manifest's commands so)."""
     token = _SERVED.set((rs, sink))
     try:
         yield
@@ -138,7 +140,7 @@ def served(rs: Any, sink: Callable[[Any], None]) -> Iterator[None]:
 
 def emit_json(data: Any) -> None:
     shared = _SERVED.get()
-    if shared is not None:
+    if shared is not None and shared[1] is not None:
         shared[1](data)
         return
     click.echo(json.dumps(data, default=str, ensure_ascii=False))
@@ -146,9 +148,11 @@ def emit_json(data: Any) -> None:
 
 def fail(exc: RootsiftError, as_json: bool) -> NoReturn:
     """Report an error (also as a JSON envelope with --json) and exit with its code."""
-    if as_json or _SERVED.get() is not None:
+    shared = _SERVED.get()
+    captured = shared is not None and shared[1] is not None
+    if as_json or captured:
         emit_json({"error": {"type": type(exc).__name__, "message": str(exc)}})
-        if _SERVED.get() is not None:
+        if captured:
             sys.exit(exc.exit_code)
     from rich.markup import escape
 
@@ -218,8 +222,8 @@ def common(read_only: bool | Callable[[dict[str, Any]], bool]) -> Callable[[Call
 
             try:
                 shared = _SERVED.get()
-                if shared is not None:  # run by the server, on its store
-                    func(shared[0], as_json=True, **kwargs)
+                if shared is not None:  # run inside the server or demo, on its store
+                    func(shared[0], as_json=as_json or shared[1] is not None, **kwargs)
                     return
                 reads = read_only(kwargs) if callable(read_only) else read_only
                 with Rootsift(data_dir or default_data_dir(), read_only=reads and _exists(data_dir)) as rs:

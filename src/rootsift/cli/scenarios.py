@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rootsift.cli.analyses import run_in_process
 from rootsift.cli.common import common, emit_json, fail, out
 from rootsift.errors import RootsiftError, UsageError
 
@@ -86,25 +85,22 @@ def demo(rs: Rootsift, as_json: bool, name: str | None, out_dir: Path | None, se
     names = [name] if name else list(scenarios.all_scenarios())
     root = out_dir or rs.data_dir / ".scenarios"
     report = [scenarios.demo(rs, n, root / n, seed, scale) for n in names]
-    from rootsift.ui import findings as findings_view
-
     commands = registered()
-
     warnings = []
-    results: dict[str, list[Any]] = {}
     for run in report:
         asked, run["analyses"] = run["analyses"], []
         for argv in asked:
-            result = run_in_process(rs, argv) if argv[0] in commands else None
             entry: dict[str, Any] = {"command": shlex.join(["rootsift", *argv]), "available": argv[0] in commands}
-            if result is not None:
-                entry["result"] = result.as_dict()
-                results.setdefault(run["scenario"], []).append((entry["command"], result))
             run["analyses"].append(entry)
         missing = sorted({a["command"].split()[1] for a in run["analyses"]} - set(commands))
         if missing:
             warnings.append(f"{run['scenario']}: not available yet: {', '.join(missing)} (no findings from them)")
+        run["_asked"] = asked
     if as_json:
+        for run in report:
+            for argv, entry in zip(run.pop("_asked"), run["analyses"]):
+                if entry["available"]:
+                    entry["result"] = _in_process(rs, commands[argv[0]], argv, capture=True)
         emit_json({"scenarios": report, "warnings": warnings})
         return
     for run in report:
@@ -122,16 +118,39 @@ def demo(rs: Rootsift, as_json: bool, name: str | None, out_dir: Path | None, se
         for analysis in run["analyses"]:
             if analysis["available"]:
                 out.print(f"  {analysis['command']}", markup=False)
-        for command, result in results.get(run["scenario"], []):
-            out.print(f"\n[bold]$ {command}[/bold]", highlight=False)
-            if hasattr(result, "anomaly"):
-                findings_view.investigation(out, result, limit=5)
-            elif hasattr(result, "verdict"):
-                findings_view.comparison(out, result)
-            else:
-                findings_view.explanation(out, result, limit=5)
+        for argv, entry in zip(run.pop("_asked"), run["analyses"]):
+            if entry["available"]:
+                out.print(f"\n[bold]$ {entry['command']}[/bold]", highlight=False)
+                _in_process(rs, commands[argv[0]], argv, capture=False)
     for w in warnings:
         out.print(f"[yellow]{w}[/yellow]")
+
+
+DEMO_LIMIT = "5"
+"""Findings each analysis shows in the demo's terminal output (its --limit, when it has one)."""
+
+
+def _in_process(rs: Rootsift, command: click.Command, argv: list[str], capture: bool) -> Any:
+    """Run a manifest's command line on the open store, as the command itself would: its
+    JSON (capture) or its own terminal output, shortened to DEMO_LIMIT findings."""
+    from rootsift.cli.common import served
+
+    args = list(argv[1:])
+    if not capture and any("--limit" in getattr(p, "opts", ()) for p in command.params) and "--limit" not in args:
+        args += ["--limit", DEMO_LIMIT]
+    got: list[Any] = []
+    with served(rs, got.append if capture else None):
+        try:
+            command.main(
+                args=[*args, "--json"] if capture else args, prog_name=f"rootsift {argv[0]}", standalone_mode=False
+            )
+        except click.ClickException as exc:
+            got.append({"error": {"type": "UsageError", "message": exc.format_message()}})
+            if not capture:
+                out.print(f"[red]error:[/red] {exc.format_message()}", markup=True, highlight=False)
+        except SystemExit:
+            pass  # an analysis that exits 1 on what it found (a regression) has printed it
+    return got[-1] if got else None
 
 
 def registered() -> dict[str, click.Command]:
