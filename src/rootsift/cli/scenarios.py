@@ -136,7 +136,8 @@ def _in_process(rs: Rootsift, command: click.Command, argv: list[str], capture: 
     from rootsift.cli.common import served
 
     args = list(argv[1:])
-    if not capture and any("--limit" in getattr(p, "opts", ()) for p in command.params) and "--limit" not in args:
+    shortens = any(p.name == "limit" and "shown" in (getattr(p, "help", "") or "") for p in command.params)
+    if not capture and shortens and "--limit" not in args:  # a --limit of findings shown, not trends' limit
         args += ["--limit", DEMO_LIMIT]
     got: list[Any] = []
     with served(rs, got.append if capture else None):
