@@ -62,6 +62,7 @@ VIEWS = [
     ("query", "view=query&dataset=api&c=count&c=p99(duration_ms)&b=host&g=1m", "document.querySelector('.uplot') && document.querySelector('table')"),
     ("heatmap", "view=heatmap&dataset=api", "document.querySelector('.heat-wrap canvas')"),
     ("investigate", "view=investigate&dataset=api&run=1", "document.querySelectorAll('.findings li').length > 0"),
+    ("trends", "view=trends&dataset=api&run=1&measure=avg(duration_ms)", "document.querySelector('table')"),
     ("compare", "view=compare&dataset=api&a=version%20%3D%20%221.4%22&bb=version%20%3D%20%221.5%22", "document.querySelector('.verdict-no\\\\ change, .verdict-regression, .verdict-improvement, td span')"),
 ]  # fmt: skip
 

@@ -4,5 +4,6 @@ import { datasetsView } from "./views/datasets.js";
 import { heatmapView } from "./views/heatmap.js";
 import { investigate } from "./views/investigate.js";
 import { query } from "./views/query.js";
+import { trends } from "./views/trends.js";
 
-export const views = { datasets: datasetsView, query, heatmap: heatmapView, investigate, compare };
+export const views = { datasets: datasetsView, query, heatmap: heatmapView, investigate, compare, trends };
