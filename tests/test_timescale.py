@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from rootsift import Rootsift
+from rootsift.analysis import shifts as sh
 from rootsift.analysis import timescale as ts
 from rootsift.cli import main
 from rootsift.scenarios.cascade_sim import Statement
@@ -181,3 +182,94 @@ def test_a_falling_gauge_onset(rs: Rootsift, tmp_path: Path) -> None:
     assert onset - timedelta(hours=2) <= a.start <= onset + timedelta(hours=6)
     assert a.end >= START.replace(tzinfo=None) + timedelta(days=19.5)  # to the last trough
     assert a.detail["median_after"] < a.detail["median_before"] - 20
+
+
+def shifted_latency(seed: int, span: timedelta, events: int, at: float, length: timedelta) -> list[dict[str, Any]]:
+    """``events`` requests over ``span`` at a steady rate, log-normal durations; those
+    starting in [``at`` × span, + ``length``) take 8 times longer."""
+    rng = np.random.default_rng(seed)
+    seconds = span.total_seconds()
+    times = np.sort(rng.random(events)) * seconds
+    lo, hi = at * seconds, at * seconds + length.total_seconds()
+    duration = rng.lognormal(3, 0.4, events) * np.where((times >= lo) & (times < hi), 8.0, 1.0)
+    return [
+        {"timestamp": (START + timedelta(seconds=float(t))).isoformat(), "duration_ms": round(float(d), 3)}
+        for t, d in zip(times, duration, strict=True)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("span", "events", "length"),
+    [
+        (timedelta(minutes=30), 12_000, timedelta(seconds=20)),
+        (timedelta(days=1), 20_000, timedelta(minutes=10)),
+        (timedelta(days=60), 20_000, timedelta(days=2)),
+    ],
+    ids=["20s-in-30min", "10min-in-a-day", "2days-in-60days"],
+)
+def test_a_shift_at_its_own_scale(rs: Rootsift, tmp_path: Path, span: timedelta, events: int, length: timedelta) -> None:
+    """A latency shift of 1/90 to 1/30 of the range, starting between two of the coarsest
+    scale's buckets: found with both edges within 5 % of its own length (a couple of
+    buckets of the scale it spans), which 400 buckets across the range cannot give."""
+    at = 0.4037
+    rs.ingest(write_events(tmp_path / "r.jsonl", shifted_latency(11, span, events, at, length)), "api")
+    result = rs.investigate("api")
+    a = result.anomaly
+    assert a is not None and a.kind == "latency" and a.detail["direction"] == "up", a
+    onset = START.replace(tzinfo=None) + at * span
+    slack = length * 0.05
+    assert abs(a.start - onset) <= slack, (a.start, onset)
+    assert abs(a.end - (onset + length)) <= slack, (a.end, onset + length)
+    assert a.detail["bucket_seconds"] <= length.total_seconds() / 4  # found at a scale finer than itself
+    assert result.method["shift_fine_bucket_seconds"] < result.method["shift_bucket_seconds"]
+
+
+def test_shift_scan_picks_the_scale_of_the_shift() -> None:
+    """On counts alone: a shift of 12 fine buckets in 6,400 is found at a fine scale with
+    its exact edges; one of 2,000 at the coarsest, its edges placed to the fine bucket."""
+    rng = np.random.default_rng(12)
+    events = rng.poisson(20, 6400).astype(float)
+    short = rng.binomial(events.astype(int), np.where((np.arange(6400) >= 3001) & (np.arange(6400) < 3013), 0.5, 0.01))
+    hit = sh.scan(events, short.astype(float), timedelta(seconds=1))
+    assert hit is not None and (hit.first, hit.end) == (3001, 3013) and hit.scale <= timedelta(seconds=4)
+    long = rng.binomial(events.astype(int), np.where((np.arange(6400) >= 1003) & (np.arange(6400) < 3003), 0.05, 0.01))
+    hit = sh.scan(events, long.astype(float), timedelta(seconds=1))
+    assert hit is not None and abs(hit.first - 1003) <= 2 and abs(hit.end - 3003) <= 2 and hit.scale.total_seconds() == 16
+    quiet = rng.binomial(events.astype(int), 0.01)
+    hit = sh.scan(events, quiet.astype(float), timedelta(seconds=1))
+    assert hit is None or hit.p_value > 0.05
+
+
+def cyclic_gauge(seed: int, days: int, step_day: float | None, drop: float) -> list[dict[str, Any]]:
+    """A gauge every 5 minutes: a daily cycle of ±10 around 100 (peaking at a different hour
+    per seed) and noise; from ``step_day`` on it is ``drop`` lower."""
+    rng = np.random.default_rng(seed)
+    minutes = np.arange(0, days * 1440, 5)
+    value = 100 + 10 * np.sin(2 * np.pi * minutes / 1440 + rng.random() * 2 * np.pi) + rng.normal(0, 2, len(minutes))
+    if step_day is not None:
+        value -= drop * (minutes >= step_day * 1440)
+    return [
+        {"timestamp": (START + timedelta(minutes=int(m))).isoformat(), "free_gb": round(float(v), 3)}
+        for m, v in zip(minutes, value, strict=True)
+    ]
+
+
+def test_a_step_under_a_daily_cycle_is_found_at_its_onset(rs: Rootsift, tmp_path: Path) -> None:
+    """60 days of a cyclic gauge that steps down by less than the cycle's swing on day 40:
+    each value is read less its hour of the day's median, and the region starts within a
+    few hours of day 40 (read as it is, the lower tail is every day's trough)."""
+    rs.ingest(write_events(tmp_path / "g.jsonl", cyclic_gauge(21, 60, 40.0, 8.0)), "mem")
+    result = rs.investigate("mem", measure="free_gb")
+    a = result.anomaly
+    assert a is not None and a.kind == "latency" and a.detail["direction"] == "down", a
+    assert result.method["deseasonalised"]["period"] == "1 day"
+    onset = START.replace(tzinfo=None) + timedelta(days=40)
+    assert abs(a.start - onset) <= timedelta(hours=3), a.start
+    assert a.end >= START.replace(tzinfo=None) + timedelta(days=59.5)
+
+
+@pytest.mark.parametrize("seed", [31, 32, 33])
+def test_a_daily_cycle_over_60_days_is_no_anomaly(rs: Rootsift, tmp_path: Path, seed: int) -> None:
+    rs.ingest(write_events(tmp_path / "g.jsonl", cyclic_gauge(seed, 60, None, 0.0)), "mem")
+    result = rs.investigate("mem", measure="free_gb")
+    assert result.anomaly is None, result.anomaly
