@@ -173,22 +173,30 @@ def binomial_llr(n_in: np.ndarray, k_in: np.ndarray, n_all: float, k_all: float)
 
 def dispersion(s: Series, first: int, last: int) -> float:
     """How much more the buckets' bad counts vary than binomially, once the region's rate
-    and the rest's are fitted: the median squared Pearson residual over the median of χ²
-    with one degree of freedom (0.455), at least 1. Events of one series are not
-    independent draws: a gauge's daily cycle puts all its high values in a few buckets a
-    day. The scan's LLR is divided by it (quasi-likelihood), so such a cycle is not an
-    anomaly while a shift that stands far above it still is. The median, not the mean: a
-    few buckets of other incidents (each stall of a series of them) do not discount the
-    worst one."""
+    and the rest's are fitted: the median squared Pearson residual of the buckets outside
+    the region over the median of χ² with one degree of freedom (0.455), at least 1.
+    Events of one series are not independent draws: a gauge's daily cycle puts all its
+    high values in a few buckets a day. The scan's LLR is divided by it (quasi-likelihood),
+    so such a cycle is not an anomaly while a shift that stands far above it still is.
+    The median, not the mean: a few buckets of other incidents (each stall of a series of
+    them) do not discount the worst one. Outside the region, where behaviour is normal:
+    an incident that varies within itself and covers half the range would otherwise set
+    the median, and a start one bucket earlier or later swung it tenfold (all buckets
+    are used when fewer than three lie outside). A rate of 0 fits its buckets exactly:
+    their residual is 0."""
     n, k = s.events, s.bad
     inside = np.zeros(len(n), dtype=bool)
     inside[first : last + 1] = True
     rate = np.where(inside, k[inside].sum() / max(n[inside].sum(), 1), k[~inside].sum() / max(n[~inside].sum(), 1))
     var = n * rate * (1 - rate)
-    used = (n > 0) & (var > 0)
+    # a rate of 0 (or 1) fits its buckets exactly: their residual is 0, not unknown
+    residual = np.where(var > 0, (k - n * rate) ** 2 / np.where(var > 0, var, 1.0), 0.0)
+    used = (n > 0) & ~inside
+    if used.sum() <= 2:
+        used = n > 0
     if used.sum() <= 2:
         return 1.0
-    return max(1.0, float(np.median((k[used] - n[used] * rate[used]) ** 2 / var[used])) / CHI2_1_MEDIAN)
+    return max(1.0, float(np.median(residual[used])) / CHI2_1_MEDIAN)
 
 
 def earlier_onset(s: Series, first: int, last: int, level: float = 0.01) -> int:
