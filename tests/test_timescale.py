@@ -207,7 +207,9 @@ def shifted_latency(seed: int, span: timedelta, events: int, at: float, length: 
     ],
     ids=["20s-in-30min", "10min-in-a-day", "2days-in-60days"],
 )
-def test_a_shift_at_its_own_scale(rs: Rootsift, tmp_path: Path, span: timedelta, events: int, length: timedelta) -> None:
+def test_a_shift_at_its_own_scale(
+    rs: Rootsift, tmp_path: Path, span: timedelta, events: int, length: timedelta
+) -> None:
     """A latency shift of 1/90 to 1/30 of the range, starting between two of the coarsest
     scale's buckets: found with both edges within 5 % of its own length (a couple of
     buckets of the scale it spans), which 400 buckets across the range cannot give."""
@@ -234,7 +236,9 @@ def test_shift_scan_picks_the_scale_of_the_shift() -> None:
     assert hit is not None and (hit.first, hit.end) == (3001, 3013) and hit.scale <= timedelta(seconds=4)
     long = rng.binomial(events.astype(int), np.where((np.arange(6400) >= 1003) & (np.arange(6400) < 3003), 0.05, 0.01))
     hit = sh.scan(events, long.astype(float), timedelta(seconds=1))
-    assert hit is not None and abs(hit.first - 1003) <= 2 and abs(hit.end - 3003) <= 2 and hit.scale.total_seconds() == 16
+    assert (
+        hit is not None and abs(hit.first - 1003) <= 2 and abs(hit.end - 3003) <= 2 and hit.scale.total_seconds() == 16
+    )
     quiet = rng.binomial(events.astype(int), 0.01)
     hit = sh.scan(events, quiet.astype(float), timedelta(seconds=1))
     assert hit is None or hit.p_value > 0.05

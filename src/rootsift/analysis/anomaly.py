@@ -89,9 +89,8 @@ def bad_thresholds(frame: Frame, measure: str, expr: str | None = None) -> tuple
         got = weighted.quantiles(frame.backend, rows, params, [*BAD_QUANTILES, *LOW_QUANTILES])[1]
     else:
         qs = ", ".join(str(q) for q in (*BAD_QUANTILES, *LOW_QUANTILES))
-        got = frame.backend.execute_sql(
-            f"SELECT quantile_cont({value}, [{qs}]) FROM {rel} WHERE {where}", params
-        ).rows[0][0]
+        sql = f"SELECT quantile_cont({value}, [{qs}]) FROM {rel} WHERE {where}"
+        got = frame.backend.execute_sql(sql, params).rows[0][0]
     values = [None if v is None else float(v) for v in got or []]
     upper, lower = values[: len(BAD_QUANTILES)], values[len(BAD_QUANTILES) :]
     return sorted({v for v in upper if v is not None}), sorted({v for v in lower if v is not None})
