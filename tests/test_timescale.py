@@ -14,8 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from rootsift import Rootsift
+from rootsift.analysis import seasonal
 from rootsift.analysis import shifts as sh
 from rootsift.analysis import timescale as ts
+from rootsift.analysis.frame import Frame
 from rootsift.cli import main
 from rootsift.scenarios.cascade_sim import Statement
 from rootsift.scenarios.cascade_slowlog import write_slow_log
@@ -277,3 +279,25 @@ def test_a_daily_cycle_over_60_days_is_no_anomaly(rs: Rootsift, tmp_path: Path, 
     rs.ingest(write_events(tmp_path / "g.jsonl", cyclic_gauge(seed, 60, None, 0.0)), "mem")
     result = rs.investigate("mem", measure="free_gb")
     assert result.anomaly is None, result.anomaly
+
+
+def test_hourly_medians_of_a_rollup_are_those_of_its_events(rs: Rootsift, tmp_path: Path) -> None:
+    """A row with a count is that many events for the daily cycle taken out too: the
+    rollup's hour-of-day medians are the expanded events' (lower medians)."""
+    rng = np.random.default_rng(41)
+    rolled, expanded = [], []
+    for hour in range(4 * 24):
+        for value in np.round(rng.normal(100 + 10 * np.sin(hour / 24 * 2 * np.pi), 3, 5), 1):
+            n = int(rng.integers(1, 6))
+            stamp = (START + timedelta(hours=hour, minutes=int(rng.integers(0, 60)))).isoformat()
+            rolled.append({"timestamp": stamp, "load": float(value), "event_count": n})
+            expanded += [{"timestamp": stamp, "load": float(value)}] * n
+    rs.ingest(write_events(tmp_path / "r.jsonl", rolled), "rolled")
+    rs.ingest(write_events(tmp_path / "e.jsonl", expanded), "expanded")
+    frames = [Frame(rs.backend, name, None, None) for name in ("rolled", "expanded")]
+    assert frames[0].count == "event_count" and frames[1].count is None
+    by_hour: dict[int, list[float]] = {}
+    for row in expanded:
+        by_hour.setdefault(datetime.fromisoformat(row["timestamp"]).hour, []).append(row["load"])
+    lower = [sorted(by_hour[h])[(len(by_hour[h]) - 1) // 2] for h in range(24)]
+    assert seasonal.hourly_medians(frames[0], "load") == seasonal.hourly_medians(frames[1], "load") == lower

@@ -49,13 +49,13 @@ def deseasonalised(frame: Frame, measure: str, start: datetime, end: datetime) -
 
 def hourly_medians(frame: Frame, measure: str) -> list[float | None]:
     """The measure's median in each hour of the day (UTC) over the frame's range, hour 0
-    first; None for an hour without values. A row with a count is that many events (the
-    lower median of the events written out)."""
+    first; None for an hour without values: the lower median (of an even number of values,
+    the smaller middle one), a row with a count being that many events."""
     where, params = frame.range_filter()
     col, hour = ident(measure), f"CAST(hour({ident(TIME_COLUMN)}) AS BIGINT)"
     rows_in = f"FROM {frame.relation_sql} WHERE ({where}) AND {col} IS NOT NULL"
     if frame.count is None:
-        sql = f"SELECT {hour} AS h, median({col}) {rows_in} GROUP BY 1"
+        sql = f"SELECT {hour} AS h, quantile_disc({col}, 0.5) {rows_in} GROUP BY 1"
     else:
         w = weighted.count_sql(frame)
         sql = (
