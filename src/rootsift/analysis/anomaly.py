@@ -4,9 +4,10 @@ shift starts and how long it lasts, or a stall.
 - **Shift**: each time bucket counts its events and its *bad* events (the measure above
   the range's 95th percentile, or a status ≥ 500). The region is the run of buckets
   whose bad share is most surprising against the rest: the interval maximising the
-  binomial likelihood ratio (Kulldorff's scan statistic), found exactly over all
-  intervals. Its LLR is divided by the buckets' overdispersion (``dispersion``) and its
-  p-value bounded by Bonferroni over the intervals tried.
+  binomial likelihood ratio (Kulldorff's scan statistic, ``binomial_llr``), at several
+  time scales (``shifts.py``; the measure less its daily cycle over 3 days or more,
+  ``seasonal.py``). Its LLR is divided by the buckets' overdispersion (``dispersion``)
+  and its p-value bounded by Bonferroni over the intervals tried.
 - **Stall**: a run of buckets with far fewer completions than the rate around it,
   followed by a burst: work stopped, then completed all at once. Scanned at every time
   scale in ``timescale.py``, in completion times (``end_time`` when events have one).
