@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from rootsift import Rootsift
+from rootsift.analysis import anomaly as an
 from rootsift.analysis import seasonal
 from rootsift.analysis import shifts as sh
 from rootsift.analysis import timescale as ts
@@ -301,3 +302,33 @@ def test_hourly_medians_of_a_rollup_are_those_of_its_events(rs: Rootsift, tmp_pa
         by_hour.setdefault(datetime.fromisoformat(row["timestamp"]).hour, []).append(row["load"])
     lower = [sorted(by_hour[h])[(len(by_hour[h]) - 1) // 2] for h in range(24)]
     assert seasonal.hourly_medians(frames[0], "load") == seasonal.hourly_medians(frames[1], "load") == lower
+
+
+@pytest.mark.parametrize("seed", [51, 52])
+def test_the_lines_from_the_tails_are_the_exact_quantiles(rs: Rootsift, tmp_path: Path, seed: int) -> None:
+    """The shift scan's lines (p95… p0.1) read from the two tails the sample points at are
+    ``quantile_cont`` over every value, ties and all (to the last bit: the interpolation
+    between the same two order statistics), and mark the same events bad."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        {
+            "timestamp": (START + timedelta(seconds=i * 0.05)).isoformat(),
+            "duration_ms": float(np.round(rng.lognormal(3, 1), 1 if i % 2 else 3)),
+        }
+        for i in range(200_000)
+    ]
+    rs.ingest(write_events(tmp_path / "r.jsonl", rows), "api")
+    frame = Frame(rs.backend, "api", None, None)
+    qs = [*an.BAD_QUANTILES, *an.LOW_QUANTILES]
+    where, params = frame.range_filter()
+    exact = rs.backend.execute_sql(
+        f"SELECT quantile_cont(duration_ms, {qs}) FROM {frame.relation_sql} WHERE {where}", params
+    ).rows[0][0]
+    # the same order statistics; the interpolation between two of them may differ in the last bit
+    assert an.tail_quantiles(frame, '"duration_ms"', qs) == pytest.approx(exact, rel=1e-12, abs=0)
+    upper, lower = an.bad_thresholds(frame, "duration_ms")
+    assert upper == pytest.approx(sorted(set(exact[:3])), rel=1e-12, abs=0)
+    assert lower == pytest.approx(sorted(set(exact[3:])), rel=1e-12, abs=0)
+    values = np.array([r["duration_ms"] for r in rows])
+    for line, other in zip([*upper, *lower], [*sorted(set(exact[:3])), *sorted(set(exact[3:]))], strict=True):
+        assert (values > line).sum() == (values > other).sum()  # the same events are bad

@@ -80,21 +80,86 @@ class Anomaly:
 
 def bad_thresholds(frame: Frame, measure: str, expr: str | None = None) -> tuple[list[float], list[float]]:
     """The measure's ``BAD_QUANTILES`` and ``LOW_QUANTILES`` over the range (distinct values
-    of each), from one pass; of ``expr`` (SQL over the measure: its deseasonalised values)
-    when given."""
+    of each); of ``expr`` (SQL over the measure: its deseasonalised values) when given.
+    Exact: from the two tails alone when the store's sample says where they are
+    (``tail_quantiles``), else from every value."""
     value = expr or ident(measure)
     rel = frame.relation_sql
     where, params = frame.range_filter()
     if frame.count is not None:  # each row as the events it stands for
         rows = f"SELECT {value} AS v, {weighted.count_sql(frame)} AS w FROM {rel} WHERE {where}"
         got = weighted.quantiles(frame.backend, rows, params, [*BAD_QUANTILES, *LOW_QUANTILES])[1]
-    else:
+    elif (got := tail_quantiles(frame, value, [*BAD_QUANTILES, *LOW_QUANTILES])) is None:
         qs = ", ".join(str(q) for q in (*BAD_QUANTILES, *LOW_QUANTILES))
         sql = f"SELECT quantile_cont({value}, [{qs}]) FROM {rel} WHERE {where}"
         got = frame.backend.execute_sql(sql, params).rows[0][0]
     values = [None if v is None else float(v) for v in got or []]
     upper, lower = values[: len(BAD_QUANTILES)], values[len(BAD_QUANTILES) :]
     return sorted({v for v in upper if v is not None}), sorted({v for v in lower if v is not None})
+
+
+TAIL_SHARE = 0.06
+"""The tails read for the lines: below the sample's 6th percentile, above its 94th."""
+TAIL_MIN_SAMPLED = 2000
+"""A sample with fewer values than this places the tails too loosely: every value is read."""
+
+
+def tail_quantiles(frame: Frame, value: str, qs: list[float]) -> list[float | None] | None:
+    """``quantile_cont`` of ``value`` at each of ``qs`` (all beyond ``TAIL_SHARE`` of either
+    end) over the range, exactly, from the values of the two tails alone: the store's
+    sample says where the tails start, a count places each quantile's two order statistics
+    in them, and only the tails are sorted. The interpolation between the same two order
+    statistics may differ from DuckDB's in the last bit (never in which values lie above
+    the line). None when there is no sample, or a quantile's order statistics lie outside
+    the tails read (the sample far off)."""
+    sample = frame.backend.sample_relation(frame.dataset, frame.start, frame.end)
+    if sample is None:
+        return None
+    where, params = frame.range_filter()
+    got = frame.backend.execute_sql(
+        f"SELECT count({value}), quantile_cont({value}, {TAIL_SHARE}), quantile_cont({value}, {1 - TAIL_SHARE}) "
+        f"FROM {sample.sql(dialect='duckdb')} WHERE {where}",
+        params,
+    ).rows[0]
+    if got[0] < TAIL_MIN_SAMPLED or got[1] is None or got[2] is None:
+        return None
+    low_cut, high_cut = float(got[1]), float(got[2])
+    rel = frame.relation_sql
+    n, under_high, low_n = frame.backend.execute_sql(
+        f"SELECT count({value}), count_if({value} < ?), count_if({value} <= ?) "
+        f"FROM {rel} WHERE {where}",
+        [high_cut, low_cut, *params],
+    ).rows[0]
+    if not n:
+        return None
+    wanted: dict[str, set[int]] = {"low": set(), "high": set()}
+    for q in qs:
+        h = q * (n - 1)
+        for i in {math.floor(h), math.ceil(h)}:
+            if q >= 0.5 and i >= under_high:
+                wanted["high"].add(i - under_high)
+            elif q < 0.5 and i < low_n:
+                wanted["low"].add(i)
+            else:
+                return None
+    at: dict[int, float] = {}
+    for side, ranks, keep, offset in (("low", wanted["low"], "<=", 0), ("high", wanted["high"], ">=", under_high)):
+        if not ranks:
+            continue
+        rows = frame.backend.execute_sql(
+            f"SELECT r, v FROM (SELECT v, row_number() OVER (ORDER BY v) - 1 AS r FROM (SELECT {value} AS v "
+            f"FROM {rel} WHERE ({where}) AND {value} {keep} ?)) WHERE r IN ({', '.join(str(r) for r in sorted(ranks))})",
+            [*params, high_cut if side == "high" else low_cut],
+        ).rows
+        at |= {int(r) + offset: float(v) for r, v in rows}
+    out: list[float | None] = []
+    for q in qs:
+        h = q * (n - 1)
+        lo, hi = math.floor(h), math.ceil(h)
+        if lo not in at or hi not in at:
+            return None
+        out.append(at[lo] if lo == hi else at[lo] + (h - lo) * (at[hi] - at[lo]))
+    return out
 
 
 COMPLETION = ("end_time", "end", "completed_at", "end_timestamp", "finished_at")
