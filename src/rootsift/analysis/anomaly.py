@@ -86,6 +86,7 @@ def bad_thresholds(frame: Frame, measure: str, expr: str | None = None) -> tuple
     value = expr or ident(measure)
     rel = frame.relation_sql
     where, params = frame.range_filter()
+    got: list[Any] | None
     if frame.count is not None:  # each row as the events it stands for
         rows = f"SELECT {value} AS v, {weighted.count_sql(frame)} AS w FROM {rel} WHERE {where}"
         got = weighted.quantiles(frame.backend, rows, params, [*BAD_QUANTILES, *LOW_QUANTILES])[1]
@@ -126,8 +127,7 @@ def tail_quantiles(frame: Frame, value: str, qs: list[float]) -> list[float | No
     low_cut, high_cut = float(got[1]), float(got[2])
     rel = frame.relation_sql
     n, under_high, low_n = frame.backend.execute_sql(
-        f"SELECT count({value}), count_if({value} < ?), count_if({value} <= ?) "
-        f"FROM {rel} WHERE {where}",
+        f"SELECT count({value}), count_if({value} < ?), count_if({value} <= ?) FROM {rel} WHERE {where}",
         [high_cut, low_cut, *params],
     ).rows[0]
     if not n:
