@@ -4,9 +4,10 @@ shift starts and how long it lasts, or a stall.
 - **Shift**: each time bucket counts its events and its *bad* events (the measure above
   the range's 95th percentile, or a status ≥ 500). The region is the run of buckets
   whose bad share is most surprising against the rest: the interval maximising the
-  binomial likelihood ratio (Kulldorff's scan statistic), found exactly over all
-  intervals. Its LLR is divided by the buckets' overdispersion (``dispersion``) and its
-  p-value bounded by Bonferroni over the intervals tried.
+  binomial likelihood ratio (Kulldorff's scan statistic, ``binomial_llr``), at several
+  time scales (``shifts.py``; the measure less its daily cycle over 3 days or more,
+  ``seasonal.py``). Its LLR is divided by the buckets' overdispersion (``dispersion``)
+  and its p-value bounded by Bonferroni over the intervals tried.
 - **Stall**: a run of buckets with far fewer completions than the rate around it,
   followed by a burst: work stopped, then completed all at once. Scanned at every time
   scale in ``timescale.py``, in completion times (``end_time`` when events have one).
@@ -14,15 +15,14 @@ shift starts and how long it lasts, or a stall.
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 from scipy import stats as sps
+from scipy.special import xlog1py, xlogy
 
 from rootsift.analysis import weighted
 from rootsift.analysis.findings import iso
@@ -78,22 +78,88 @@ class Anomaly:
         }
 
 
-def bad_thresholds(frame: Frame, measure: str) -> tuple[list[float], list[float]]:
+def bad_thresholds(frame: Frame, measure: str, expr: str | None = None) -> tuple[list[float], list[float]]:
     """The measure's ``BAD_QUANTILES`` and ``LOW_QUANTILES`` over the range (distinct values
-    of each), from one pass."""
+    of each); of ``expr`` (SQL over the measure: its deseasonalised values) when given.
+    Exact: from the two tails alone when the store's sample says where they are
+    (``tail_quantiles``), else from every value."""
+    value = expr or ident(measure)
     rel = frame.relation_sql
     where, params = frame.range_filter()
+    got: list[Any] | None
     if frame.count is not None:  # each row as the events it stands for
-        rows = f"SELECT {ident(measure)} AS v, {weighted.count_sql(frame)} AS w FROM {rel} WHERE {where}"
+        rows = f"SELECT {value} AS v, {weighted.count_sql(frame)} AS w FROM {rel} WHERE {where}"
         got = weighted.quantiles(frame.backend, rows, params, [*BAD_QUANTILES, *LOW_QUANTILES])[1]
-    else:
+    elif (got := tail_quantiles(frame, value, [*BAD_QUANTILES, *LOW_QUANTILES])) is None:
         qs = ", ".join(str(q) for q in (*BAD_QUANTILES, *LOW_QUANTILES))
-        got = frame.backend.execute_sql(
-            f"SELECT quantile_cont({ident(measure)}, [{qs}]) FROM {rel} WHERE {where}", params
-        ).rows[0][0]
+        sql = f"SELECT quantile_cont({value}, [{qs}]) FROM {rel} WHERE {where}"
+        got = frame.backend.execute_sql(sql, params).rows[0][0]
     values = [None if v is None else float(v) for v in got or []]
     upper, lower = values[: len(BAD_QUANTILES)], values[len(BAD_QUANTILES) :]
     return sorted({v for v in upper if v is not None}), sorted({v for v in lower if v is not None})
+
+
+TAIL_SHARE = 0.06
+"""The tails read for the lines: below the sample's 6th percentile, above its 94th."""
+TAIL_MIN_SAMPLED = 2000
+"""A sample with fewer values than this places the tails too loosely: every value is read."""
+
+
+def tail_quantiles(frame: Frame, value: str, qs: list[float]) -> list[float | None] | None:
+    """``quantile_cont`` of ``value`` at each of ``qs`` (all beyond ``TAIL_SHARE`` of either
+    end) over the range, exactly, from the values of the two tails alone: the store's
+    sample says where the tails start, a count places each quantile's two order statistics
+    in them, and only the tails are sorted. The interpolation between the same two order
+    statistics may differ from DuckDB's in the last bit (never in which values lie above
+    the line). None when there is no sample, or a quantile's order statistics lie outside
+    the tails read (the sample far off)."""
+    sample = frame.backend.sample_relation(frame.dataset, frame.start, frame.end)
+    if sample is None:
+        return None
+    where, params = frame.range_filter()
+    got = frame.backend.execute_sql(
+        f"SELECT count({value}), quantile_cont({value}, {TAIL_SHARE}), quantile_cont({value}, {1 - TAIL_SHARE}) "
+        f"FROM {sample.sql(dialect='duckdb')} WHERE {where}",
+        params,
+    ).rows[0]
+    if got[0] < TAIL_MIN_SAMPLED or got[1] is None or got[2] is None:
+        return None
+    low_cut, high_cut = float(got[1]), float(got[2])
+    rel = frame.relation_sql
+    n, under_high, low_n = frame.backend.execute_sql(
+        f"SELECT count({value}), count_if({value} < ?), count_if({value} <= ?) FROM {rel} WHERE {where}",
+        [high_cut, low_cut, *params],
+    ).rows[0]
+    if not n:
+        return None
+    wanted: dict[str, set[int]] = {"low": set(), "high": set()}
+    for q in qs:
+        h = q * (n - 1)
+        for i in {math.floor(h), math.ceil(h)}:
+            if q >= 0.5 and i >= under_high:
+                wanted["high"].add(i - under_high)
+            elif q < 0.5 and i < low_n:
+                wanted["low"].add(i)
+            else:
+                return None
+    at: dict[int, float] = {}
+    for side, ranks, keep, offset in (("low", wanted["low"], "<=", 0), ("high", wanted["high"], ">=", under_high)):
+        if not ranks:
+            continue
+        rows = frame.backend.execute_sql(
+            f"SELECT r, v FROM (SELECT v, row_number() OVER (ORDER BY v) - 1 AS r FROM (SELECT {value} AS v "
+            f"FROM {rel} WHERE ({where}) AND {value} {keep} ?)) WHERE r IN ({', '.join(str(r) for r in sorted(ranks))})",
+            [*params, high_cut if side == "high" else low_cut],
+        ).rows
+        at |= {int(r) + offset: float(v) for r, v in rows}
+    out: list[float | None] = []
+    for q in qs:
+        h = q * (n - 1)
+        lo, hi = math.floor(h), math.ceil(h)
+        if lo not in at or hi not in at:
+            return None
+        out.append(at[lo] if lo == hi else at[lo] + (h - lo) * (at[hi] - at[lo]))
+    return out
 
 
 COMPLETION = ("end_time", "end", "completed_at", "end_timestamp", "finished_at")
@@ -105,24 +171,38 @@ def completion_column(frame: Frame) -> str:
     return next((c for c in COMPLETION if c in frame.fields and frame.fields[c].type == "TIMESTAMP"), TIME_COLUMN)
 
 
-def series(frame: Frame, bad_sql: str, bad_params: list[Any], width: timedelta, time: str = TIME_COLUMN) -> Series:
-    """Events and bad events per bucket of ``width`` (by the ``time`` field) over the frame's range."""
-    return series_of(frame, [(bad_sql, bad_params)], width, time)[0]
+def series(
+    frame: Frame,
+    bad_sql: str,
+    bad_params: list[Any],
+    width: timedelta,
+    time: str = TIME_COLUMN,
+    origin: datetime | None = None,
+) -> Series:
+    """Events and bad events per bucket of ``width`` (by the ``time`` field) over the frame's
+    range; ``origin`` is a bucket boundary when given (no bucket straddles it)."""
+    return series_of(frame, [(bad_sql, bad_params)], width, time, origin)[0]
 
 
 def series_of(
-    frame: Frame, bads: list[tuple[str, list[Any]]], width: timedelta, time: str = TIME_COLUMN
+    frame: Frame,
+    bads: list[tuple[str, list[Any]]],
+    width: timedelta,
+    time: str = TIME_COLUMN,
+    origin: datetime | None = None,
 ) -> list[Series]:
     """One ``Series`` per definition of a bad event (SQL, params), all from one pass over the
     data. A row with a count stands for that many events of its bucket."""
     where, params = frame.range_filter()
     us = max(1, int(width / timedelta(microseconds=1)))
+    epoch = datetime(1970, 1, 1)
+    offset = 0 if origin is None else int((origin - epoch) / timedelta(microseconds=1)) % us
     ts = ident(time)
     n = weighted.count_sql(frame)
     total = "count(*)" if n == "1" else f"sum({n})"
     counts = "".join(f", {total} FILTER (WHERE {sql})" for sql, _ in bads)
     sql = (
-        f"SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT) AS b, {total}{counts} "
+        f"SELECT CAST(floor((epoch_us({ts}) - {offset}) / {us}) AS BIGINT) AS b, {total}{counts} "
         f"FROM {frame.relation_sql} WHERE ({where}) AND {ts} IS NOT NULL GROUP BY 1 ORDER BY 1"
     )
     rows = frame.backend.execute_sql(sql, [*(p for _, bound in bads for p in bound), *params]).rows
@@ -132,80 +212,56 @@ def series_of(
     grid = np.zeros((last - first + 1, 1 + len(bads)))
     for row in rows:
         grid[int(row[0]) - first] = [v or 0 for v in row[1:]]
-    epoch = datetime(1970, 1, 1)
-    starts = [epoch + timedelta(microseconds=(first + i) * us) for i in range(len(grid))]
+    starts = [epoch + timedelta(microseconds=(first + i) * us + offset) for i in range(len(grid))]
     return [Series(starts, width, grid[:, 0], grid[:, 1 + k]) for k in range(len(bads))]
 
 
-def scan_shift(s: Series) -> tuple[int, int, float, float] | None:
-    """(first, last bucket, LLR, p-value bound) of the interval whose bad share is highest
-    against the rest, by the binomial scan statistic; None when nothing stands out."""
-    n_total, k_total = float(s.events.sum()), float(s.bad.sum())
-    m = len(s.events)
-    if m < 3 or k_total == 0 or k_total == n_total:
-        return None
-    cn = np.concatenate([[0.0], np.cumsum(s.events)])
-    ck = np.concatenate([[0.0], np.cumsum(s.bad)])
-    i, j = _intervals(m)  # interval [i, j]
-    n_in = cn[j + 1] - cn[i]
-    k_in = ck[j + 1] - ck[i]
-    n_out, k_out = n_total - n_in, k_total - k_in
-    # only intervals with events on both sides whose bad share is the higher one
-    keep = np.flatnonzero((n_in > 0) & (n_out > 0) & (k_in * n_out > k_out * n_in))
-    if len(keep) == 0:
-        return None
-    n_in, k_in, n_out, k_out = n_in[keep], k_in[keep], n_out[keep], k_out[keep]
-    llr = _xlogy(k_in, k_in / n_in) + _xlogy(n_in - k_in, 1 - k_in / n_in)
-    llr += _xlogy(k_out, k_out / n_out) + _xlogy(n_out - k_out, 1 - k_out / n_out)
-    p0 = k_total / n_total
-    llr -= k_total * math.log(p0) + (n_total - k_total) * math.log(1 - p0)
-    best = int(np.argmax(llr))
-    value = float(llr[best])
-    if value <= 0:
-        return None
-    first, last = int(i[keep[best]]), int(j[keep[best]])
-    value /= dispersion(s, first, last)
-    p = min(1.0, float(sps.chi2.sf(2 * value, 1)) * len(i))
-    return first, last, value, p
-
-
-@functools.lru_cache(maxsize=8)
-def _intervals(m: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every interval [i, j] of ``m`` buckets, as two index arrays (shared: not to be written)."""
-    return np.triu_indices(m)
-
-
-def scan_regions(s: Series, most: int = 3) -> Iterator[tuple[int, int, float, float]]:
-    """Up to ``most`` regions by ``scan_shift``, each found with the ones before it taken out
-    of the series (their buckets emptied): the strongest first, computed as they are read."""
-    rest = Series(s.starts, s.width, s.events.copy(), s.bad.copy())
-    for _ in range(most):
-        hit = scan_shift(rest)
-        if hit is None:
-            return
-        yield hit
-        rest.events[hit[0] : hit[1] + 1] = 0
-        rest.bad[hit[0] : hit[1] + 1] = 0
+def binomial_llr(n_in: np.ndarray, k_in: np.ndarray, n_all: float, k_all: float) -> np.ndarray:
+    """The binomial likelihood ratio (log) of two rates, inside and outside each interval
+    (``n_in`` events, ``k_in`` bad), against one rate over all: Kulldorff's scan statistic.
+    0 for an interval with no events on one side or whose bad share is not the higher."""
+    n_in = np.asarray(n_in, dtype=np.float64)
+    k_in = np.asarray(k_in, dtype=np.float64)
+    n_out, k_out = n_all - n_in, k_all - k_in
+    keep = (n_in > 0) & (n_out > 0) & (k_in * n_out > k_out * n_in)
+    out = np.zeros(len(n_in))
+    if not keep.any() or k_all <= 0 or k_all >= n_all:
+        return out
+    idx = np.flatnonzero(keep)
+    n_in, k_in, n_out, k_out = n_in[idx], k_in[idx], n_out[idx], k_out[idx]
+    p_in, p_out, p0 = k_in / n_in, k_out / n_out, k_all / n_all
+    llr = xlogy(k_in, p_in) + xlog1py(n_in - k_in, -p_in) + xlogy(k_out, p_out) + xlog1py(n_out - k_out, -p_out)
+    llr -= k_all * math.log(p0) + (n_all - k_all) * math.log1p(-p0)
+    out[idx] = llr
+    return out
 
 
 def dispersion(s: Series, first: int, last: int) -> float:
     """How much more the buckets' bad counts vary than binomially, once the region's rate
-    and the rest's are fitted: the median squared Pearson residual over the median of χ²
-    with one degree of freedom (0.455), at least 1. Events of one series are not
-    independent draws: a gauge's daily cycle puts all its high values in a few buckets a
-    day. The scan's LLR is divided by it (quasi-likelihood), so such a cycle is not an
-    anomaly while a shift that stands far above it still is. The median, not the mean: a
-    few buckets of other incidents (each stall of a series of them) do not discount the
-    worst one."""
+    and the rest's are fitted: the median squared Pearson residual of the buckets outside
+    the region over the median of χ² with one degree of freedom (0.455), at least 1.
+    Events of one series are not independent draws: a gauge's daily cycle puts all its
+    high values in a few buckets a day. The scan's LLR is divided by it (quasi-likelihood),
+    so such a cycle is not an anomaly while a shift that stands far above it still is.
+    The median, not the mean: a few buckets of other incidents (each stall of a series of
+    them) do not discount the worst one. Outside the region, where behaviour is normal:
+    an incident that varies within itself and covers half the range would otherwise set
+    the median, and a start one bucket earlier or later swung it tenfold (all buckets
+    are used when fewer than three lie outside). A rate of 0 fits its buckets exactly:
+    their residual is 0."""
     n, k = s.events, s.bad
     inside = np.zeros(len(n), dtype=bool)
     inside[first : last + 1] = True
     rate = np.where(inside, k[inside].sum() / max(n[inside].sum(), 1), k[~inside].sum() / max(n[~inside].sum(), 1))
     var = n * rate * (1 - rate)
-    used = (n > 0) & (var > 0)
+    # a rate of 0 (or 1) fits its buckets exactly: their residual is 0, not unknown
+    residual = np.where(var > 0, (k - n * rate) ** 2 / np.where(var > 0, var, 1.0), 0.0)
+    used = (n > 0) & ~inside
+    if used.sum() <= 2:
+        used = n > 0
     if used.sum() <= 2:
         return 1.0
-    return max(1.0, float(np.median((k[used] - n[used] * rate[used]) ** 2 / var[used])) / CHI2_1_MEDIAN)
+    return max(1.0, float(np.median(residual[used])) / CHI2_1_MEDIAN)
 
 
 def earlier_onset(s: Series, first: int, last: int, level: float = 0.01) -> int:
@@ -221,12 +277,3 @@ def earlier_onset(s: Series, first: int, last: int, level: float = 0.01) -> int:
     while k >= 0 and s.events[k] > 0 and sps.binom.sf(s.bad[k] - 1, s.events[k], rate) < level:
         k -= 1
     return k + 1
-
-
-def _xlogy(x: np.ndarray | float, y: np.ndarray | float) -> np.ndarray:
-    """x·log(y), 0 where x is 0."""
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(x > 0, x * np.log(np.where(y > 0, y, 1.0)), 0.0)
-    return np.asarray(out, dtype=np.float64)

@@ -25,6 +25,8 @@ from typing import Any
 
 from rootsift.analysis import anomaly as an
 from rootsift.analysis import saturation as sat
+from rootsift.analysis import seasonal as ss
+from rootsift.analysis import shifts as sh
 from rootsift.analysis import timeouts as to
 from rootsift.analysis import timescale as ts
 from rootsift.analysis import weighted
@@ -159,25 +161,29 @@ def _find(
 ) -> an.Anomaly | None:
     unit = ts.resolution(frame)
     # buckets are whole units of the time field's resolution: none falls between two stamps
-    width = ts.whole_units(max((end - start) / an.BUCKETS, timedelta(milliseconds=1)), unit)
+    width, fine = sh.widths(start, end, unit)
     method.update(
         time_field="timestamp",
         resolution_seconds=unit,
         resolution=ts.describe(unit),
         shift_bucket_seconds=width.total_seconds(),
+        shift_fine_bucket_seconds=fine.total_seconds(),
     )
     lines = []  # (direction, threshold): more events above the line, or below it
+    value, seasonal = (ident(str(measure)), None) if measure is None else ss.deseasonalised(frame, measure, start, end)
     if measure is not None:
-        upper, lower = an.bad_thresholds(frame, measure)
+        upper, lower = an.bad_thresholds(frame, measure, value)
         lines += [("up", t) for t in upper] + [("down", t) for t in lower]
+        if seasonal is not None:
+            method["deseasonalised"] = seasonal
     status = next((f for f in ERROR_FIELDS if f in frame.fields and frame.fields[f].type in ("DOUBLE", "BIGINT")), None)
-    bads = [(f"{ident(str(measure))} {OPERATOR[d]} ?", [t]) for d, t in lines]
+    bads = [(f"{value} {OPERATOR[d]} ?", [t]) for d, t in lines]
     if status is not None:
         bads.append((f"{ident(status)} >= 500", []))
-    series = an.series_of(frame, bads, width) if bads else []  # every line in one pass
+    counts = sh.fine_counts(frame, bads, fine)  # every line in one pass
 
-    def region(k: int, hit: tuple[int, int, float, float]) -> an.Anomaly | None:
-        i, j, llr, p = hit
+    def region(k: int, hit: sh.Shift) -> an.Anomaly | None:
+        p = hit.p_value
         if k < len(lines):  # a line of the measure: Bonferroni over the lines
             p = min(1.0, p * len(lines))
             kind, line, field_name = "latency", lines[k][1], measure
@@ -185,14 +191,17 @@ def _find(
             kind, line, field_name = "errors", 500.0, status
         if p >= alpha:
             return None
-        a = an.Anomaly(kind, series[k].starts[i], series[k].starts[j] + series[k].width, field_name, line, llr, p)
+        a = an.Anomaly(kind, counts.at(hit.first), counts.at(hit.end), field_name, line, hit.llr, p)
         if kind == "latency":
-            a.detail.update(direction=lines[k][0], bucket_seconds=series[k].width.total_seconds())
+            a.detail.update(direction=lines[k][0], bucket_seconds=hit.scale.total_seconds())
+            if seasonal is not None:
+                a.detail.update(deseasonalised=True)
         return a
 
     strongest, candidates = [], []
-    for k, s in enumerate(series):  # each line's regions, strongest first, while significant
-        for rank, hit in enumerate(an.scan_regions(s, MAX_REGIONS)):
+    for k in range(len(bads)):  # each line's regions, strongest first, while significant
+        level = alpha / len(lines) if k < len(lines) else alpha
+        for rank, hit in enumerate(sh.regions(counts, k, MAX_REGIONS, level)):
             if (a := region(k, hit)) is None:
                 break
             candidates.append(a)
@@ -200,7 +209,7 @@ def _find(
                 strongest.append(a)
     shift = min(strongest, key=lambda a: (a.p_value, -a.score)) if strongest else None
     stall = ts.stall_region(frame, start, end, alpha, method)
-    found = _headline(frame, shift, stall, alpha, width, method)
+    found = _headline(frame, shift, stall, alpha, method)
     regions.extend(_ranked(found, [*candidates, *([stall] if stall is not None else [])]))
     return found
 
@@ -220,13 +229,13 @@ def _headline(
     shift: an.Anomaly | None,
     stall: an.Anomaly | None,
     alpha: float,
-    width: timedelta,
     method: dict[str, Any],
 ) -> an.Anomaly | None:
     """The stall or the shift (see the module docstring)."""
     if shift is not None and shift.kind == "latency":
-        _median_shift(frame, shift, width)
-        _normal_line(frame, shift, width)
+        own = timedelta(seconds=float(shift.detail["bucket_seconds"]))  # the scale it was found at
+        _median_shift(frame, shift, own)
+        _normal_line(frame, shift, own)
     if stall is not None and (shift is None or _coincide(stall, shift) or stall.p_value < shift.p_value):
         return stall
     if shift is not None and shift.end - shift.start <= timedelta(seconds=an.STALL_MAX_S):
@@ -286,17 +295,18 @@ def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
         f"WHERE ({where}) AND ({ts} < ? OR {ts} >= ?)",
         [*params, a.start, a.end],
     ).rows[0]
+    raw = a.detail.get("deseasonalised")  # the scan's line was on values less their hour's median
     if row[0] is None or (
-        float(row[0]) <= float(a.threshold or 0) if down else float(row[0]) >= float(a.threshold or 0)
+        not raw and (float(row[0]) <= float(a.threshold or 0) if down else float(row[0]) >= float(a.threshold or 0))
     ):
         return
     a.detail["scan_threshold"] = a.threshold
     a.threshold = float(row[0])
-    s = an.series(frame, f"{col} {OPERATOR[_direction(a)]} ?", [a.threshold], width)
+    s = an.series(frame, f"{col} {OPERATOR[_direction(a)]} ?", [a.threshold], width, origin=a.start)
     first = next((k for k, t in enumerate(s.starts) if t >= a.start), None)
     last = next((k for k in range(len(s.starts) - 1, -1, -1) if s.starts[k] < a.end), None)
     if first is not None and last is not None and first <= last:
-        a.start = s.starts[an.earlier_onset(s, first, last)]
+        a.start = min(a.start, s.starts[an.earlier_onset(s, first, last)])
 
 
 def _direction(a: an.Anomaly) -> str:

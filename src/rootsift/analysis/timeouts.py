@@ -11,12 +11,13 @@ the timeout produced, not where it happened).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rootsift.analysis.counts import BIN_STEPS, bin_sql
+from rootsift.analysis.counts import BIN_OFFSET, BIN_STEPS, bin_sql
 from rootsift.analysis.findings import Finding
 from rootsift.analysis.frame import Frame
 from rootsift.store.sqltext import ident
@@ -53,31 +54,124 @@ def duration_fields(frame: Frame) -> list[str]:
 
 
 def inferred_ceilings(frame: Frame, fields: list[str]) -> list[Ceiling]:
-    """Pile-ups at the top of each field's distribution (see the module docstring)."""
+    """Pile-ups at the top of each field's distribution (see the module docstring).
+
+    Only the upper tail is read bin by bin: the store's uniform sample gives each field's
+    ``TAIL_FROM`` quantile, and two cheap passes over the field count its events below
+    that and its events above it per bin; the mode is read in the pile-up's bin alone. The counts are exact, and so is the answer: a field whose test would need a
+    bin below the tail read (the sample far off) is counted over every bin, as is every
+    field when the store holds no sample."""
     out = []
-    rel = frame.relation_sql
-    where, params = frame.range_filter()
+    lows = _tail_starts(frame, fields)
+    tails = _tail_bins(frame, {n: lo for n, lo in lows.items() if lo is not None})
     for name in fields:
-        col = ident(name)
+        at = _pile_up(*tails[name]) if name in tails else UNKNOWN
+        if at is UNKNOWN:
+            at = _pile_up(*_all_bins(frame, name), None)
+        if at is not None and at is not UNKNOWN:
+            key, n = at
+            out.append(Ceiling(name, _mode_in_bin(frame, name, key), n, True))
+    return out
+
+
+UNKNOWN = (0, -1)
+"""The tail read cannot decide: its bins say nothing of what the test needs below it."""
+TAIL_FROM = 0.8
+"""The sample's quantile from which a field's values are read bin by bin (the test reads
+bins above the 90th percentile and the four below each)."""
+TAIL_MIN_SAMPLED = 200
+"""A sample with fewer values than this places the quantile too loosely: every bin is read."""
+
+
+def _pile_up(keys: np.ndarray, counts: np.ndarray, below: float | None) -> tuple[int, int] | None:
+    """(bin key, events in it) of the highest bin of the upper tail (above the 90th
+    percentile) that holds ``PILE_UP`` times the mean of the four near bins below it and
+    at least ``PILE_MIN`` events; None when none does. ``below``: events under the bins
+    given (None: the bins are all of them); ``UNKNOWN`` when the answer needs those."""
+    total = counts.sum() + (below or 0.0)
+    if total <= 0 or (below is None and len(keys) < 6):
+        return None
+    cum = ((below or 0.0) + np.cumsum(counts)) / total
+    for i in range(len(keys) - 1, -1, -1):
+        if (cum[i - 1] if i > 0 else (below or 0.0) / total) < 0.9:  # only the upper tail
+            return None
+        if i < 4:  # the four bins below are not all here
+            return UNKNOWN if below else None
+        below_mean = counts[i - 4 : i].mean()
+        adjacent = keys[i] - keys[i - 4] <= 4 + BIN_STEPS  # the four bins below are near
+        if counts[i] >= PILE_MIN and adjacent and counts[i] >= PILE_UP * max(below_mean, 1.0):
+            return int(keys[i]), int(counts[i])
+    return None
+
+
+def _tail_starts(frame: Frame, fields: list[str]) -> dict[str, int | None]:
+    """Per field, the key of the bin four below its ``TAIL_FROM`` quantile in the store's
+    sample; None without a sample or with too few sampled values."""
+    sample = frame.backend.sample_relation(frame.dataset, frame.start, frame.end)
+    if sample is None or not fields:
+        return {}
+    where, params = frame.range_filter()
+    aggs = ", ".join(
+        f"count(*) FILTER (WHERE {ident(n)} > 0), quantile_cont({ident(n)}, {TAIL_FROM}) FILTER (WHERE {ident(n)} > 0)"
+        for n in fields
+    )
+    row = frame.backend.execute_sql(f"SELECT {aggs} FROM {sample.sql(dialect='duckdb')} WHERE {where}", params).rows[0]
+    out: dict[str, int | None] = {}
+    for i, name in enumerate(fields):
+        n, q = row[2 * i], row[2 * i + 1]
+        ok = n is not None and n >= TAIL_MIN_SAMPLED and q is not None and float(q) > 0
+        out[name] = math.floor(math.log2(float(q)) * BIN_STEPS) - 4 + BIN_OFFSET if ok else None
+    return out
+
+
+def _tail_bins(frame: Frame, lows: dict[str, int]) -> dict[str, tuple[np.ndarray, np.ndarray, float]]:
+    """Per field, (bin keys, events per bin) of its bins from ``lows[field]`` up and the
+    events with positive values below them. Only values near or above the lowest bin are
+    binned (a comparison is cheaper than a logarithm; a grouping with a filter in front of
+    it cheaper than a ``histogram`` with one, by half); binned values below it join the
+    count below."""
+    where, params = frame.range_filter()
+    out = {}
+    for name, lowest in lows.items():
+        col, near = ident(name), 0.99 * 2.0 ** ((lowest - BIN_OFFSET) / BIN_STEPS)
         rows = frame.backend.execute_sql(
-            f"SELECT {bin_sql(col)} AS k, count(*), mode({col}) FROM {rel} WHERE ({where}) AND {col} > 0 "
+            f"SELECT {bin_sql(col)} AS k, count(*) FROM {frame.relation_sql} WHERE ({where}) AND {col} >= {near!r} "
             "GROUP BY 1 ORDER BY 1",
             params,
         ).rows
-        if len(rows) < 6:
-            continue
-        keys = np.array([r[0] for r in rows], dtype=np.float64)
-        counts = np.array([r[1] for r in rows], dtype=np.float64)
-        cum = np.cumsum(counts) / counts.sum()
-        for i in range(len(rows) - 1, 3, -1):
-            if cum[i - 1] < 0.9:  # only the upper tail
-                break
-            below = counts[i - 4 : i].mean()
-            adjacent = keys[i] - keys[i - 4] <= 4 + BIN_STEPS  # the four bins below are near
-            if counts[i] >= PILE_MIN and adjacent and counts[i] >= PILE_UP * max(below, 1.0):
-                out.append(Ceiling(name, float(rows[i][2]), int(counts[i]), True))
-                break
+        under = frame.backend.execute_sql(
+            f"SELECT count(*) FROM {frame.relation_sql} WHERE ({where}) AND {col} > 0 AND {col} < {near!r}", params
+        ).rows[0][0]
+        keys = np.array([k for k, _ in rows if k >= lowest], dtype=np.float64)
+        counts = np.array([n for k, n in rows if k >= lowest], dtype=np.float64)
+        below = float(under or 0) + sum(float(n) for k, n in rows if k < lowest)
+        out[name] = (keys, counts, below)
     return out
+
+
+def _all_bins(frame: Frame, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(bin keys, events per bin) of a field's positive values, every bin."""
+    col = ident(name)
+    where, params = frame.range_filter()
+    rows = frame.backend.execute_sql(
+        f"SELECT {bin_sql(col)} AS k, count(*) FROM {frame.relation_sql} WHERE ({where}) AND {col} > 0 "
+        "GROUP BY 1 ORDER BY 1",
+        params,
+    ).rows
+    return np.array([r[0] for r in rows], dtype=np.float64), np.array([r[1] for r in rows], dtype=np.float64)
+
+
+def _mode_in_bin(frame: Frame, name: str, key: int) -> float:
+    """The most common value of a field in bin ``key``: the ceiling itself."""
+    col = ident(name)
+    where, params = frame.range_filter()
+    lo, hi = 2.0 ** ((key - BIN_OFFSET) / BIN_STEPS), 2.0 ** ((key - BIN_OFFSET + 1) / BIN_STEPS)
+    row = frame.backend.execute_sql(  # the value range first (cheap), the bin's own rule after it (exact)
+        f"SELECT mode({col}) FROM {frame.relation_sql} WHERE ({where}) AND {col} >= {lo * 0.999!r} "
+        f"AND {col} <= {hi * 1.001!r} AND {bin_sql(col)} = {key}",
+        params,
+    ).rows[0]
+    return float(row[0])
 
 
 def given_ceilings(frame: Frame, limits: dict[str, float]) -> list[Ceiling]:
