@@ -169,3 +169,50 @@ def test_a_truncated_gzip_file_vouches_for_nothing(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl.gz"
     path.write_bytes(data[: len(data) // 2])
     assert BlockStats.of_file(str(path)).suspect
+
+
+def test_a_gzip_file_is_inflated_once_into_a_pipe_duckdb_reads(tmp_path: Path) -> None:
+    """The counter decompresses a ``.gz`` and writes it to a FIFO; DuckDB reads that as
+    plain JSON lines, so the file is inflated once (with ISA-L), not twice."""
+    import gzip
+    import stat
+
+    import duckdb
+
+    from rootsift.ingest.blockstats import FileCounter
+
+    blob = b"".join(b'{"ts":%d,"s":"caf\\u00e9","k":{"x":%d}}\n' % (i, i) for i in range(20_000))
+    path = tmp_path / "b.jsonl.gz"
+    path.write_bytes(gzip.compress(blob))
+    counter = FileCounter(str(path), str(tmp_path))
+    try:
+        assert stat.S_ISFIFO(Path(counter.source).stat().st_mode) and counter.compression == "none"
+        sql = f"SELECT count(*), sum(ts), count(k.x) FROM read_json('{counter.source}', format='newline_delimited')"
+        got = duckdb.connect().execute(sql).fetchone()
+        assert got == (20_000, sum(range(20_000)), 20_000)
+        stats, plain = counter.stats(), BlockStats.of(blob)
+        assert (stats.key_tokens, stats.suspect) == (plain.key_tokens, False) == (80_000, False)  # ts, s, k, x
+    finally:
+        counter.close()
+    assert not Path(counter.source).exists()
+
+
+@pytest.mark.parametrize("read", [0, 1 << 16], ids=["never-opened", "abandoned"])
+def test_a_pipe_its_reader_leaves_frees_the_counter_and_vouches_for_nothing(tmp_path: Path, read: int) -> None:
+    """A statement that fails before (or while) reading the pipe must not leave the counter
+    blocked, nor its partial counts taken for the file's."""
+    import gzip
+    import os
+
+    from rootsift.ingest.blockstats import FileCounter
+
+    path = tmp_path / "b.jsonl.gz"
+    path.write_bytes(gzip.compress(BLOB * 200))  # ~2.5 MB decompressed: more than a pipe holds
+    counter = FileCounter(str(path), str(tmp_path))
+    if read:
+        fd = os.open(counter.source, os.O_RDONLY)
+        assert len(os.read(fd, read)) > 0
+        os.close(fd)
+    counter.close()
+    assert counter.stats().suspect
+    assert not Path(counter.source).exists()
