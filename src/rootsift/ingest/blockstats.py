@@ -3,11 +3,9 @@ the rows it wrote against (see ``BlockStats`` and docs/storage.md, "Ingest")."""
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import os
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
@@ -46,19 +44,18 @@ class BlockStats:
         return cls(keys, _suspect(block, 0, end, spaced, doubled), path)
 
     @classmethod
-    def of_file(cls, path: str, chunk: int = 32 << 20, sink: str | None = None) -> BlockStats:
+    def of_file(cls, path: str, chunk: int = 32 << 20) -> BlockStats:
         """The same counts over a whole file, mapped rather than read (no copy); a gzip
-        file is counted as it decompresses, one window at a time, and its decompressed
-        bytes are written to ``sink`` (a pipe DuckDB reads) when one is given."""
+        file is counted as it decompresses, one window at a time."""
         if is_gzip(path):
             from isal import igzip_lib
 
             corrupt = cast("type[Exception]", igzip_lib.IsalError)
             try:
-                return cls._of_stream(path, chunk, sink)
+                return cls._of_stream(path, chunk)
             except (EOFError, OSError, corrupt):
-                # Truncated or corrupt (or the pipe's reader gone): vouch for nothing; the
-                # check fails and the blocks path reports what it could read.
+                # Truncated or corrupt: vouch for nothing; DuckDB's read fails too and the
+                # blocks path reports what it could read.
                 return cls(0, True, path)
         size = os.path.getsize(path)
         if size == 0:
@@ -81,20 +78,11 @@ class BlockStats:
         return cls(keys, suspect, path)
 
     @classmethod
-    def _of_stream(cls, path: str, chunk: int, sink: str | None) -> BlockStats:
-        with contextlib.ExitStack() as stack:
-            # Buffered: its write() writes everything or raises (a raw write to a pipe may be short).
-            out = stack.enter_context(open(sink, "wb")) if sink is not None else None
-            return cls._count_stream(path, chunk, out)
-
-    @classmethod
-    def _count_stream(cls, path: str, chunk: int, out: BinaryIO | None) -> BlockStats:
+    def _of_stream(cls, path: str, chunk: int) -> BlockStats:
         keys = 0
         suspect = False
         spaced_before = doubled_before = 0
         for buf, seam, end in _windows(path, chunk):
-            if out is not None:
-                out.write(memoryview(buf)[seam:end])
             # Each pair is counted at its quote (the seam repeats the last bytes before).
             found, spaced, doubled = _quote_pairs(buf, max(0, seam - 1), end)
             keys += found
@@ -122,54 +110,6 @@ class BlockStats:
                 total += outside[0] - outside[1] - outside[2]
             self._with_values = total
         return self._with_values
-
-
-class FileCounter:
-    """A whole file's ``BlockStats``, counted in a thread while DuckDB reads the file.
-
-    DuckDB reads a plain file in place (``source`` is the file) while the counts map it
-    beside. A gzip file is decompressed once, with ISA-L: the thread counts each window
-    and writes it to a pipe (``source``, a FIFO in ``tmp_dir``) that DuckDB reads as plain
-    JSON lines, rather than DuckDB inflating the file with zlib while the counts inflate
-    it a second time. Where FIFOs do not exist, both decompress it as before.
-    """
-
-    def __init__(self, path: str, tmp_dir: str) -> None:
-        self.path = path
-        self.source = path
-        """What DuckDB's insert reads: the file, or the pipe its decompressed bytes go through."""
-        self.compression = "gzip" if is_gzip(path) else "none"
-        """How ``source`` is compressed, in DuckDB's words."""
-        self._pipe: str | None = None
-        if self.compression == "gzip" and hasattr(os, "mkfifo"):
-            pipe = os.path.join(tmp_dir, f"input-{threading.get_ident()}.fifo")
-            with contextlib.suppress(OSError):  # a file system without FIFOs: DuckDB inflates the file
-                os.mkfifo(pipe)
-                self._pipe, self.source, self.compression = pipe, pipe, "none"
-        self._counted: list[BlockStats] = []
-        self._thread = threading.Thread(target=self._run, name="rootsift-ingest-counts", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        self._counted.append(BlockStats.of_file(self.path, sink=self._pipe))
-
-    def stats(self) -> BlockStats:
-        """The counts, once the whole file is counted (suspect if counting failed)."""
-        self._thread.join()
-        return self._counted[0] if self._counted else BlockStats(0, True, self.path)
-
-    def close(self) -> None:
-        """End the thread and remove the pipe. A statement that failed before reading the
-        pipe to its end leaves the writer blocked in ``open`` or ``write``: opening and
-        closing the read end frees it (its next write fails, and the counts are suspect)."""
-        while self._pipe is not None and self._thread.is_alive():
-            with contextlib.suppress(OSError):
-                os.close(os.open(self._pipe, os.O_RDONLY | os.O_NONBLOCK))
-            self._thread.join(0.05)
-        self._thread.join()
-        if self._pipe is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._pipe)
 
 
 def _seam_suspect(fh: Any, at: int) -> bool:

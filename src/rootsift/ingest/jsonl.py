@@ -26,7 +26,7 @@ import orjson
 
 from rootsift.errors import UsageError
 from rootsift.ingest import convert
-from rootsift.ingest.blockstats import BlockStats, FileCounter, is_gzip, open_decompressed
+from rootsift.ingest.blockstats import BlockStats, is_gzip, open_decompressed
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged, Stager
 from rootsift.store.base import TIME_COLUMN, FieldInfo
@@ -74,15 +74,15 @@ class JsonLinesReader(Stager):
         finally:
             os.unlink(path)
 
-    def stage_whole(self, path: str, counter: FileCounter) -> Staged | None:
-        """Write a whole file in one checked transaction, DuckDB reading ``counter.source``
-        (the file in place, or the pipe its decompressed bytes go through) while the
-        counter counts it. None when the check fails: nothing was written, and the caller
-        goes block by block.
+    def stage_whole(self, path: str, stats: Callable[[], BlockStats]) -> Staged | None:
+        """Write a whole uncompressed file in one checked transaction, reading it in place.
+
+        ``stats`` gives the file's byte counts (computed beside the insert). None when the
+        check fails: nothing was written, and the caller goes block by block.
         """
         if self.writer is None:
             return None
-        return self._fast(path, counter.stats, self.writer, WHOLE_FILE_SAMPLE, (counter.source, counter.compression))
+        return self._fast(path, stats, self.writer, WHOLE_FILE_SAMPLE, "gzip" if is_gzip(path) else "none")
 
     # -- fast path -----------------------------------------------------------------
     def _fast(
@@ -91,19 +91,17 @@ class JsonLinesReader(Stager):
         stats_of: Callable[[], BlockStats],
         writer: SegmentWriter,
         sample_rows: int,
-        source: tuple[str, str] | None = None,
+        compression: str = "none",
     ) -> Staged | None:
         """Write the block through the checked insert; ``sample_rows`` 0 reads only known fields.
 
-        The sample is read from ``path``, the rows from ``source`` (a path and DuckDB's name
-        for its compression; by default the plain file at ``path``)."""
-        data, compression = source or (path, "none")
+        ``compression`` is DuckDB's name for how the file at ``path`` is compressed."""
+        options = f"format='newline_delimited', compression={literal(compression)}"
         try:
             if sample_rows:
                 detected = convert.parse_type(
                     self._describe(
-                        f"read_json({literal(path)}, sample_size={sample_rows}, map_inference_threshold=-1, "
-                        f"format='newline_delimited', compression={literal('gzip' if is_gzip(path) else 'none')})"
+                        f"read_json({literal(path)}, sample_size={sample_rows}, map_inference_threshold=-1, {options})"
                     )
                 )
                 time = self._time_spec(detected, path)
@@ -135,8 +133,7 @@ class JsonLinesReader(Stager):
             number = convert.finite(f"TRY_CAST({col} AS DOUBLE)")
             cast = {"DOUBLE": number, "TIMESTAMP": f"CAST({col} AS TIMESTAMP)"}.get(t, col)
             items.append(f"{cast} AS {ident(n)}")
-        options = f"format='newline_delimited', compression={literal(compression)}"
-        select = f"SELECT {', '.join(items)} FROM read_json({literal(data)}, columns={spec}, {options}) src"
+        select = f"SELECT {', '.join(items)} FROM read_json({literal(path)}, columns={spec}, {options}) src"
         columns = {TIME_COLUMN: "TIMESTAMP", **{n: t for (_, t), n in zip(leaves, names)}}
         new = [FieldInfo(n, t, p) for (p, t), n in zip(leaves, names) if n not in self.fields]
 
