@@ -48,12 +48,9 @@ class BlockStats:
         """The same counts over a whole file, mapped rather than read (no copy); a gzip
         file is counted as it decompresses, one window at a time."""
         if is_gzip(path):
-            from isal import igzip_lib
-
-            corrupt = cast("type[Exception]", igzip_lib.IsalError)
             try:
                 return cls._of_stream(path, chunk)
-            except (EOFError, OSError, corrupt):
+            except unreadable_gzip():
                 # Truncated or corrupt: vouch for nothing; DuckDB's read fails too and the
                 # blocks path reports what it could read.
                 return cls(0, True, path)
@@ -196,6 +193,13 @@ def _windows(path: str, chunk: int = 32 << 20) -> Iterator[tuple[bytearray, int,
 def is_gzip(path: str) -> bool:
     with open(path, "rb") as fh:
         return fh.read(2) == GZIP_MAGIC
+
+
+def unreadable_gzip() -> tuple[type[Exception], ...]:
+    """What reading a truncated or corrupt gzip file through ``open_decompressed`` raises."""
+    from isal import igzip_lib
+
+    return (EOFError, OSError, cast("type[Exception]", igzip_lib.IsalError))
 
 
 def open_decompressed(path: str) -> BinaryIO:
