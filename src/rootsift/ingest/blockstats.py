@@ -158,7 +158,7 @@ def _suspect(buf: bytes | bytearray | mmap.mmap, start: int, end: int, spaced: i
     pattern may be there.
 
     Escapes are no reason: in the raw bytes a quote inside a string is always escaped
-    (``"`` or ``"``), so an escape can neither make nor hide a ``":`` token, and
+    (``\"`` or ``\u0022``), so an escape can neither make nor hide a ``":`` token, and
     nothing is counted in decoded text.
     """
     # An empty key (DuckDB reads its object as a MAP) is renamed on the exact path.
