@@ -53,14 +53,63 @@ def test_blocks_the_count_cannot_vouch_for(line: bytes, suspect: bool) -> None:
 def test_quote_pairs_across_seams(tmp_path: Path, chunk: int) -> None:
     from rootsift.ingest.blockstats import _quote_pairs
 
-    blob = b'{"a":1,"b" :2,"c":"x"}\n' * 50
+    blob = b'{"a":1,"b" :2,"c":"x","d":""}\n' * 50
     path = tmp_path / "b.jsonl"
     path.write_bytes(blob)
-    keys = spaced = 0
+    keys = spaced = doubled = 0
     for buf, seam, end in _windows(str(path), chunk):
-        k, s = _quote_pairs(buf, max(0, seam - 1), end)
-        keys, spaced = keys + k, spaced + s
-    assert (keys, spaced) == (blob.count(b'":'), blob.count(b'" '))
+        k, s, d = _quote_pairs(buf, max(0, seam - 1), end)
+        keys, spaced, doubled = keys + k, spaced + s, doubled + d
+    assert (keys, spaced, doubled) == (blob.count(b'":'), blob.count(b'" '), blob.count(b'""'))
+
+
+def _pairs_bytewise(buf: bytes, start: int, end: int) -> tuple[int, int, int]:
+    """The three counts of ``_quote_pairs``, one byte pair at a time."""
+    pairs = [(buf[i], buf[i + 1]) for i in range(start, end - 1)]
+    return (
+        sum(a == 34 and b == 58 for a, b in pairs),
+        sum(a == 34 and b <= 32 for a, b in pairs),
+        sum(a == 34 and b == 34 for a, b in pairs),
+    )
+
+
+@pytest.mark.parametrize("words", [1, 2, 3, 5, 1 << 18])
+def test_quote_pairs_count_every_pair_once_whatever_the_slicing(monkeypatch: pytest.MonkeyPatch, words: int) -> None:
+    """Pairs are compared as 16-bit words in slices of ``PAIR_WORDS``: a pair at an odd
+    offset, or straddling two slices, is counted once, and only inside [start, end)."""
+    import random
+
+    import rootsift.ingest.blockstats as blockstats
+
+    monkeypatch.setattr(blockstats, "PAIR_WORDS", words)
+    rnd = random.Random(words)
+    for _ in range(400):
+        buf = bytes(rnd.choice(b'"::  \t\r\n\x01\x1f!,a\\"') for _ in range(rnd.randrange(0, 40)))
+        start = rnd.randrange(0, len(buf) + 1)
+        end = rnd.randrange(start, len(buf) + 1)
+        assert blockstats._quote_pairs(buf, start, end) == _pairs_bytewise(buf, start, end), (buf, start, end)
+
+
+@pytest.mark.parametrize("cut", [-2, -1, 0, 1])
+def test_an_empty_key_across_a_window_seam_is_suspect(tmp_path: Path, cut: int) -> None:
+    """``"":`` split by the seam of two mapped windows (plain) or read windows (gzip)."""
+    import gzip
+    import mmap
+
+    seam = mmap.ALLOCATIONGRANULARITY
+    pad = b'{"a":"","b":1}\n' * (seam // 15)
+    head = pad[: seam + cut - 7]  # '{"a":1,' is 7 bytes: the empty key's first quote lands at seam + cut
+    head = head[: head.rfind(b"\n") + 1] + b" " * (len(head) - head.rfind(b"\n") - 1)
+    blob = head + b'{"a":1,"":2}\n' + pad
+    assert blob.index(b'"":') == seam + cut
+    plain, packed = tmp_path / "b.jsonl", tmp_path / "b.jsonl.gz"
+    plain.write_bytes(blob)
+    packed.write_bytes(gzip.compress(blob))
+    assert BlockStats.of_file(str(plain), seam).suspect
+    assert BlockStats.of_file(str(packed), seam).suspect
+    assert BlockStats.of(blob).suspect
+    plain.write_bytes(blob.replace(b'"":2', b'"c":2'))
+    assert not BlockStats.of_file(str(plain), seam).suspect
 
 
 @pytest.mark.parametrize(

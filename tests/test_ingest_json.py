@@ -117,6 +117,44 @@ def test_a_gzip_file_the_check_refuses_goes_in_blocks_and_keeps_everything(rs: R
     assert "spaced" in columns_of(rs, "gz2")
 
 
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_the_whole_file_sample_is_its_first_lines_in_a_file_of_their_own(
+    gz: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Types are detected in the first WHOLE_FILE_SAMPLE lines, copied (inflated, for gzip)
+    into a small plain file, not in a buffer DuckDB reads (and inflates) from the input."""
+    import gzip
+
+    import duckdb
+
+    from rootsift.ingest import jsonl
+
+    lines = [json.dumps({"timestamp": _ts(i), "n": i}).encode() + b"\n" for i in range(jsonl.WHOLE_FILE_SAMPLE + 50)]
+    path = tmp_path / ("h.jsonl.gz" if gz else "h.jsonl")
+    path.write_bytes(gzip.compress(b"".join(lines)) if gz else b"".join(lines))
+    reader = jsonl.JsonLinesReader(duckdb.connect(), {}, str(tmp_path), None, None)
+    head = reader._head(str(path))
+    assert head is not None and Path(head).read_bytes() == b"".join(lines[: jsonl.WHOLE_FILE_SAMPLE])
+    monkeypatch.setattr(jsonl, "HEAD_BYTES", len(lines[0]) - 1)  # not one whole line: no sample file
+    assert reader._head(str(path)) is None
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(gzip.compress(b"".join(lines))[:100])
+    assert reader._head(str(cut)) is None  # cut short: DuckDB's read of the file says why
+
+
+def test_a_first_line_longer_than_the_sample_bytes_is_still_read_in_place(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rootsift.ingest import jsonl
+
+    monkeypatch.setattr(jsonl, "HEAD_BYTES", 10)
+    path = tmp_path / "l.jsonl"
+    path.write_text("".join(json.dumps({"timestamp": _ts(i), "n": i}) + "\n" for i in range(500)))
+    summary = rs.ingest(path, dataset="long")
+    assert (summary.events, summary.blocks, summary.exact_blocks) == (500, 1, 0)
+    assert column(rs, "long", "n") == [float(i) for i in range(500)]
+
+
 # -- wide schemas: a field limit, the rest in _overflow -------------------------------------
 
 

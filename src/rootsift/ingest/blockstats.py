@@ -40,20 +40,17 @@ class BlockStats:
         """Count ``block[:end]`` and, given ``tmp_dir``, write it to a file there."""
         end = len(block) if end is None else end
         path = write_file(memoryview(block)[:end], tmp_dir) if tmp_dir is not None else None
-        keys, spaced = _quote_pairs(block, 0, end)
-        return cls(keys, _suspect(block, 0, end, spaced), path)
+        keys, spaced, doubled = _quote_pairs(block, 0, end)
+        return cls(keys, _suspect(block, 0, end, spaced, doubled), path)
 
     @classmethod
     def of_file(cls, path: str, chunk: int = 32 << 20) -> BlockStats:
         """The same counts over a whole file, mapped rather than read (no copy); a gzip
         file is counted as it decompresses, one window at a time."""
         if is_gzip(path):
-            from isal import igzip_lib
-
-            corrupt = cast("type[Exception]", igzip_lib.IsalError)
             try:
                 return cls._of_stream(path, chunk)
-            except (EOFError, OSError, corrupt):
+            except unreadable_gzip():
                 # Truncated or corrupt: vouch for nothing; DuckDB's read fails too and the
                 # blocks path reports what it could read.
                 return cls(0, True, path)
@@ -69,10 +66,10 @@ class BlockStats:
             for lo in range(0, size, chunk):
                 length = min(chunk + 1, size - lo)
                 with mmap.mmap(fh.fileno(), length, offset=lo, access=mmap.ACCESS_READ) as mm:
-                    found, spaced = _quote_pairs(mm, 0, length)
+                    found, spaced, doubled = _quote_pairs(mm, 0, length)
                     keys += found
-                    # A seam may split a spaced key: check across it too.
-                    suspect = suspect or _suspect(mm, 0, length, spaced)
+                    # A seam may split a spaced or empty key: check across it too.
+                    suspect = suspect or _suspect(mm, 0, length, spaced, doubled)
                     if not suspect and lo:
                         suspect = _seam_suspect(fh, lo)
         return cls(keys, suspect, path)
@@ -81,14 +78,14 @@ class BlockStats:
     def _of_stream(cls, path: str, chunk: int) -> BlockStats:
         keys = 0
         suspect = False
-        spaced_before = 0
+        spaced_before = doubled_before = 0
         for buf, seam, end in _windows(path, chunk):
             # Each pair is counted at its quote (the seam repeats the last bytes before).
-            found, spaced = _quote_pairs(buf, max(0, seam - 1), end)
+            found, spaced, doubled = _quote_pairs(buf, max(0, seam - 1), end)
             keys += found
-            # A spaced key whose quote was in the window before may end in this one.
-            suspect = suspect or _suspect(buf, 0, end, spaced + spaced_before)
-            spaced_before = spaced
+            # A spaced or empty key whose quote was in the window before may end in this one.
+            suspect = suspect or _suspect(buf, 0, end, spaced + spaced_before, doubled + doubled_before)
+            spaced_before, doubled_before = spaced, doubled
         return cls(keys, suspect, path)
 
     def keys_with_values(self) -> int:
@@ -116,35 +113,56 @@ def _seam_suspect(fh: Any, at: int) -> bool:
     """Whether the bytes around a window boundary hold a pattern ``_suspect`` looks for."""
     fh.seek(max(0, at - 16))
     around = fh.read(32)
-    return _suspect(around, 0, len(around), around.count(b'" '))
+    return _suspect(around, 0, len(around), *_quote_pairs(around, 0, len(around))[1:])
 
 
-def _quote_pairs(buf: bytes | bytearray | mmap.mmap, start: int, end: int) -> tuple[int, int]:
-    """How many quotes in ``buf[start:end]`` are followed by a colon, and by whitespace.
+PAIR_WORDS = 1 << 18
+"""Words compared per numpy call: the temporaries (768 KiB) stay in the CPU's cache,
+which makes the passes several times faster than over a whole window."""
 
-    numpy compares all bytes at once (and without the GIL): about 3x faster than two
-    ``bytes.count`` scans, and this runs beside DuckDB on every byte ingested.
+
+def _quote_pairs(buf: bytes | bytearray | mmap.mmap, start: int, end: int) -> tuple[int, int, int]:
+    """How many quotes in ``buf[start:end]`` are followed by a colon, by whitespace (or a
+    control byte), and by another quote: ``":``, ``" ``, ``""``.
+
+    The bytes are read as little-endian 16-bit words from ``start`` and from ``start + 1``,
+    so a quote and the byte after it are one word (``":`` is 0x3A22), compared in a few
+    numpy passes over cache-sized slices without the GIL: about 6x faster than comparing
+    bytes and combining masks, and this runs beside DuckDB on every byte ingested.
     """
-    a = np.frombuffer(buf, dtype=np.uint8, count=end)[start:]
-    if a.size < 2:
-        return 0, 0
-    quote = a[:-1] == 34
-    after = a[1:]
-    # Whitespace (or a control byte, never raw in a JSON string) after a quote may hide a
-    # key's colon: ``"key"\t:``.
-    return int(np.count_nonzero(quote & (after == 58))), int(np.count_nonzero(quote & (after <= 32)))
+    keys = spaced = doubled = 0
+    scratch = np.empty(min(PAIR_WORDS, max(0, end - start) // 2), dtype="<u2")
+    hit = np.empty(scratch.size, dtype=bool)
+    for lo in range(start, end - 1, 2 * PAIR_WORDS):
+        hi = min(end, lo + 2 * PAIR_WORDS + 1)  # the slice's last pair ends one byte past it
+        for first in (lo, lo + 1):
+            n = (hi - first) // 2
+            if n <= 0:
+                continue
+            words, tmp, mask = np.frombuffer(buf, dtype="<u2", count=n, offset=first), scratch[:n], hit[:n]
+            keys += int(np.count_nonzero(np.equal(words, 0x3A22, out=mask)))
+            # Whitespace (or a control byte, never raw in a JSON string) after a quote may hide
+            # a key's colon, ``"key"\t:``: bytes 0-31 have their top three bits clear; 32 is a space.
+            np.bitwise_and(words, 0xE0FF, out=tmp)
+            spaced += int(np.count_nonzero(np.equal(tmp, 0x0022, out=mask)))
+            spaced += int(np.count_nonzero(np.equal(words, 0x2022, out=mask)))
+            # Two quotes may open an empty key, ``"":``.
+            doubled += int(np.count_nonzero(np.equal(words, 0x2222, out=mask)))
+    return keys, spaced, doubled
 
 
-def _suspect(buf: bytes | bytearray | mmap.mmap, start: int, end: int, spaced: int) -> bool:
+def _suspect(buf: bytes | bytearray | mmap.mmap, start: int, end: int, spaced: int, doubled: int) -> bool:
     r"""Blocks the count cannot vouch for: a key written ``"key" : value`` (no ``":`` token),
-    or one that may hold an empty key ``"":`` (renamed on the exact path).
+    or one that may hold an empty key ``"":`` (renamed on the exact path). ``spaced`` and
+    ``doubled`` are ``_quote_pairs``' counts: the byte searches run only when they say a
+    pattern may be there.
 
     Escapes are no reason: in the raw bytes a quote inside a string is always escaped
     (``\"`` or ``\u0022``), so an escape can neither make nor hide a ``":`` token, and
     nothing is counted in decoded text.
     """
     # An empty key (DuckDB reads its object as a MAP) is renamed on the exact path.
-    if buf.find(b'"":', start, end) >= 0:
+    if doubled > 0 and buf.find(b'"":', start, end) >= 0:
         return True
     # A quote followed by a space may only open a string that starts with one; a regex
     # looks for the spaced colon itself, only then.
@@ -175,6 +193,13 @@ def _windows(path: str, chunk: int = 32 << 20) -> Iterator[tuple[bytearray, int,
 def is_gzip(path: str) -> bool:
     with open(path, "rb") as fh:
         return fh.read(2) == GZIP_MAGIC
+
+
+def unreadable_gzip() -> tuple[type[Exception], ...]:
+    """What reading a truncated or corrupt gzip file through ``open_decompressed`` raises."""
+    from isal import igzip_lib
+
+    return (EOFError, OSError, cast("type[Exception]", igzip_lib.IsalError))
 
 
 def open_decompressed(path: str) -> BinaryIO:

@@ -26,7 +26,7 @@ import orjson
 
 from rootsift.errors import UsageError
 from rootsift.ingest import convert
-from rootsift.ingest.blockstats import BlockStats, is_gzip, open_decompressed
+from rootsift.ingest.blockstats import BlockStats, is_gzip, open_decompressed, unreadable_gzip
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged, Stager
 from rootsift.store.base import TIME_COLUMN, FieldInfo
@@ -35,6 +35,8 @@ from rootsift.store.writer import SegmentWriter, Verified
 
 SAMPLE_ROWS = 2048
 WHOLE_FILE_SAMPLE = 4096
+HEAD_BYTES = 16 << 20
+"""Most bytes read for the whole-file sample (``JsonLinesReader._head``)."""
 
 __all__ = ["BlockStats", "JsonLinesReader"]  # BlockStats: runner.py imports it from here
 
@@ -75,14 +77,39 @@ class JsonLinesReader(Stager):
             os.unlink(path)
 
     def stage_whole(self, path: str, stats: Callable[[], BlockStats]) -> Staged | None:
-        """Write a whole uncompressed file in one checked transaction, reading it in place.
+        """Write a whole file (plain or gzip) in one checked transaction, reading it in place.
 
         ``stats`` gives the file's byte counts (computed beside the insert). None when the
         check fails: nothing was written, and the caller goes block by block.
         """
         if self.writer is None:
             return None
-        return self._fast(path, stats, self.writer, WHOLE_FILE_SAMPLE, "gzip" if is_gzip(path) else "none")
+        sample = self._head(path)
+        try:
+            compression = "gzip" if is_gzip(path) else "none"
+            return self._fast(path, stats, self.writer, WHOLE_FILE_SAMPLE, compression, sample)
+        finally:
+            if sample is not None:
+                os.unlink(sample)
+
+    def _head(self, path: str) -> str | None:
+        """The file's first ``WHOLE_FILE_SAMPLE`` lines, in a file of their own: DuckDB
+        detects types there rather than reading (and, for gzip, inflating) a whole buffer
+        of the input (0.4-0.6 s at 1M events on a busy machine). None when they are longer
+        than ``HEAD_BYTES``."""
+        try:
+            with open_decompressed(path) as fh:
+                head = fh.read(HEAD_BYTES)
+        except unreadable_gzip():  # cut short or corrupt: DuckDB's read of the file says why
+            return None
+        end = -1
+        for _ in range(WHOLE_FILE_SAMPLE):
+            end = head.find(b"\n", end + 1)
+            if end < 0:
+                break
+        if end < 0:
+            end = head.rfind(b"\n") if len(head) == HEAD_BYTES else len(head) - 1
+        return self._write(head[: end + 1]) if end >= 0 else None
 
     # -- fast path -----------------------------------------------------------------
     def _fast(
@@ -92,19 +119,23 @@ class JsonLinesReader(Stager):
         writer: SegmentWriter,
         sample_rows: int,
         compression: str = "none",
+        sample: str | None = None,
     ) -> Staged | None:
         """Write the block through the checked insert; ``sample_rows`` 0 reads only known fields.
 
-        ``compression`` is DuckDB's name for how the file at ``path`` is compressed."""
+        ``compression`` is DuckDB's name for how the file at ``path`` is compressed; types
+        are detected in ``sample`` (plain JSON lines) when given, else in ``path``."""
         options = f"format='newline_delimited', compression={literal(compression)}"
         try:
             if sample_rows:
+                head, how = (sample, "compression='none'") if sample else (path, f"compression={literal(compression)}")
                 detected = convert.parse_type(
                     self._describe(
-                        f"read_json({literal(path)}, sample_size={sample_rows}, map_inference_threshold=-1, {options})"
+                        f"read_json({literal(head)}, sample_size={sample_rows}, map_inference_threshold=-1, "
+                        f"format='newline_delimited', {how})"
                     )
                 )
-                time = self._time_spec(detected, path)
+                time = self._time_spec(detected, head)
             else:
                 detected = convert.Node()
                 assert self.time is not None
