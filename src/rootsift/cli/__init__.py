@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import click
 
-from rootsift.cli import analyses, data, judging, query, scenarios
+from rootsift.cli import analyses, changes, data, judging, query, scenarios
 from rootsift.cli.common import Group
 
 __all__ = ["main"]
@@ -43,5 +43,6 @@ for command in (
     analyses.investigate,
     judging.compare,
     judging.canary,
+    changes.changes,
 ):
     main.add_command(command)

@@ -1,0 +1,165 @@
+"""Change events as suspects of a change point: precedence, a step at the event's own time,
+and scope.
+
+- **Events** are a dataset's rows: ``timestamp``, the kind (``change.kind``, or ``change``
+  or ``kind``), ``service``, ``host``, ``description`` and any other text fields (labels).
+- **Precedence.** Only an event before the change point can have caused it; one at or
+  after it is listed as ``after``, never as a cause. Events more than ``MAX_LAG_DAYS``
+  before it are not looked at.
+- **A step at the event.** If the event caused the shift, the series moves *at the
+  event*, in the shift's direction, even when the big jump comes later (a change that
+  only bites under the next peak's load). The step is a one-sided Mann–Whitney test of the
+  buckets in a window after the event (up to the change point) against those in a window
+  before it. With a day of history before the window, each bucket is first compared with
+  the same bucket a day earlier (log ratio for positive values): a daily cycle does not
+  make a step, and an event just before a daily peak is not blamed for the peak.
+- **Scope.** An event whose service, host or labels name the group where the shift
+  happened (``--by``) is marked ``in_scope``; scope orders suspects of equal evidence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from rootsift.store.base import TIME_COLUMN
+from rootsift.store.duckdb import DuckDBBackend
+from rootsift.store.sqltext import ident
+
+KIND_FIELDS = ("change.kind", "change", "kind")
+SCOPE_FIELDS = ("service", "host")
+MAX_LAG_DAYS = 3.0
+WINDOW = timedelta(hours=12)
+"""The longest window either side of an event (a sixth of the series' span when shorter)."""
+MIN_WINDOW_POINTS = 3
+MAX_EVENTS = 10_000
+
+
+@dataclass
+class Event:
+    """One change event."""
+
+    time: datetime
+    kind: str | None
+    description: str | None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """How a finding names the event: its description, else its kind and service."""
+        if self.description:
+            return self.description
+        parts = [self.kind, *(str(self.fields[f]) for f in SCOPE_FIELDS if self.fields.get(f))]
+        return " ".join(p for p in parts if p) or self.time.isoformat()
+
+
+def load_events(
+    backend: DuckDBBackend, dataset: str, start: datetime | None, end: datetime | None
+) -> tuple[list[Event], list[str]]:
+    """The change events of ``dataset`` in [start, end), with warnings."""
+    fields = backend.fields(dataset)
+    texty = [n for n, f in fields.items() if f.type == "VARCHAR" and not n.endswith("#raw") and n != "_overflow"]
+    rel = backend.relation_text(dataset, start, end)
+    if rel is None:
+        return [], [f"--changes {dataset}: no change events in the range"]
+    cols = ", ".join(ident(n) for n in texty)
+    sql = f"SELECT {ident(TIME_COLUMN)}{', ' + cols if cols else ''} FROM {rel} ORDER BY 1 LIMIT {MAX_EVENTS + 1}"
+    rows = backend.execute_sql(sql, []).rows
+    warnings = []
+    if len(rows) > MAX_EVENTS:
+        warnings.append(f"--changes {dataset}: more than {MAX_EVENTS:,} events; the first {MAX_EVENTS:,} are used")
+        rows = rows[:MAX_EVENTS]
+    kind_field = next((k for k in KIND_FIELDS if k in texty), None)
+    events = []
+    for r in rows:
+        values = {n: v for n, v in zip(texty, r[1:], strict=True) if v is not None}
+        events.append(Event(r[0], values.get(kind_field) if kind_field else None, values.get("description"), values))
+    return events, warnings
+
+
+@dataclass
+class Suspect:
+    event: Event
+    relation: str
+    """``before`` (a possible cause) or ``after`` (at or after the change point: not a cause)."""
+    lead_seconds: float
+    """How long before the change point the event happened (negative: after it)."""
+    step_z: float
+    step_p: float
+    in_scope: bool
+    compared: str
+    """``day over day`` or ``level``: what the step at the event was measured on."""
+
+
+def deseasoned(times: list[datetime], values: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Each bucket against the same bucket a day before (log ratio when all values are
+    positive, else the difference); NaN where there is none. (values, True) when at least
+    one bucket had a day-old twin, else the values themselves and False."""
+    positive = bool(np.all(values > 0))
+    x = np.log(values) if positive else values.astype(np.float64)
+    at = {t: i for i, t in enumerate(times)}
+    out = np.full(len(values), np.nan)
+    for i, t in enumerate(times):
+        j = at.get(t - timedelta(days=1))
+        if j is not None:
+            out[i] = x[i] - x[j]
+    return (out, True) if np.isfinite(out).sum() >= MIN_WINDOW_POINTS * 2 else (x, False)
+
+
+def rank(
+    events: list[Event],
+    times: list[datetime],
+    values: np.ndarray,
+    at: int,
+    direction: int,
+    group: tuple[str, object] | None,
+) -> list[Suspect]:
+    """The events around the change point at bucket ``at`` (shift ``direction`` +1 or −1),
+    causes first (strongest step at the event), then the events after it."""
+    change = times[at]
+    span = times[-1] - times[0]
+    window = min(WINDOW, span / 6) if span > timedelta(0) else WINDOW
+    series, seasonal = deseasoned(times, values)
+    t = np.array(times, dtype="datetime64[us]")
+    out = []
+    for e in events:
+        lead = (change - e.time).total_seconds()
+        if lead > MAX_LAG_DAYS * 86400:
+            continue
+        scoped = group is not None and _touches(e, group)
+        if lead <= 0:
+            out.append(Suspect(e, "after", lead, 0.0, 1.0, scoped, "day over day" if seasonal else "level"))
+            continue
+        et = np.datetime64(e.time, "us")
+        lo, hi = np.datetime64(e.time - window, "us"), np.datetime64(min(change, e.time + window), "us")
+        before = series[(t >= lo) & (t < et)]
+        after = series[(t >= et) & (t < hi)]
+        before, after = before[np.isfinite(before)], after[np.isfinite(after)]
+        z, p = 0.0, 1.0
+        if len(before) >= MIN_WINDOW_POINTS and len(after) >= MIN_WINDOW_POINTS:
+            alt = "greater" if direction > 0 else "less"
+            p = float(sps.mannwhitneyu(after, before, alternative=alt).pvalue)
+            z = float(sps.norm.isf(max(p, 1e-300)))
+        out.append(Suspect(e, "before", lead, z, p, scoped, "day over day" if seasonal else "level"))
+    causes = sorted(
+        (s for s in out if s.relation == "before"), key=lambda s: (-s.step_z, not s.in_scope, s.lead_seconds)
+    )
+    later = sorted((s for s in out if s.relation == "after"), key=lambda s: -s.lead_seconds)
+    return causes + later
+
+
+def _touches(e: Event, group: tuple[str, object]) -> bool:
+    name, value = group
+    if value is None:
+        return False
+    return str(e.fields.get(name)) == str(value) or any(str(v) == str(value) for v in e.fields.values())
+
+
+def score(s: Suspect) -> float:
+    """A suspect's score: its step's z (0 for an event after the change point)."""
+    return round(max(0.0, s.step_z), 3) if math.isfinite(s.step_z) else 0.0
