@@ -126,6 +126,7 @@ def rank(
     window = min(WINDOW, span / 6) if span > timedelta(0) else WINDOW
     series, seasonal = deseasoned(times, values)
     t = np.array(times, dtype="datetime64[us]")
+    step = (times[1] - times[0]) if len(times) > 1 else timedelta(0)
     out = []
     for e in events:
         lead = (change - e.time).total_seconds()
@@ -136,7 +137,10 @@ def rank(
             out.append(Suspect(e, "after", lead, 0.0, 1.0, scoped, "day over day" if seasonal else "level"))
             continue
         et = np.datetime64(e.time, "us")
-        lo, hi = np.datetime64(e.time - window, "us"), np.datetime64(min(change, e.time + window), "us")
+        # up to the change point, but never fewer than MIN_WINDOW_POINTS buckets: an event
+        # right before the jump is measured across it
+        reach = max(min(change, e.time + window), e.time + MIN_WINDOW_POINTS * step)
+        lo, hi = np.datetime64(e.time - window, "us"), np.datetime64(reach, "us")
         before = series[(t >= lo) & (t < et)]
         after = series[(t >= et) & (t < hi)]
         before, after = before[np.isfinite(before)], after[np.isfinite(after)]

@@ -1,0 +1,174 @@
+"""rootsift changes: change points on series of the query model, their false-alarm rate on
+series without change, suspects ranked by precedence, and the CLI end to end."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rootsift import Rootsift
+from rootsift.analysis.changes import detect as det
+from rootsift.analysis.changes import suspects as sus
+from rootsift.analysis.changes.series import parse_measure
+from rootsift.cli import main
+from rootsift.errors import QuerySpecError
+
+T0 = datetime(2026, 3, 2)
+
+
+def no_change(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, int | None]:
+    """A series without change: white noise, AR(1) with rho 0.6, a daily cycle (24 buckets
+    a day, four days and more), Student-t tails with 2 degrees of freedom."""
+    if kind == "white":
+        return rng.normal(size=n), None
+    if kind == "ar1":
+        e, x = rng.normal(size=n), np.zeros(n)
+        for i in range(n):
+            x[i] = 0.6 * x[i - 1] + e[i] if i else e[i]
+        return x, None
+    if kind == "daily":
+        t = np.arange(n)
+        return 3 * np.sin(2 * np.pi * t / 24) + rng.normal(size=n), 24
+    return rng.standard_t(2, size=n), None
+
+
+@pytest.mark.parametrize("kind", ["white", "ar1", "daily", "heavy"])
+def test_false_alarm_rate_holds_on_series_without_change(kind: str) -> None:
+    """Over many seeds, a change point is found in at most the stated share of no-change
+    series (with the binomial slack of 60 draws: 3 standard errors)."""
+    seeds = 60
+    alarms = sum(bool(det.detect(*no_change(kind, 120, np.random.default_rng(s))).points) for s in range(seeds))
+    rate = det.FALSE_ALARM_RATE
+    assert alarms / seeds <= rate + 3 * (rate * (1 - rate) / seeds) ** 0.5
+
+
+def test_a_planted_step_is_found_at_its_time_with_values_either_side() -> None:
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.lognormal(np.log(300), 0.3, 200), rng.lognormal(np.log(2000), 0.3, 100)])
+    found = det.detect(x)
+    assert len(found.points) == 1
+    (p,) = found.points
+    assert abs(p.index - 200) <= 2
+    assert 250 < p.before < 350 and 1700 < p.after < 2300
+    assert p.effect > 0 and p.p_value < 1e-6
+
+
+def test_two_steps_in_heavy_tailed_autocorrelated_noise() -> None:
+    rng = np.random.default_rng(3)
+    e, noise = rng.standard_t(3, size=600), np.zeros(600)
+    for i in range(1, 600):
+        noise[i] = 0.4 * noise[i - 1] + e[i]
+    x = noise + np.r_[np.zeros(250), np.full(200, 6.0), np.full(150, 2.0)]
+    at = sorted(p.index for p in det.detect(x).points)
+    assert len(at) == 2 and abs(at[0] - 250) <= 3 and abs(at[1] - 450) <= 3
+
+
+def test_serial_correlation_widens_the_penalty() -> None:
+    rng = np.random.default_rng(1)
+    white = det.detect(rng.normal(size=400))
+    e, ar = rng.normal(size=400), np.zeros(400)
+    for i in range(1, 400):
+        ar[i] = 0.7 * ar[i - 1] + e[i]
+    correlated = det.detect(ar)
+    assert correlated.rho > 0.4 > white.rho
+    assert correlated.penalty > white.penalty
+
+
+def test_measure_forms() -> None:
+    assert parse_measure("duration_ms").label == "p50(duration_ms)"
+    assert parse_measure("count").label == "count"
+    assert parse_measure("rate(status >= 500)").rate == "status >= 500"
+    with pytest.raises(QuerySpecError, match="--measure"):
+        parse_measure("p50(")
+    with pytest.raises(QuerySpecError, match="heatmap"):
+        parse_measure("heatmap(duration_ms)")
+
+
+def _event(hours: float, desc: str) -> sus.Event:
+    return sus.Event(T0 + timedelta(hours=hours), "deploy", desc, {"service": "api"})
+
+
+def test_an_event_after_the_onset_is_never_a_cause() -> None:
+    """The series steps at bucket 100 (hour 100); an event at hour 100.5, right on the jump,
+    is listed as after, never ranked above a cause; one at hour 99 is the top suspect."""
+    rng = np.random.default_rng(5)
+    times = [T0 + timedelta(hours=i) for i in range(200)]
+    values = np.r_[rng.normal(10, 1, 100), rng.normal(20, 1, 100)]
+    events = [_event(100.5, "after the jump"), _event(99.5, "just before"), _event(40, "long before")]
+    ranked = sus.rank(events, times, values, 100, +1, None)
+    assert [s.event.description for s in ranked if s.relation == "after"] == ["after the jump"]
+    assert ranked[0].event.description == "just before"
+    assert ranked[-1].relation == "after"
+    causes = [s for s in ranked if s.relation == "before"]
+    assert all(s.lead_seconds > 0 for s in causes)
+
+
+def test_a_step_at_the_event_outranks_a_later_event_inside_the_creep() -> None:
+    """The level rises at hour 60 (the cause) and jumps at hour 100: an event at hour 80,
+    already inside the raised level, made no step of its own and ranks below."""
+    rng = np.random.default_rng(11)
+    times = [T0 + timedelta(hours=i) for i in range(160)]
+    values = np.r_[rng.normal(10, 1, 60), rng.normal(13, 1, 40), rng.normal(30, 1, 60)]
+    ranked = sus.rank([_event(80.2, "decoy"), _event(59.8, "cause")], times, values, 100, +1, None)
+    assert [s.event.description for s in ranked] == ["cause", "decoy"]
+
+
+def _store(data: Path) -> None:
+    """A small store: per-minute requests over 6 hours whose latency steps up at 03:00 on
+    host b only; change events: a deploy to b at 02:50, a config push at 04:00."""
+    rng = np.random.default_rng(2)
+    rows = []
+    for minute in range(360):
+        for host in ("a", "b"):
+            for _ in range(4):
+                slow = host == "b" and minute >= 180
+                ms = rng.lognormal(np.log(900 if slow else 300), 0.2)
+                at = T0 + timedelta(minutes=minute, seconds=float(rng.uniform(0, 60)))
+                rows.append({"timestamp": at.isoformat() + "Z", "host": host, "duration_ms": round(ms, 2)})
+    src = data.parent / "req.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    changes = [
+        {"timestamp": "2026-03-02T02:50:00Z", "change.kind": "deploy", "host": "b", "description": "deploy v2 to b"},
+        {"timestamp": "2026-03-02T04:00:00Z", "change.kind": "config", "host": "a", "description": "late config"},
+    ]
+    ev = data.parent / "changes.jsonl"
+    ev.write_text("".join(json.dumps(c) + "\n" for c in changes))
+    with Rootsift(data) as rs:
+        rs.ingest(src, "api")
+        rs.ingest(ev, "deploys")
+
+
+def test_cli_end_to_end_json(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _store(data)
+    args = ["changes", "api", "--measure", "p50(duration_ms)", "--by", "host", "--changes", "deploys"]
+    run = CliRunner().invoke(main, [*args, "--data", str(data), "--json"])
+    assert run.exit_code == 0, run.output
+    result = json.loads(run.stdout)
+    cps = [f for f in result["findings"] if f["kind"] == "changepoint"]
+    assert [(f["field"], f["value"]) for f in cps] == [("host", "b")]
+    assert abs(datetime.fromisoformat(cps[0]["time"].rstrip("Z")) - (T0 + timedelta(hours=3))) <= timedelta(minutes=2)
+    assert 250 < cps[0]["before"] < 350 and 750 < cps[0]["after"] < 1050
+    first = result["findings"][0]
+    assert first["kind"] == "suspect" and first["event"] == "deploy v2 to b" and first["relation"] == "before"
+    assert "late config" not in [f.get("event") for f in result["findings"] if f["kind"] == "suspect"]
+    assert cps[0]["events_after"] == ["late config"]
+    assert result["granularity"] == "30s"  # 6 hours over 720 buckets
+
+
+def test_cli_terminal_and_errors(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _store(data)
+    run = CliRunner().invoke(main, ["changes", "api", "--measure", "duration_ms", "--data", str(data)])
+    assert run.exit_code == 0, run.output
+    assert "changepoint" in run.output and "^" in run.output
+    bad = CliRunner().invoke(main, ["changes", "api", "--changes", "deploy", "--data", str(data), "--json"])
+    assert bad.exit_code == 2
+    assert "deploys" in json.loads(bad.stdout)["error"]["message"]
+    bad = CliRunner().invoke(main, ["changes", "api", "--measure", "p50(nope)", "--data", str(data), "--json"])
+    assert bad.exit_code == 2 and "nope" in json.loads(bad.stdout)["error"]["message"]
