@@ -94,16 +94,20 @@ def _event(hours: float, desc: str) -> sus.Event:
 
 
 def test_an_event_after_the_onset_is_never_a_cause() -> None:
-    """The series steps at bucket 100 (hour 100); an event at hour 100.5, right on the jump,
-    is listed as after, never ranked above a cause; one at hour 99 is the top suspect."""
+    """The series steps at bucket 100 (hour 100, hourly buckets); an event at hour 101.5,
+    a bucket after the jump, is listed as after, last, with score 0, even though the
+    level after it is high; one inside the jump's own bucket is ``at`` (its order cannot
+    be told at that resolution); one at hour 99.5 is the top suspect."""
     rng = np.random.default_rng(5)
     times = [T0 + timedelta(hours=i) for i in range(200)]
     values = np.r_[rng.normal(10, 1, 100), rng.normal(20, 1, 100)]
-    events = [_event(100.5, "after the jump"), _event(99.5, "just before"), _event(40, "long before")]
+    events = [_event(101.5, "after the jump"), _event(99.5, "just before"), _event(40, "long before")]
+    events.append(_event(100.5, "in the bucket"))
     ranked = sus.rank(events, times, values, 100, +1, None)
     assert [s.event.description for s in ranked if s.relation == "after"] == ["after the jump"]
-    assert ranked[0].event.description == "just before"
-    assert ranked[-1].relation == "after"
+    assert ranked[0].event.description == "just before" and ranked[0].relation == "before"
+    assert ranked[-1].relation == "after" and sus.score(ranked[-1]) == 0.0
+    assert [s.relation for s in ranked if s.event.description == "in the bucket"] == ["at"]
     causes = [s for s in ranked if s.relation == "before"]
     assert all(s.lead_seconds > 0 for s in causes)
 
@@ -116,6 +120,18 @@ def test_a_step_at_the_event_outranks_a_later_event_inside_the_creep() -> None:
     values = np.r_[rng.normal(10, 1, 60), rng.normal(13, 1, 40), rng.normal(30, 1, 60)]
     ranked = sus.rank([_event(80.2, "decoy"), _event(59.8, "cause")], times, values, 100, +1, None)
     assert [s.event.description for s in ranked] == ["cause", "decoy"]
+
+
+def test_an_event_at_the_onset_of_a_creep_outranks_one_inside_it() -> None:
+    """Two steps up (hour 60, then the jump at hour 100): the event at the first step
+    coincides with the shift's onset and ranks first; one inside the creep does not."""
+    rng = np.random.default_rng(4)
+    times = [T0 + timedelta(hours=i) for i in range(160)]
+    values = np.r_[rng.normal(10, 1, 60), rng.normal(14, 1, 40), rng.normal(40, 1, 60)]
+    events = [_event(59.5, "onset"), _event(95.2, "inside")]
+    ranked = sus.rank(events, times, values, 100, +1, None, [times[60]])
+    assert [s.event.description for s in ranked] == ["onset", "inside"]
+    assert ranked[0].coincides and not ranked[1].coincides
 
 
 def _store(data: Path) -> None:

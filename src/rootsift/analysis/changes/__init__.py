@@ -77,7 +77,9 @@ def changes(
             s = by_group[shift.group]
             at = s.times.index(shift.time)
             group = (by, shift.group) if by else None
-            shift.suspects = sus.rank(evs, s.times, s.values, at, shift.direction, group)
+            onsets = creep(shift, shifts)
+            shift.suspects = sus.rank(evs, s.times, s.values, at, shift.direction, group, onsets[:-1])
+            shift.onset = onsets[0]
     if not made.series:
         warnings.append(f"no events with {m.label} in the range: nothing to look at")
     shown = sorted(made.series, key=lambda s: -sum(1 for x in shifts if x.group == s.group))[:SERIES_SHOWN]
@@ -102,6 +104,17 @@ def changes(
             "noise": [{"sigma": round(d.sigma, 4), "rho": round(d.rho, 4)} for d in detections[:SERIES_SHOWN]],
         },
     )
+
+
+def creep(shift: Shift, shifts: list[Shift]) -> list[datetime]:
+    """The times of the run of significant shifts of the same group, each going the same
+    way and each starting where the one before ended, that leads to ``shift`` (its own
+    time last): a shift often creeps in by steps before its largest jump."""
+    own = sorted((s for s in shifts if s.group == shift.group), key=lambda s: s.time)
+    i = own.index(shift)
+    while i > 0 and own[i - 1].direction == shift.direction and own[i - 1].point.segment_after[1] == own[i].point.index:
+        i -= 1
+    return [s.time for s in own[i : own.index(shift) + 1]]
 
 
 def raise_unknown(backend: DuckDBBackend, name: str) -> None:

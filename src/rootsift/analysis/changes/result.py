@@ -27,6 +27,8 @@ class Shift:
     size: float
     """|after − before| over the series' interquartile range: how big, in the data's own spread."""
     suspects: list[Suspect] = field(default_factory=list)
+    onset: datetime | None = None
+    """The first change point of the run of same-way shifts leading to this one."""
 
     @property
     def direction(self) -> int:
@@ -61,7 +63,7 @@ class Changes:
         out: list[dict[str, Any]] = []
         if self.shifts:
             main = self.shifts[0]
-            causes = [s for s in main.suspects if s.relation == "before"][:SUSPECTS_SHOWN]
+            causes = [s for s in main.suspects if s.relation != "after"][:SUSPECTS_SHOWN]
             out += [self._suspect(main, s) for s in causes]
         out += [self._changepoint(s) for s in self.shifts]
         return out
@@ -76,6 +78,7 @@ class Changes:
             "series": self._series_name(s),
             "time": iso_z(s.time),
             "after_at_least": iso_z(s.last_before),
+            "onset": iso_z(s.onset) if s.onset else None,
             "before": _r(p.before),
             "after": _r(p.after),
             "ratio": _r(p.after / p.before) if p.before else None,
@@ -84,7 +87,7 @@ class Changes:
             "score": _r(s.size),
             "p_value": float(f"{p.p_value:.4g}"),
             "q_value": float(f"{s.q_value:.4g}"),
-            "suspects": [x.event.name for x in s.suspects if x.relation == "before"][:3],
+            "suspects": [x.event.name for x in s.suspects if x.relation != "after"][:3],
             "events_after": [x.event.name for x in s.suspects if x.relation == "after"][:3],
         }
         if self.by:
@@ -108,6 +111,8 @@ class Changes:
             "p_value": float(f"{s.step_p:.4g}"),
             "compared": s.compared,
             "in_scope": s.in_scope,
+            "coincides_with_onset": s.coincides,
+            "onset": iso_z(shift.onset) if shift.onset else None,
             "score": score(s),
         }
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from rootsift.analysis.changes.detect import MIN_SIZE
 from rootsift.store.base import TIME_COLUMN
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.sqltext import ident
@@ -86,7 +87,8 @@ def load_events(
 class Suspect:
     event: Event
     relation: str
-    """``before`` (a possible cause) or ``after`` (at or after the change point: not a cause)."""
+    """``before`` (a possible cause), ``at`` (inside the change point's bucket: at the
+    data's resolution, not after it) or ``after`` (a later bucket: never a cause)."""
     lead_seconds: float
     """How long before the change point the event happened (negative: after it)."""
     step_z: float
@@ -94,6 +96,8 @@ class Suspect:
     in_scope: bool
     compared: str
     """``day over day`` or ``level``: what the step at the event was measured on."""
+    coincides: bool = False
+    """Within ``MIN_SIZE`` buckets before the onset of the shift (or inside its bucket)."""
 
 
 def deseasoned(times: list[datetime], values: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -118,9 +122,15 @@ def rank(
     at: int,
     direction: int,
     group: tuple[str, object] | None,
+    onsets: list[datetime] | None = None,
 ) -> list[Suspect]:
     """The events around the change point at bucket ``at`` (shift ``direction`` +1 or −1),
-    causes first (strongest step at the event), then the events after it."""
+    causes first, then the events after it. ``onsets``: the earlier change points of the
+    run of shifts in the same direction that leads to this one (the creep); an event
+    within ``MIN_SIZE`` buckets before one of them, or inside its bucket, *coincides* with
+    the shift's onset and ranks first (its own step is small next to the later jumps);
+    the rest rank by the step at the event, which for an event right before the jump is
+    measured across it."""
     change = times[at]
     span = times[-1] - times[0]
     window = min(WINDOW, span / 6) if span > timedelta(0) else WINDOW
@@ -133,9 +143,10 @@ def rank(
         if lead > MAX_LAG_DAYS * 86400:
             continue
         scoped = group is not None and _touches(e, group)
-        if lead <= 0:
+        if e.time >= change + step:  # after the change point's bucket: never a cause
             out.append(Suspect(e, "after", lead, 0.0, 1.0, scoped, "day over day" if seasonal else "level"))
             continue
+        near = any(o - MIN_SIZE * step <= e.time < o + step for o in onsets or [])
         et = np.datetime64(e.time, "us")
         # up to the change point, but never fewer than MIN_WINDOW_POINTS buckets: an event
         # right before the jump is measured across it
@@ -149,9 +160,11 @@ def rank(
             alt = "greater" if direction > 0 else "less"
             p = float(sps.mannwhitneyu(after, before, alternative=alt).pvalue)
             z = float(sps.norm.isf(max(p, 1e-300)))
-        out.append(Suspect(e, "before", lead, z, p, scoped, "day over day" if seasonal else "level"))
+        relation = "before" if e.time < change else "at"
+        out.append(Suspect(e, relation, lead, z, p, scoped, "day over day" if seasonal else "level", near))
     causes = sorted(
-        (s for s in out if s.relation == "before"), key=lambda s: (-s.step_z, not s.in_scope, s.lead_seconds)
+        (s for s in out if s.relation != "after"),
+        key=lambda s: (not s.coincides, -s.step_z, not s.in_scope, s.lead_seconds),
     )
     later = sorted((s for s in out if s.relation == "after"), key=lambda s: -s.lead_seconds)
     return causes + later
@@ -164,6 +177,15 @@ def _touches(e: Event, group: tuple[str, object]) -> bool:
     return str(e.fields.get(name)) == str(value) or any(str(v) == str(value) for v in e.fields.values())
 
 
+COINCIDES = 10.0
+"""Added to the score of an event that coincides with the shift's onset: such an event
+ranks above any whose step was measured farther from it."""
+
+
 def score(s: Suspect) -> float:
-    """A suspect's score: its step's z (0 for an event after the change point)."""
-    return round(max(0.0, s.step_z), 3) if math.isfinite(s.step_z) else 0.0
+    """A suspect's score: its step's z (at least 0), plus ``COINCIDES`` when it coincides
+    with the onset; 0 for an event after the change point."""
+    if s.relation == "after":
+        return 0.0
+    z = max(0.0, s.step_z) if math.isfinite(s.step_z) else 0.0
+    return round(z + (COINCIDES if s.coincides else 0.0), 3)
