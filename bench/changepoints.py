@@ -5,6 +5,7 @@ Binseg with a plain BIC penalty on the raw values, measured in the same run.
 
     .venv/bin/python bench/changepoints.py
     .venv/bin/python bench/changepoints.py --data ../shared/changepoint_dev --show
+    .venv/bin/python bench/changepoints.py --false-alarms     # the calibration's rates (30 s)
 
 Parameters are fixed in advance (``rootsift.analysis.changes.detect``): nothing is tuned
 on these annotations. The averages are over the 25 series the README names (the
@@ -85,11 +86,42 @@ def ours(x: np.ndarray) -> list[int]:
     return [p.index for p in det.detect(x).points]
 
 
+def no_change(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, int | None]:
+    """A series without change and its period: white noise, AR(1) (rho 0.6), a daily
+    cycle (24 buckets a period, 12 below 72 points: at least 3 periods), Student-t (2 df)."""
+    if kind == "white":
+        return rng.normal(size=n), None
+    if kind == "ar1":
+        e, x = rng.normal(size=n), np.zeros(n)
+        for i in range(n):
+            x[i] = 0.6 * x[i - 1] + e[i] if i else e[i]
+        return x, None
+    if kind == "daily":
+        p = 24 if n >= 72 else 12
+        return 3 * np.sin(2 * np.pi * np.arange(n) / p) + rng.normal(size=n), p
+    return rng.standard_t(2, size=n), None
+
+
+def false_alarms(seeds: int = 100) -> None:
+    """The share of no-change series where a change point is found, per kind and length."""
+    print(f"false alarms over {seeds} seeds (stated rate {det.FALSE_ALARM_RATE:.0%}, beta {det.BETA})")
+    for kind in ("white", "ar1", "daily", "heavy"):
+        rates = []
+        for n in (60, 200, 1000):
+            hits = sum(bool(det.detect(*no_change(kind, n, np.random.default_rng(s))).points) for s in range(seeds))
+            rates.append(f"n={n}: {hits / seeds:.2f}")
+        print(f"  {kind:6s} " + "  ".join(rates))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "changepoint_dev")
     ap.add_argument("--show", action="store_true", help="Print every series' scores.")
+    ap.add_argument("--false-alarms", action="store_true", help="Print the false-alarm rates on no-change series.")
     args = ap.parse_args()
+    if args.false_alarms:
+        false_alarms()
+        return
     notes = json.loads((args.data / "annotations.json").read_text())
     methods = {"rootsift changes": ours, "ruptures binseg+BIC": bic_binseg, "zero": lambda x: []}
     scores: dict[str, dict[str, tuple[float, float]]] = {m: {} for m in methods}
