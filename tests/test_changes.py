@@ -177,6 +177,30 @@ def test_cli_end_to_end_json(tmp_path: Path) -> None:
     assert result["granularity"] == "30s"  # 6 hours over 720 buckets
 
 
+def test_related_series_that_lead_the_shift(tmp_path: Path) -> None:
+    """A metrics dataset: queue_depth on host b steps up at 02:45 (15 minutes before the
+    latency shift at 03:00), cpu on host a stays flat: only the first is related, with
+    its lead."""
+    data = tmp_path / "data"
+    _store(data)
+    rng = np.random.default_rng(9)
+    rows = []
+    for minute in range(360):
+        at = (T0 + timedelta(minutes=minute)).isoformat() + "Z"
+        depth = rng.normal(50 if minute >= 165 else 5, 2)
+        rows.append({"timestamp": at, "metric": "queue_depth", "host": "b", "value": round(depth, 2)})
+        rows.append({"timestamp": at, "metric": "cpu", "host": "a", "value": round(rng.normal(0.4, 0.05), 3)})
+    src = tmp_path / "metrics.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with Rootsift(data) as rs:
+        rs.ingest(src, "metrics")
+        result = rs.changes("api", measure="duration_ms", by="host", related="metrics")
+    found = [f for f in result.as_dict()["findings"] if f["kind"] == "related"]
+    assert [f["series"] for f in found] == ["avg(value) metric=queue_depth host=b"]
+    assert abs(found[0]["lead_seconds"] - 900) <= 60
+    assert 4 < found[0]["before"] < 6 and 48 < found[0]["after"] < 52
+
+
 def test_cli_terminal_and_errors(tmp_path: Path) -> None:
     data = tmp_path / "data"
     _store(data)
@@ -186,5 +210,7 @@ def test_cli_terminal_and_errors(tmp_path: Path) -> None:
     bad = CliRunner().invoke(main, ["changes", "api", "--changes", "deploy", "--data", str(data), "--json"])
     assert bad.exit_code == 2
     assert "deploys" in json.loads(bad.stdout)["error"]["message"]
+    bad = CliRunner().invoke(main, ["changes", "api", "--related", "nometrics", "--data", str(data), "--json"])
+    assert bad.exit_code == 2 and "--related" in json.loads(bad.stdout)["error"]["message"]
     bad = CliRunner().invoke(main, ["changes", "api", "--measure", "p50(nope)", "--data", str(data), "--json"])
     assert bad.exit_code == 2 and "nope" in json.loads(bad.stdout)["error"]["message"]

@@ -295,6 +295,7 @@ class Rootsift:
         measure: str = "count",
         by: str | None = None,
         events: str | None = None,
+        related: str | None = None,
         start: Moment = None,
         end: Moment = None,
         where: str | None = None,
@@ -303,8 +304,9 @@ class Rootsift:
         now: datetime | None = None,
     ) -> Changes:
         """Change points of ``measure`` per bucket (``p50(duration_ms)``, ``rate(status >= 500)``,
-        a bare field: its p50) per ``by`` group, and the change events of dataset ``events``
-        ranked as suspects of each. docs/changes.md."""
+        a bare field: its p50) per ``by`` group, the change events of dataset ``events``
+        ranked as suspects of each, and the series of dataset ``related`` that changed
+        near the largest shift. docs/changes.md."""
         from rootsift.analysis.changes import changes
 
         now = now or datetime.now(UTC)
@@ -314,6 +316,7 @@ class Rootsift:
             measure=measure,
             by=by,
             events=events,
+            related=related,
             start=_moment(start, now),
             end=_moment(end, now),
             where=where,

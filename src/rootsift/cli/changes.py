@@ -32,6 +32,11 @@ WIDTH = 72
     default=None,
     help="A dataset of change events (timestamp, change.kind, service, host, description) to rank as suspects.",
 )
+@click.option(
+    "--related",
+    default=None,
+    help="A dataset of metrics: its series whose change points coincide with or lead the largest shift.",
+)
 @click.option("--from", "start", default=None, help="Start of the range (default: the dataset's first event).")
 @click.option("--to", "end", default=None, help="End of the range (default: after the last event).")
 @click.option("--where", default=None, help="Only look at events matching this filter.")
@@ -55,6 +60,7 @@ def changes(
     measure: str,
     by: str | None,
     events: str | None,
+    related: str | None,
     start: str | None,
     end: str | None,
     where: str | None,
@@ -72,6 +78,7 @@ def changes(
         measure=measure,
         by=by,
         events=events,
+        related=related,
         start=start,
         end=end,
         where=where,
@@ -121,6 +128,11 @@ def show(result: Changes, limit: int) -> None:
             out.print(
                 f"suspect     {f['time']}  {f['event']}  ({f['lead']} before the change at {f['changepoint']}; "
                 f"step at the event z={f['step_z']:.2f}, {f['compared']})"
+            )
+        elif f["kind"] == "related":
+            out.print(
+                f"related     {f['time']}  {f['series']}  {f['before']:.4g} -> {f['after']:.4g}  "
+                f"(leads the shift by {f['lead']}, q={f['q_value']:.2g})"
             )
         else:
             where = f" {f['field']}={f['value']}" if f.get("field") else ""

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from rootsift.analysis.changes import detect as det
+from rootsift.analysis.changes import related as rel
 from rootsift.analysis.changes import series as ser
 from rootsift.analysis.changes import suspects as sus
 from rootsift.analysis.changes.result import Changes, SeriesView, Shift
@@ -35,11 +36,13 @@ def changes(
     where: str | None = None,
     granularity: str | None = None,
     events: str | None = None,
+    related: str | None = None,
     alpha: float = 0.05,
 ) -> Changes:
     """Change points of ``measure`` per bucket (per ``by`` group) of ``dataset`` in
     [start, end), significant at false discovery rate ``alpha`` over every group's, each
-    with the change events of dataset ``events`` ranked as suspects."""
+    with the change events of dataset ``events`` ranked as suspects, and the change points
+    of dataset ``related``'s series near the largest shift."""
     m = ser.parse_measure(measure)
     if events is not None and events not in {d.name for d in backend.datasets()}:
         raise_unknown(backend, events)
@@ -80,6 +83,15 @@ def changes(
             onsets = creep(shift, shifts)
             shift.suspects = sus.rank(evs, s.times, s.values, at, shift.direction, group, onsets[:-1])
             shift.onset = onsets[0]
+    near: list[rel.Related] = []
+    if related is not None:
+        if related not in {d.name for d in backend.datasets()}:
+            raise_unknown(backend, related, "--related")
+        if shifts:
+            main = shifts[0]
+            onset = creep(main, shifts)[0]
+            near, more = rel.related(backend, related, onset, main.time, width, start=start, end=end, alpha=alpha)
+            warnings += more
     if not made.series:
         warnings.append(f"no events with {m.label} in the range: nothing to look at")
     shown = sorted(made.series, key=lambda s: -sum(1 for x in shifts if x.group == s.group))[:SERIES_SHOWN]
@@ -94,6 +106,8 @@ def changes(
         series=[SeriesView(s.group, s.times, [float(v) for v in s.values]) for s in shown],
         events=out_events,
         changes_dataset=events,
+        related=near,
+        related_dataset=related,
         warnings=warnings,
         method={
             "detector": "ruptures Binseg, l2 cost on rank normal scores",
@@ -117,7 +131,7 @@ def creep(shift: Shift, shifts: list[Shift]) -> list[datetime]:
     return [s.time for s in own[i : own.index(shift) + 1]]
 
 
-def raise_unknown(backend: DuckDBBackend, name: str) -> None:
+def raise_unknown(backend: DuckDBBackend, name: str, flag: str = "--changes") -> None:
     import difflib
 
     from rootsift.errors import UsageError
@@ -125,4 +139,4 @@ def raise_unknown(backend: DuckDBBackend, name: str) -> None:
     names = [d.name for d in backend.datasets()]
     close = difflib.get_close_matches(name, names, n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else f"; datasets: {', '.join(names) or 'none'}"
-    raise UsageError(f"--changes {name!r}: no such dataset{hint}")
+    raise UsageError(f"{flag} {name!r}: no such dataset{hint}")

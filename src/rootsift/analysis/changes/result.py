@@ -8,10 +8,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from rootsift.analysis.changes.detect import Point
+from rootsift.analysis.changes.related import Related
 from rootsift.analysis.changes.suspects import Suspect, score
 from rootsift.timeutil import format_duration, iso_z
 
 SUSPECTS_SHOWN = 5
+RELATED_SHOWN = 10
 
 
 @dataclass
@@ -54,6 +56,8 @@ class Changes:
     series: list[SeriesView]
     events: list[datetime]
     changes_dataset: str | None = None
+    related: list[Related] = field(default_factory=list)
+    related_dataset: str | None = None
     warnings: list[str] = field(default_factory=list)
     method: dict[str, Any] = field(default_factory=dict)
 
@@ -66,7 +70,26 @@ class Changes:
             causes = [s for s in main.suspects if s.relation != "after"][:SUSPECTS_SHOWN]
             out += [self._suspect(main, s) for s in causes]
         out += [self._changepoint(s) for s in self.shifts]
+        out += [self._related(r) for r in self.related[:RELATED_SHOWN]]
         return out
+
+    def _related(self, r: Related) -> dict[str, Any]:
+        p = r.point
+        lead = timedelta(seconds=abs(round(r.lead_seconds)))
+        return {
+            "kind": "related",
+            "series": r.series,
+            "dataset": self.related_dataset,
+            "time": iso_z(r.time),
+            "lead": ("" if r.lead_seconds >= 0 else "-") + format_duration(lead),
+            "lead_seconds": round(r.lead_seconds, 3),
+            "before": _r(p.before),
+            "after": _r(p.after),
+            "effect": _r(p.effect),
+            "p_value": float(f"{p.p_value:.4g}"),
+            "q_value": float(f"{r.q_value:.4g}"),
+            "score": _r(abs(p.effect)),
+        }
 
     def _series_name(self, shift: Shift) -> str:
         return f"{self.measure} {self.by}={shift.group}" if self.by else self.measure
@@ -122,6 +145,7 @@ class Changes:
             "measure": self.measure,
             "by": self.by,
             "changes_dataset": self.changes_dataset,
+            "related_dataset": self.related_dataset,
             "granularity": format_duration(self.granularity),
             "resolution_seconds": self.resolution_seconds,
             "alpha": self.alpha,

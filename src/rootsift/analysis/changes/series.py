@@ -130,17 +130,19 @@ def build(
     end: datetime | None = None,
     where: str | None = None,
     granularity: str | None = None,
+    labels: list[str] | None = None,
+    max_groups: int = MAX_GROUPS,
 ) -> SeriesSet:
-    """The measure per bucket (per ``by`` group) through the query model."""
+    """The measure per bucket (per ``by`` group) through the query model; ``labels``:
+    more fields to split by (a group is then the tuple of ``by`` and their values)."""
     width, unit = bucket_width(backend, dataset, start, end, granularity)
+    keys = ([by] if by else []) + list(labels or [])
     g = format_duration(width)
     out = SeriesSet(measure, by, width, unit)
     s, e = (start.isoformat() if start else None), (end.isoformat() if end else None)
 
     def spec(calcs: list[Calculation], filt: str | None) -> QuerySpec:
-        return QuerySpec(
-            dataset, s, e, filt, [by] if by else [], calcs, granularity=g, order=["time asc"], limit=MAX_ROWS
-        )
+        return QuerySpec(dataset, s, e, filt, keys, calcs, granularity=g, order=["time asc"], limit=MAX_ROWS)
 
     count = Calculation("count")
     if measure.rate is not None:
@@ -156,15 +158,17 @@ def build(
             rows = [[*r, r[-1]] for r in rows]
     groups: dict[object, list[tuple[datetime, float, float]]] = {}
     for r in rows:
-        key = r[1] if by else None
+        key = (r[1] if len(keys) == 1 else tuple(r[1 : 1 + len(keys)])) if keys else None
         value, n = r[-2], r[-1]
         if value is None:
             continue
         groups.setdefault(key, []).append((r[0], float(value), float(n or 0)))
     ranked = sorted(groups.items(), key=lambda kv: -sum(n for _, _, n in kv[1]))
-    if len(ranked) > MAX_GROUPS:
-        out.warnings.append(f"--by {by}: {len(ranked)} groups; the {MAX_GROUPS} with the most events are looked at")
-    for key, points in ranked[:MAX_GROUPS]:
+    if len(ranked) > max_groups:
+        out.warnings.append(
+            f"{dataset} by {', '.join(keys)}: {len(ranked)} groups; the {max_groups} with the most events are looked at"
+        )
+    for key, points in ranked[:max_groups]:
         points.sort(key=lambda p: p[0])
         times = [p[0] for p in points]
         out.series.append(Series(key, times, np.array([p[1] for p in points]), np.array([p[2] for p in points])))
