@@ -68,6 +68,26 @@ def test_two_steps_in_heavy_tailed_autocorrelated_noise() -> None:
     assert len(at) == 2 and abs(at[0] - 250) <= 3 and abs(at[1] - 450) <= 3
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_binseg_makes_ruptures_cuts(seed: int) -> None:
+    """The numpy binary segmentation proposes exactly ruptures' Binseg cuts (l2)."""
+    ruptures = pytest.importorskip("ruptures")
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=300) + np.r_[np.zeros(100), np.full(30, 1.5), np.zeros(70), np.full(100, -1.0)]
+    expected = ruptures.Binseg(model="l2", min_size=3, jump=1).fit(x).predict(n_bkps=12)[:-1]
+    assert sorted(det.binseg(x, 12, 3)) == expected
+
+
+def test_a_short_spell_in_the_middle_is_found() -> None:
+    """20 raised buckets in the middle of 360 (a 20-minute incident in 6 hours): binary
+    segmentation stopped at the first split below the penalty misses it; the penalised
+    choice among its first splits finds both edges."""
+    rng = np.random.default_rng(2)
+    x = rng.lognormal(3, 0.6, 360)
+    x[190:210] *= 30
+    assert sorted(p.index for p in det.detect(x).points) == [190, 210]
+
+
 def test_serial_correlation_widens_the_penalty() -> None:
     rng = np.random.default_rng(1)
     white = det.detect(rng.normal(size=400))

@@ -27,7 +27,7 @@ from rootsift.timeutil import format_duration, nice_granularity, parse_duration
 
 TARGET_BUCKETS = 720
 """Default buckets over the range (12 a day over two months, one a minute over 12 hours)."""
-MAX_GROUPS = 50
+MAX_GROUPS = 1000
 """Groups (``--by``) looked at: those with the most events."""
 MAX_ROWS = 5_000_000
 _RATE = re.compile(r"^\s*rate\s*\((.*)\)\s*$", re.I | re.S)
