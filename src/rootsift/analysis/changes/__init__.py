@@ -110,7 +110,7 @@ def changes(
         related_dataset=related,
         warnings=warnings,
         method={
-            "detector": "ruptures Binseg, l2 cost on rank normal scores",
+            "detector": "binary segmentation (l2) on rank normal scores, penalised best subset of its first 30 cuts",
             "penalty": f"{det.BETA} x long-run variance x log n",
             "false_alarm_rate": det.FALSE_ALARM_RATE,
             "groups": len(made.series),
