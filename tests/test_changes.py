@@ -221,6 +221,25 @@ def test_related_series_that_lead_the_shift(tmp_path: Path) -> None:
     assert 4 < found[0]["before"] < 6 and 48 < found[0]["after"] < 52
 
 
+def test_sparse_counts_get_buckets_wide_enough(tmp_path: Path) -> None:
+    """Events at 0.05/s for 2 hours, stamped to the ms: by the range alone buckets would be
+    10 s (0.5 events each, counts of 0 and 1 with no level); they are widened to hold at
+    least 5 events on average, and steady traffic shows no change point. With -g 10s the
+    sparseness is a warning."""
+    rng = np.random.default_rng(8)
+    at = np.cumsum(rng.exponential(20.0, 400))
+    at = at[at < 7200]
+    src = tmp_path / "sparse.jsonl"
+    rows = [{"timestamp": (T0 + timedelta(seconds=float(t))).isoformat(timespec="milliseconds") + "Z"} for t in at]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(src, "sparse")
+        result = rs.changes("sparse", measure="count")
+        assert result.granularity >= timedelta(seconds=100)
+        assert result.shifts == []
+        assert "sparse" in " ".join(rs.changes("sparse", measure="count", granularity="10s").warnings)
+
+
 def test_cli_terminal_and_errors(tmp_path: Path) -> None:
     data = tmp_path / "data"
     _store(data)

@@ -48,6 +48,8 @@ class Point:
     """The median of the raw values in the segment before."""
     after: float
     """The median of the raw values in the segment after."""
+    mean_before: float
+    mean_after: float
     effect: float
     """The shift in the robust scores, in units of their noise's standard deviation."""
     z: float
@@ -101,7 +103,10 @@ def noise(z: np.ndarray) -> tuple[float, float]:
     k = max(2, min(10, n // 8))
 
     def spread(d: np.ndarray) -> float:
-        return (1.4826 * float(np.median(np.abs(d - np.median(d))))) ** 2 / 2
+        dev = np.abs(d - np.median(d))
+        mad = 1.4826 * float(np.median(dev))
+        # mostly tied values (counts of 0 and 1) have a MAD of 0: their mean square then
+        return (mad if mad > 0 else float(np.sqrt(np.mean(dev * dev)))) ** 2 / 2
 
     d1, dk = spread(np.diff(z)), spread(z[k:] - z[:-k])
     var = max(dk, d1, 1e-18)
@@ -210,6 +215,8 @@ def detect(values: np.ndarray, period: int | None = None, beta: float = BETA) ->
                 index=k,
                 before=float(np.median(x[a:k])),
                 after=float(np.median(x[k:b])),
+                mean_before=float(np.mean(x[a:k])),
+                mean_after=float(np.mean(x[k:b])),
                 effect=diff / math.sqrt(lrv) if lrv > 0 else 0.0,
                 z=zz,
                 p_value=p,

@@ -104,6 +104,8 @@ class Changes:
             "onset": iso_z(s.onset) if s.onset else None,
             "before": _r(p.before),
             "after": _r(p.after),
+            "mean_before": _r(p.mean_before),
+            "mean_after": _r(p.mean_after),
             "ratio": _r(p.after / p.before) if p.before else None,
             "effect": _r(p.effect),
             "size": _r(s.size),

@@ -30,6 +30,8 @@ TARGET_BUCKETS = 720
 MAX_GROUPS = 1000
 """Groups (``--by``) looked at: those with the most events."""
 MAX_ROWS = 5_000_000
+MIN_EVENTS = 5
+"""A count or rate series has at least this many events per bucket on average (busiest group)."""
 _RATE = re.compile(r"^\s*rate\s*\((.*)\)\s*$", re.I | re.S)
 _WORD = re.compile(r"^\s*`?[A-Za-z_][A-Za-z0-9_.\-]*`?\s*$")
 
@@ -134,7 +136,44 @@ def build(
     max_groups: int = MAX_GROUPS,
 ) -> SeriesSet:
     """The measure per bucket (per ``by`` group) through the query model; ``labels``:
-    more fields to split by (a group is then the tuple of ``by`` and their values)."""
+    more fields to split by (a group is then the tuple of ``by`` and their values).
+    A count or a rate whose buckets hold fewer than ``MIN_EVENTS`` events on average (in
+    the busiest group) is made again with buckets wide enough for that, unless
+    ``granularity`` was given (then a warning says so): counts of 0 and 1 are no level."""
+    out = _build(backend, dataset, measure, by, start, end, where, granularity, labels, max_groups)
+    if measure.rate is None and (measure.calc is None or measure.calc.op != "count"):
+        return out
+    busiest = max((float(s.events.sum()) / max(1, _buckets(s, out.granularity)) for s in out.series), default=0.0)
+    if not out.series or busiest >= MIN_EVENTS:
+        return out
+    if granularity:
+        out.warnings.append(
+            f"--granularity {granularity}: buckets hold {busiest:.2g} events on average; a count or rate this "
+            f"sparse has no level to shift (use buckets of at least {MIN_EVENTS} events)"
+        )
+        return out
+    span = max(s.times[-1] for s in out.series) - min(s.times[0] for s in out.series) + out.granularity
+    wider = nice_granularity(span, max(1, int(busiest * (span / out.granularity) / MIN_EVENTS)))
+    wider = timescale.whole_units(max(wider, out.granularity), out.resolution_seconds)
+    return _build(backend, dataset, measure, by, start, end, where, format_duration(wider), labels, max_groups)
+
+
+def _buckets(s: Series, width: timedelta) -> int:
+    return int((s.times[-1] - s.times[0]) / width) + 1 if s.times else 0
+
+
+def _build(
+    backend: DuckDBBackend,
+    dataset: str,
+    measure: Measure,
+    by: str | None,
+    start: datetime | None,
+    end: datetime | None,
+    where: str | None,
+    granularity: str | None,
+    labels: list[str] | None,
+    max_groups: int,
+) -> SeriesSet:
     width, unit = bucket_width(backend, dataset, start, end, granularity)
     keys = ([by] if by else []) + list(labels or [])
     g = format_duration(width)
@@ -168,8 +207,21 @@ def build(
         out.warnings.append(
             f"{dataset} by {', '.join(keys)}: {len(ranked)} groups; the {max_groups} with the most events are looked at"
         )
+    grid = _grid(rows, width) if measure.calc is not None and measure.calc.op == "count" else None
     for key, points in ranked[:max_groups]:
+        if grid is not None:  # a bucket without events counts 0
+            have = {p[0] for p in points}
+            points += [(t, 0.0, 0.0) for t in grid if t not in have]
         points.sort(key=lambda p: p[0])
         times = [p[0] for p in points]
         out.series.append(Series(key, times, np.array([p[1] for p in points]), np.array([p[2] for p in points])))
     return out
+
+
+def _grid(rows: list[list[object]], width: timedelta) -> list[datetime]:
+    """Every bucket from the first to the last one any group has."""
+    times = [r[0] for r in rows if isinstance(r[0], datetime)]
+    if not times:
+        return []
+    first, last = min(times), max(times)
+    return [first + i * width for i in range(int((last - first) / width) + 1)]
