@@ -103,12 +103,13 @@ def no_change(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, 
 
 
 def false_alarms(seeds: int = 100) -> None:
-    """The share of no-change series where a change point is found, per kind and length."""
+    """The share of no-change series where a change point (level or spread) is found, per kind and length."""
     print(f"false alarms over {seeds} seeds (stated rate {det.FALSE_ALARM_RATE:.0%}, beta {det.BETA})")
     for kind in ("white", "ar1", "daily", "heavy"):
         rates = []
         for n in (60, 200, 1000):
-            hits = sum(bool(det.detect(*no_change(kind, n, np.random.default_rng(s))).points) for s in range(seeds))
+            found = [det.detect(*no_change(kind, n, np.random.default_rng(s))) for s in range(seeds)]
+            hits = sum(bool(d.points or d.spread) for d in found)
             rates.append(f"n={n}: {hits / seeds:.2f}")
         print(f"  {kind:6s} " + "  ".join(rates))
 

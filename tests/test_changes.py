@@ -39,10 +39,11 @@ def no_change(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, 
 
 @pytest.mark.parametrize("kind", ["white", "ar1", "daily", "heavy"])
 def test_false_alarm_rate_holds_on_series_without_change(kind: str) -> None:
-    """Over many seeds, a change point is found in at most the stated share of no-change
-    series (with the binomial slack of 60 draws: 3 standard errors)."""
+    """Over many seeds, a change point (in level or in spread) is found in at most the
+    stated share of no-change series (with the binomial slack of 60 draws: 3 standard errors)."""
     seeds = 60
-    alarms = sum(bool(det.detect(*no_change(kind, 120, np.random.default_rng(s))).points) for s in range(seeds))
+    found = [det.detect(*no_change(kind, 120, np.random.default_rng(s))) for s in range(seeds)]
+    alarms = sum(bool(d.points or d.spread) for d in found)
     rate = det.FALSE_ALARM_RATE
     assert alarms / seeds <= rate + 3 * (rate * (1 - rate) / seeds) ** 0.5
 
@@ -86,6 +87,15 @@ def test_a_short_spell_in_the_middle_is_found() -> None:
     x = rng.lognormal(3, 0.6, 360)
     x[190:210] *= 30
     assert sorted(p.index for p in det.detect(x).points) == [190, 210]
+
+
+def test_a_change_in_spread_at_equal_level() -> None:
+    rng = np.random.default_rng(3)
+    x = np.r_[rng.lognormal(3, 0.2, 300), rng.lognormal(3, 0.8, 300)]
+    found = det.detect(x)
+    assert found.points == []
+    (p,) = found.spread
+    assert abs(p.index - 300) <= 5 and p.after > 2.5 * p.before and p.p_value < 1e-6
 
 
 def test_serial_correlation_widens_the_penalty() -> None:

@@ -137,7 +137,8 @@ def show(result: Changes, limit: int) -> None:
         else:
             where = f" {f['field']}={f['value']}" if f.get("field") else ""
             out.print(
-                f"changepoint {f['time']}{where}  median {f['before']:.4g} -> {f['after']:.4g}, "
+                f"changepoint {f['time']}{where}  {'spread' if f['aspect'] == 'spread' else 'median'} "
+                f"{f['before']:.4g} -> {f['after']:.4g}, "
                 f"mean {f['mean_before']:.4g} -> {f['mean_after']:.4g}  (effect {f['effect']:.2f}, q={f['q_value']:.2g})"
             )
     for w in result.warnings:

@@ -49,25 +49,30 @@ def changes(
     made = ser.build(backend, dataset, m, by=by, start=start, end=end, where=where, granularity=granularity)
     width = made.granularity
     per_day = int(timedelta(days=1) / width) if timedelta(days=1) % width == timedelta(0) else None
-    found: list[tuple[ser.Series, det.Detection, det.Point]] = []
+    found: list[tuple[ser.Series, str, det.Point]] = []
     detections = []
     for s in made.series:
         contiguous = len(s.times) >= 2 and (s.times[-1] - s.times[0]) / width == len(s.times) - 1
         d = det.detect(s.values, period=per_day if contiguous else None)
         detections.append(d)
-        found += [(s, d, p) for p in d.points]
+        found += [(s, "level", p) for p in d.points] + [(s, "spread", p) for p in d.spread]
     q = q_values(np.array([p.p_value for _, _, p in found])) if found else np.zeros(0)
     shifts: list = []
-    for (s, _, p), qv in zip(found, q, strict=True):
+    for (s, aspect, p), qv in zip(found, q, strict=True):
         if qv >= alpha:
             continue
         spread = float(np.subtract(*np.percentile(s.values, [75, 25]))) or float(np.std(s.values)) or 1.0
         mid = float(np.median(s.values))
         departure = (abs(p.after - mid) - abs(p.before - mid)) / spread
-        shift = Shift(s.group, s.times[p.index], s.times[p.index - 1], p, float(qv), abs(p.after - p.before) / spread)
+        if aspect == "spread":
+            spread = max(p.before, p.after, 1e-12)
+            departure = (p.after - p.before) / spread
+        size = abs(p.after - p.before) / spread
+        shift = Shift(s.group, s.times[p.index], s.times[p.index - 1], p, float(qv), size, aspect=aspect)
         shifts.append((departure, shift))
-    # into an unusual regime first (away from the series' median), recoveries last
-    shifts = [x for _, x in sorted(shifts, key=lambda ds: (-ds[0], -ds[1].size))]
+    # level before spread; into an unusual regime first (away from the series' median),
+    # recoveries last
+    shifts = [x for _, x in sorted(shifts, key=lambda ds: (ds[1].aspect != "level", -ds[0], -ds[1].size))]
     out_events: list[datetime] = []
     warnings = list(made.warnings)
     if events is not None:
@@ -76,7 +81,7 @@ def changes(
         warnings += more
         out_events = [e.time for e in evs]
         by_group = {s.group: s for s in made.series}
-        for shift in shifts:
+        for shift in (x for x in shifts if x.aspect == "level"):
             s = by_group[shift.group]
             at = s.times.index(shift.time)
             group = (by, shift.group) if by else None
@@ -87,7 +92,7 @@ def changes(
     if related is not None:
         if related not in {d.name for d in backend.datasets()}:
             raise_unknown(backend, related, "--related")
-        if shifts:
+        if shifts and shifts[0].aspect == "level":
             main = shifts[0]
             onset = creep(main, shifts)[0]
             near, more = rel.related(backend, related, onset, main.time, width, start=start, end=end, alpha=alpha)
@@ -124,7 +129,7 @@ def creep(shift: Shift, shifts: list[Shift]) -> list[datetime]:
     """The times of the run of significant shifts of the same group, each going the same
     way and each starting where the one before ended, that leads to ``shift`` (its own
     time last): a shift often creeps in by steps before its largest jump."""
-    own = sorted((s for s in shifts if s.group == shift.group), key=lambda s: s.time)
+    own = sorted((s for s in shifts if s.group == shift.group and s.aspect == shift.aspect), key=lambda s: s.time)
     i = own.index(shift)
     while i > 0 and own[i - 1].direction == shift.direction and own[i - 1].point.segment_after[1] == own[i].point.index:
         i -= 1

@@ -18,7 +18,8 @@ prints the rates).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy import stats as sps
@@ -36,6 +37,8 @@ MAX_RHO = 0.9
 SEASON_R = 0.5
 REFINE = 2
 MAX_CANDIDATES = 30
+SPREAD_FACTOR = 2.2
+"""The spread channel's penalty over the level's (calibrated with it: module doc)."""
 """Binary segmentation's first splits, among which the penalised best set is chosen."""
 
 
@@ -68,6 +71,9 @@ class Detection:
     rho: float
     penalty: float
     seasonal: bool
+    spread: list[Point] = field(default_factory=list)
+    """Change points in spread: ``before``/``after`` are the median distance of the values
+    from their level segment's median."""
 
 
 def scores(values: np.ndarray) -> np.ndarray:
@@ -186,13 +192,33 @@ def best_subset(z: np.ndarray, candidates: list[int], penalty: float) -> list[in
 
 
 def detect(values: np.ndarray, period: int | None = None, beta: float = BETA) -> Detection:
-    """Change points in level of ``values`` (one per bucket, no gaps); ``period``: buckets
-    per day when a daily cycle may be present."""
+    """Change points in level of ``values`` (one per bucket, no gaps), and in spread
+    (``Detection.spread``); ``period``: buckets per day when a daily cycle may be present."""
     x = np.asarray(values, dtype=np.float64)
     n = len(x)
     if n < MIN_POINTS:
         return Detection([], 0.0, 0.0, 0.0, False)
     z, seasonal = deseason(scores(x), period)
+    cuts, sigma, rho, lrv, penalty = _segment(z, beta)
+    level = np.empty(n)
+    for a, b in zip([0, *cuts[:-1]], cuts, strict=True):
+        level[a:b] = np.median(x[a:b])
+    points = _points(z, x, cuts, lrv, np.median)
+    # spread: the same detector on the scores of the residuals' size (around the level
+    # segments), with its own penalty factor so both together keep the stated rate
+    r = z.copy()
+    for a, b in zip([0, *cuts[:-1]], cuts, strict=True):
+        r[a:b] -= r[a:b].mean()
+    size = scores(np.abs(r))
+    s_cuts, _, _, s_lrv, _ = _segment(size, beta * SPREAD_FACTOR)
+    dev = np.abs(x - level)
+    spread = _points(size, dev, s_cuts, s_lrv, np.median)
+    return Detection(points, sigma, rho, penalty, seasonal, spread)
+
+
+def _segment(z: np.ndarray, beta: float) -> tuple[list[int], float, float, float, float]:
+    """(cuts ending with n, sigma, rho, long-run variance, penalty) of ``z``."""
+    n = len(z)
     candidates = binseg(z, MAX_CANDIDATES, MIN_SIZE)
     sigma, rho = noise(z)
     for _ in range(REFINE):  # the noise around the segments found, then cut again
@@ -201,7 +227,12 @@ def detect(values: np.ndarray, period: int | None = None, beta: float = BETA) ->
         sigma, rho = _residual_noise(z, cuts)
     lrv = sigma**2 * (1 + rho) / (1 - rho)
     penalty = beta * lrv * math.log(n)
-    cuts = best_subset(z, candidates, penalty)
+    return best_subset(z, candidates, penalty), sigma, rho, lrv, penalty
+
+
+def _points(z: np.ndarray, x: np.ndarray, cuts: list[int], lrv: float, summary: Any) -> list[Point]:
+    """Each cut as a Point: ``summary`` (the median) of ``x`` either side, the shift of ``z``."""
+    n = len(z)
     bounds = [0, *cuts]
     points = []
     for i in range(1, len(bounds) - 1):
@@ -213,8 +244,8 @@ def detect(values: np.ndarray, period: int | None = None, beta: float = BETA) ->
         points.append(
             Point(
                 index=k,
-                before=float(np.median(x[a:k])),
-                after=float(np.median(x[k:b])),
+                before=float(summary(x[a:k])),
+                after=float(summary(x[k:b])),
                 mean_before=float(np.mean(x[a:k])),
                 mean_after=float(np.mean(x[k:b])),
                 effect=diff / math.sqrt(lrv) if lrv > 0 else 0.0,
@@ -224,4 +255,4 @@ def detect(values: np.ndarray, period: int | None = None, beta: float = BETA) ->
                 segment_after=(k, b),
             )
         )
-    return Detection(points, sigma, rho, penalty, seasonal)
+    return points

@@ -31,6 +31,8 @@ class Shift:
     suspects: list[Suspect] = field(default_factory=list)
     onset: datetime | None = None
     """The first change point of the run of same-way shifts leading to this one."""
+    aspect: str = "level"
+    """``level`` (medians either side) or ``spread`` (median distance from the level)."""
 
     @property
     def direction(self) -> int:
@@ -65,7 +67,7 @@ class Changes:
         """Most explanatory first: the suspects of the largest shift (causes before the
         change point, strongest step first), then every change point, largest first."""
         out: list[dict[str, Any]] = []
-        if self.shifts:
+        if self.shifts and self.shifts[0].aspect == "level":
             main = self.shifts[0]
             causes = [s for s in main.suspects if s.relation != "after"][:SUSPECTS_SHOWN]
             out += [self._suspect(main, s) for s in causes]
@@ -98,6 +100,7 @@ class Changes:
         p = s.point
         found: dict[str, Any] = {
             "kind": "changepoint",
+            "aspect": s.aspect,
             "series": self._series_name(s),
             "time": iso_z(s.time),
             "after_at_least": iso_z(s.last_before),
