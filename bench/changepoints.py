@@ -83,7 +83,8 @@ def bic_binseg(x: np.ndarray) -> list[int]:
 
 
 def ours(x: np.ndarray) -> list[int]:
-    return [p.index for p in det.detect(x).points]
+    found = det.detect(x)
+    return sorted({p.index for p in found.points + found.spread})
 
 
 def no_change(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, int | None]:
