@@ -250,6 +250,21 @@ def test_sparse_counts_get_buckets_wide_enough(tmp_path: Path) -> None:
         assert "sparse" in " ".join(rs.changes("sparse", measure="count", granularity="10s").warnings)
 
 
+def test_report_is_one_self_contained_file(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _store(data)
+    out = tmp_path / "changes.html"
+    args = ["changes", "api", "--measure", "duration_ms", "--by", "host", "--changes", "deploys", "--report", str(out)]
+    run = CliRunner().invoke(main, [*args, "--data", str(data), "--json"])
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.stdout)["report"] == str(out)
+    text = out.read_text()
+    assert "<svg" in text and "deploy v2 to b" in text and "level change 2026-03-02T03:00" in text
+    assert "http://" not in text and "https://" not in text and "<script" not in text
+    bad = CliRunner().invoke(main, [*args[:-1], str(tmp_path / "no" / "x.html"), "--data", str(data)])
+    assert bad.exit_code == 2 and "--report" in bad.output
+
+
 def test_cli_terminal_and_errors(tmp_path: Path) -> None:
     data = tmp_path / "data"
     _store(data)

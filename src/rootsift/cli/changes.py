@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from rootsift.cli.common import Probability, common, emit_json, out
+from rootsift.errors import RootsiftError, UsageError
 
 if TYPE_CHECKING:
     from rootsift.analysis.changes import Changes
@@ -52,6 +55,12 @@ WIDTH = 72
 @click.option(
     "--limit", type=click.IntRange(min=1), default=10, show_default=True, help="Findings shown in the terminal."
 )
+@click.option(
+    "--report",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write a self-contained HTML report (each series charted with its change points and change events).",
+)
 @common(read_only=True)
 def changes(
     rs: Rootsift,
@@ -67,12 +76,15 @@ def changes(
     granularity: str | None,
     alpha: float,
     limit: int,
+    report: Path | None,
 ) -> None:
     """When each series shifted (change points, with significance), and which change
     events came right before (suspects, ranked by the step each made in the series).
 
     Example: rootsift changes api --measure 'p50(duration_ms)' --changes deploys --by host
     """
+    if report is not None and not report.parent.is_dir():
+        raise UsageError(f"--report {report}: there is no folder {report.parent} to write it in (create it first)")
     result = rs.changes(
         dataset,
         measure=measure,
@@ -85,10 +97,20 @@ def changes(
         granularity=granularity,
         alpha=alpha,
     )
+    if report is not None:
+        from rootsift.ui import changes_html
+
+        command = ["rootsift", *sys.argv[1:]] if sys.argv[1:2] == ["changes"] else ["rootsift", "changes", dataset]
+        try:
+            report.write_text(changes_html.render(result, command), encoding="utf-8")
+        except OSError as exc:
+            raise RootsiftError(f"--report {report}: cannot write it ({exc.strerror or exc})") from exc
     if as_json:
-        emit_json(result.as_dict())
+        emit_json({**result.as_dict(), "report": str(report) if report else None})
     else:
         show(result, limit)
+        if report is not None:
+            out.print(f"report written to {report}")
 
 
 def show(result: Changes, limit: int) -> None:
