@@ -11,6 +11,7 @@ helpers it reuses), never this package::
     query.py      query
     analyses.py   explain, investigate (and run_in_process, for demo)
     judging.py    compare, canary
+    changes.py    changes
     scenarios.py  scenario, demo
 """
 
