@@ -164,6 +164,31 @@ def test_an_event_at_the_onset_of_a_creep_outranks_one_inside_it() -> None:
     assert ranked[0].coincides and not ranked[1].coincides
 
 
+@pytest.mark.parametrize("elsewhere", [False, True])
+def test_exclusivity_is_a_difference_in_differences(elsewhere: bool) -> None:
+    """Host b steps up at hour 100, right after a deploy to b (in scope). When the other
+    hosts step too (``elsewhere``: a fleet-wide cause), the deploy's exclusivity is about
+    0; when they do not, it is many of their spreads, and it lifts the deploy above an
+    out-of-scope event at the same time."""
+    rng = np.random.default_rng(6)
+    times = [T0 + timedelta(hours=i) for i in range(200)]
+
+    def host(step: bool) -> np.ndarray:
+        return np.r_[rng.normal(10, 1, 100), rng.normal(20 if step else 10, 1, 100)]
+
+    others = [(times, host(elsewhere)) for _ in range(4)]
+    events = [sus.Event(T0 + timedelta(hours=99.5), "deploy", "deploy b", {"host": "b"})]
+    events.append(sus.Event(T0 + timedelta(hours=99.5), "config", "config c", {"host": "c"}))
+    ranked = sus.rank(events, times, host(True), 100, +1, ("host", "b"), None, others)
+    deploy = next(s for s in ranked if s.event.description == "deploy b")
+    assert deploy.in_scope and deploy.exclusivity_z is not None
+    if elsewhere:
+        assert abs(deploy.exclusivity or 0) < 2
+    else:
+        assert deploy.exclusivity_z > 5 and ranked[0] is deploy
+    assert next(s for s in ranked if s.event.description == "config c").exclusivity is None
+
+
 def _store(data: Path) -> None:
     """A small store: per-minute requests over 6 hours whose latency steps up at 03:00 on
     host b only; change events: a deploy to b at 02:50, a config push at 04:00."""

@@ -86,7 +86,8 @@ def changes(
             at = s.times.index(shift.time)
             group = (by, shift.group) if by else None
             onsets = creep(shift, shifts)
-            shift.suspects = sus.rank(evs, s.times, s.values, at, shift.direction, group, onsets[:-1])
+            others = [(o.times, o.values) for o in made.series if o.group != shift.group] if by else None
+            shift.suspects = sus.rank(evs, s.times, s.values, at, shift.direction, group, onsets[:-1], others)
             shift.onset = onsets[0]
     near: list[rel.Related] = []
     if related is not None:

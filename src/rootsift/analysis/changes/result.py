@@ -140,6 +140,8 @@ class Changes:
             "compared": s.compared,
             "in_scope": s.in_scope,
             "coincides_with_onset": s.coincides,
+            "exclusivity": _r(s.exclusivity),
+            "exclusivity_z": _r(s.exclusivity_z),
             "onset": iso_z(shift.onset) if shift.onset else None,
             "score": score(s),
         }

@@ -38,6 +38,8 @@ MAX_LAG_DAYS = 3.0
 WINDOW = timedelta(hours=12)
 """The longest window either side of an event (a sixth of the series' span when shorter)."""
 MIN_WINDOW_POINTS = 3
+MIN_OTHERS = 2
+"""Untouched groups needed for a difference in differences."""
 MAX_EVENTS = 10_000
 
 
@@ -98,6 +100,9 @@ class Suspect:
     """``day over day`` or ``level``: what the step at the event was measured on."""
     coincides: bool = False
     """Within ``MIN_SIZE`` buckets before the onset of the shift (or inside its bucket)."""
+    exclusivity: float | None = None
+    """In scope: the step here less the median step of the other groups (shift's direction)."""
+    exclusivity_z: float | None = None
 
 
 def deseasoned(times: list[datetime], values: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -123,6 +128,7 @@ def rank(
     direction: int,
     group: tuple[str, object] | None,
     onsets: list[datetime] | None = None,
+    others: list[tuple[list[datetime], np.ndarray]] | None = None,
 ) -> list[Suspect]:
     """The events around the change point at bucket ``at`` (shift ``direction`` +1 or −1),
     causes first, then the events after it. ``onsets``: the earlier change points of the
@@ -130,13 +136,18 @@ def rank(
     within ``MIN_SIZE`` buckets before one of them, or inside its bucket, *coincides* with
     the shift's onset and ranks first (its own step is small next to the later jumps);
     the rest rank by the step at the event, which for an event right before the jump is
-    measured across it."""
+    measured across it, plus (for an event in scope) its exclusivity: ``others`` are the
+    other groups' series; the step at the event in this group less the median step at the
+    same time in the others, over their spread (a difference in differences, with at
+    least ``MIN_OTHERS`` untouched groups)."""
     change = times[at]
     span = times[-1] - times[0]
     window = min(WINDOW, span / 6) if span > timedelta(0) else WINDOW
     series, seasonal = deseasoned(times, values)
     t = np.array(times, dtype="datetime64[us]")
     step = (times[1] - times[0]) if len(times) > 1 else timedelta(0)
+    rest = [deseasoned(ts, vs)[0] for ts, vs in others or []]
+    rest_t = [np.array(ts, dtype="datetime64[us]") for ts, _ in others or []]
     out = []
     for e in events:
         lead = (change - e.time).total_seconds()
@@ -161,13 +172,37 @@ def rank(
             p = float(sps.mannwhitneyu(after, before, alternative=alt).pvalue)
             z = float(sps.norm.isf(max(p, 1e-300)))
         relation = "before" if e.time < change else "at"
-        out.append(Suspect(e, relation, lead, z, p, scoped, "day over day" if seasonal else "level", near))
+        found = Suspect(e, relation, lead, z, p, scoped, "day over day" if seasonal else "level", near)
+        if scoped and len(before) and len(after):
+            measured = [_step(x, tt, lo, et, hi) for x, tt in zip(rest, rest_t, strict=True)]
+            steps = [d for d in measured if d is not None]
+            if len(steps) >= MIN_OTHERS:
+                did = direction * (float(np.median(after) - np.median(before)) - float(np.median(steps)))
+                spread = 1.4826 * float(np.median(np.abs(np.array(steps) - np.median(steps))))
+                spread = spread or float(np.std(steps)) or 1e-12
+                found.exclusivity, found.exclusivity_z = did, did / spread
+        out.append(found)
     causes = sorted(
         (s for s in out if s.relation != "after"),
-        key=lambda s: (not s.coincides, -s.step_z, not s.in_scope, s.lead_seconds),
+        key=lambda s: (not s.coincides, -evidence(s), not s.in_scope, s.lead_seconds),
     )
     later = sorted((s for s in out if s.relation == "after"), key=lambda s: -s.lead_seconds)
     return causes + later
+
+
+def _step(x: np.ndarray, t: np.ndarray, lo: Any, at: Any, hi: Any) -> float | None:
+    """The median after ``at`` less the median before it, within [lo, hi); None when thin."""
+    before, after = x[(t >= lo) & (t < at)], x[(t >= at) & (t < hi)]
+    before, after = before[np.isfinite(before)], after[np.isfinite(after)]
+    if len(before) < MIN_WINDOW_POINTS or len(after) < MIN_WINDOW_POINTS:
+        return None
+    return float(np.median(after) - np.median(before))
+
+
+def evidence(s: Suspect) -> float:
+    """The step at the event (z), plus its exclusivity (z) when it is in scope and positive."""
+    z = max(0.0, s.step_z) if math.isfinite(s.step_z) else 0.0
+    return z + max(0.0, s.exclusivity_z or 0.0)
 
 
 def _touches(e: Event, group: tuple[str, object]) -> bool:
@@ -183,9 +218,8 @@ ranks above any whose step was measured farther from it."""
 
 
 def score(s: Suspect) -> float:
-    """A suspect's score: its step's z (at least 0), plus ``COINCIDES`` when it coincides
-    with the onset; 0 for an event after the change point."""
+    """A suspect's score: ``evidence`` (the step's z, plus the exclusivity's in scope), plus
+    ``COINCIDES`` when it coincides with the onset; 0 for an event after the change point."""
     if s.relation == "after":
         return 0.0
-    z = max(0.0, s.step_z) if math.isfinite(s.step_z) else 0.0
-    return round(z + (COINCIDES if s.coincides else 0.0), 3)
+    return round(evidence(s) + (COINCIDES if s.coincides else 0.0), 3)
