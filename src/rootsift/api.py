@@ -22,6 +22,7 @@ from rootsift.store.sqltext import ident
 from rootsift.timeutil import format_duration, parse_time
 
 if TYPE_CHECKING:
+    from rootsift.analysis.changes import Changes
     from rootsift.analysis.compare import Comparison, Metric
     from rootsift.analysis.explain import Explanation
     from rootsift.analysis.investigate import Investigation
@@ -362,6 +363,42 @@ class Rootsift:
             end=_moment(end, now),
             where=where,
             horizon_hours=horizon.total_seconds() / 3600 if horizon is not None else HORIZON_HOURS,
+            alpha=alpha,
+        )
+
+    def changes(
+        self,
+        dataset: str,
+        *,
+        measure: str = "count",
+        by: str | None = None,
+        events: str | None = None,
+        related: str | None = None,
+        start: Moment = None,
+        end: Moment = None,
+        where: str | None = None,
+        granularity: str | None = None,
+        alpha: float = ALPHA,
+        now: datetime | None = None,
+    ) -> Changes:
+        """Change points of ``measure`` per bucket (``p50(duration_ms)``, ``rate(status >= 500)``,
+        a bare field: its p50) per ``by`` group, the change events of dataset ``events``
+        ranked as suspects of each, and the series of dataset ``related`` that changed
+        near the largest shift. docs/changes.md."""
+        from rootsift.analysis.changes import changes
+
+        now = now or datetime.now(UTC)
+        return changes(
+            self.backend,
+            dataset,
+            measure=measure,
+            by=by,
+            events=events,
+            related=related,
+            start=_moment(start, now),
+            end=_moment(end, now),
+            where=where,
+            granularity=granularity,
             alpha=alpha,
         )
 

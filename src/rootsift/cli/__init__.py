@@ -11,6 +11,7 @@ helpers it reuses), never this package::
     query.py      query
     analyses.py   explain, investigate
     judging.py    compare, canary
+    changes.py    changes
     scenarios.py  scenario, demo
     serve.py      serve (the HTTP server itself is rootsift.server)
     keys.py       keys create|list|revoke (the server's API keys)
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import click
 
-from rootsift.cli import analyses, collect, data, judging, keys, query, scenarios, serve, trends
+from rootsift.cli import analyses, changes, collect, data, judging, keys, query, scenarios, serve, trends
 from rootsift.cli.common import Group
 
 __all__ = ["main"]
@@ -51,5 +52,6 @@ for command in (
     serve.serve,
     keys.keys,
     trends.trends,
+    changes.changes,
 ):
     main.add_command(command)

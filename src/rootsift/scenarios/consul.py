@@ -101,7 +101,16 @@ class ConsulOutage(Scenario):
         truth = self._truth(start, series, servers, terms, change_min, (culprit, changes), subs)
         analyses = [
             ["investigate", "consul_kv_requests", "--measure", "duration_ms"],
-            ["changes", "consul_kv_requests", "--events", "consul_changes", "--measure", "duration_ms"],
+            [
+                "changes",
+                "consul_kv_requests",
+                "--events",
+                "consul_changes",
+                "--measure",
+                "p50(duration_ms)",
+                "--where",
+                "op != get",
+            ],
         ]
         return Manifest(self.name, self.seed, self.scale, sources, notes, analyses), truth
 

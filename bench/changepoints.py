@@ -1,0 +1,157 @@
+"""``changes``' detector on the TCPD development set (shared/changepoint_dev): F1 (margin 5)
+and covering, the metrics of TCPDBench, over every univariate series, against the
+published default binseg/pelt and the zero baseline (no change points), and ruptures'
+Binseg with a plain BIC penalty on the raw values, measured in the same run.
+
+    .venv/bin/python bench/changepoints.py
+    .venv/bin/python bench/changepoints.py --data ../shared/changepoint_dev --show
+    .venv/bin/python bench/changepoints.py --false-alarms     # the calibration's rates (30 s)
+
+Parameters are fixed in advance (``rootsift.analysis.changes.detect``): nothing is tuned
+on these annotations. The averages are over the 25 series the README names (the
+quality-control series and ``uk_coal_employ`` left out); the quality-control series are
+printed apart as smoke tests. Timing: total CPU seconds of each method.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from common import ROOT, use_source_tree
+
+use_source_tree()
+
+from rootsift.analysis.changes import detect as det  # noqa: E402
+
+PUBLISHED = {"binseg default": (0.655, 0.690), "pelt default": (0.656, 0.684), "zero": (0.557, 0.647)}
+"""(covering, F1) averaged over the 25 series here, from the README."""
+LEFT_OUT = {"uk_coal_employ"}
+
+
+def f1(annotations: dict[str, list[int]], predicted: list[int], margin: int = 5) -> float:
+    """TCPDBench's F1: precision against the union of annotators, recall averaged over them."""
+    x = sorted(set(predicted) | {0})
+    sets = [set(a) | {0} for a in annotations.values()]
+
+    def tp(truth: set[int]) -> int:
+        used: set[int] = set()
+        hits = 0
+        for tau in sorted(truth):
+            near = [p for p in x if abs(p - tau) <= margin and p not in used]
+            if near:
+                used.add(min(near, key=lambda p: (abs(p - tau), p)))
+                hits += 1
+        return hits
+
+    union = set().union(*sets)
+    p = tp(union) / len(x)
+    r = sum(tp(s) / len(s) for s in sets) / len(sets)
+    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+def _segments(points: list[int], n: int) -> list[tuple[int, int]]:
+    cuts = sorted({c for c in points if 0 < c < n})
+    bounds = [0, *cuts, n]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+def covering(annotations: dict[str, list[int]], predicted: list[int], n: int) -> float:
+    """Average over annotators of the cover of their partition by the predicted one."""
+    mine = _segments(predicted, n)
+    scores = []
+    for truth in annotations.values():
+        total = 0.0
+        for a, b in _segments(truth, n):
+            best = max(max(0, min(b, d) - max(a, c)) / (max(b, d) - min(a, c)) for c, d in mine)
+            total += (b - a) * best
+        scores.append(total / n)
+    return sum(scores) / len(scores)
+
+
+def bic_binseg(x: np.ndarray) -> list[int]:
+    """ruptures' Binseg, l2 cost, BIC penalty with the variance from the differences (a reference)."""
+    import ruptures
+
+    sigma2 = float(np.var(np.diff(x)) / 2) or 1.0
+    return ruptures.Binseg(model="l2", min_size=2).fit(x).predict(pen=2 * sigma2 * math.log(len(x)))[:-1]
+
+
+def ours(x: np.ndarray) -> list[int]:
+    found = det.detect(x)
+    return sorted({p.index for p in found.points + found.spread})
+
+
+def no_change(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, int | None]:
+    """A series without change and its period: white noise, AR(1) (rho 0.6), a daily
+    cycle (24 buckets a period, 12 below 72 points: at least 3 periods), Student-t (2 df)."""
+    if kind == "white":
+        return rng.normal(size=n), None
+    if kind == "ar1":
+        e, x = rng.normal(size=n), np.zeros(n)
+        for i in range(n):
+            x[i] = 0.6 * x[i - 1] + e[i] if i else e[i]
+        return x, None
+    if kind == "daily":
+        p = 24 if n >= 72 else 12
+        return 3 * np.sin(2 * np.pi * np.arange(n) / p) + rng.normal(size=n), p
+    return rng.standard_t(2, size=n), None
+
+
+def false_alarms(seeds: int = 100) -> None:
+    """The share of no-change series where a change point (level or spread) is found, per kind and length."""
+    print(f"false alarms over {seeds} seeds (stated rate {det.FALSE_ALARM_RATE:.0%}, beta {det.BETA})")
+    for kind in ("white", "ar1", "daily", "heavy"):
+        rates = []
+        for n in (60, 200, 1000):
+            found = [det.detect(*no_change(kind, n, np.random.default_rng(s))) for s in range(seeds)]
+            hits = sum(bool(d.points or d.spread) for d in found)
+            rates.append(f"n={n}: {hits / seeds:.2f}")
+        print(f"  {kind:6s} " + "  ".join(rates))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "changepoint_dev")
+    ap.add_argument("--show", action="store_true", help="Print every series' scores.")
+    ap.add_argument("--false-alarms", action="store_true", help="Print the false-alarm rates on no-change series.")
+    args = ap.parse_args()
+    if args.false_alarms:
+        false_alarms()
+        return
+    notes = json.loads((args.data / "annotations.json").read_text())
+    methods = {"rootsift changes": ours, "ruptures binseg+BIC": bic_binseg, "zero": lambda x: []}
+    scores: dict[str, dict[str, tuple[float, float]]] = {m: {} for m in methods}
+    cpu = dict.fromkeys(methods, 0.0)
+    for path in sorted((args.data / "datasets").glob("*/*.json")):
+        d = json.loads(path.read_text())
+        if d["n_dim"] != 1 or d["name"] in LEFT_OUT:
+            continue
+        x = np.array([np.nan if v is None else v for v in d["series"][0]["raw"]], dtype=float)
+        for name, method in methods.items():
+            t = time.process_time()
+            pred = method(x)
+            cpu[name] += time.process_time() - t
+            scores[name][d["name"]] = (covering(notes[d["name"]], pred, len(x)), f1(notes[d["name"]], pred))
+        if args.show:
+            row = "  ".join(f"{m}: {c:.3f}/{f:.3f}" for m, (c, f) in ((m, scores[m][d["name"]]) for m in methods))
+            print(f"{d['name']:20s} {row}")
+    print(f"{'method':24s} {'cover':>6s} {'F1':>6s}  (25 series, QC apart)   cpu s")
+    for name in methods:
+        main_set = {k: v for k, v in scores[name].items() if not k.startswith("quality_control")}
+        qc = {k: v for k, v in scores[name].items() if k.startswith("quality_control")}
+        c = np.mean([v[0] for v in main_set.values()])
+        f = np.mean([v[1] for v in main_set.values()])
+        qf = np.mean([v[1] for v in qc.values()]) if qc else float("nan")
+        print(f"{name:24s} {c:6.3f} {f:6.3f}  n={len(main_set)} QC F1 {qf:.3f}   {cpu[name]:.2f}")
+    for name, (c, f) in PUBLISHED.items():
+        print(f"{name + ' (published)':24s} {c:6.3f} {f:6.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""``changes`` on a per-minute p50 per host, against the same query without the analysis
+(target at 10M events: ``changes`` ≤ 2 s).
+
+    .venv/bin/python bench/changes.py                      # 10M (input cached in bench/out)
+    .venv/bin/python bench/changes.py --n 1000000 --runs 5
+
+The store is investigate's (bench/investigate.py): 6 hours of events, host-007 30 times
+slower for 20 minutes. Contenders alternate, a warm-up first; the medians of wall and of
+CPU time (user + sys of this process) of each, and their ratios, are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from common import BENCH, median, use_source_tree
+from investigate import DATASET, START_S, store
+
+use_source_tree()
+
+from rootsift import Rootsift  # noqa: E402
+from rootsift.query.spec import Calculation, QuerySpec  # noqa: E402
+
+
+def timed(fn):  # type: ignore[no-untyped-def]
+    cpu, wall = os.times(), time.perf_counter()
+    out = fn()
+    end = os.times()
+    return time.perf_counter() - wall, (end.user - cpu.user) + (end.system - cpu.system), out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=10_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=BENCH / "out")
+    args = parser.parse_args()
+    data = store(args.out, args.n)
+    spec = QuerySpec(
+        DATASET,
+        breakdowns=["host"],
+        calculations=[Calculation.parse("p50(duration_ms)")],
+        granularity="1m",
+        limit=10**7,
+    )
+    with Rootsift(data) as rs:
+        rs.datasets()
+    with Rootsift(data, read_only=True) as rs:
+
+        def ours():  # type: ignore[no-untyped-def]
+            return rs.changes(DATASET, measure="p50(duration_ms)", by="host", granularity="1m")
+
+        def theirs():  # type: ignore[no-untyped-def]
+            return rs.query(spec)
+
+        ours(), theirs()
+        times: dict[str, list[tuple[float, float]]] = {"changes": [], "query": []}
+        result = None
+        for i in range(args.runs):
+            order = [("changes", ours), ("query", theirs)]
+            for name, fn in order if i % 2 == 0 else order[::-1]:
+                wall, cpu, out = timed(fn)
+                times[name].append((wall, cpu))
+                result = out if name == "changes" else result
+    assert result is not None
+    found = [f for f in result.findings() if f["kind"] == "changepoint"]
+    hit = [f for f in found if f.get("value") == "host-007"]
+    print(
+        f"{args.n:,} events; {len(found)} change points; host-007's: {[f['time'] for f in hit]} (planted at epoch {START_S})"
+    )
+    for name in ("changes", "query"):
+        w, c = median([t[0] for t in times[name]]), median([t[1] for t in times[name]])
+        print(f"{name:8s} wall {w:7.3f} s   cpu {c:7.3f} s")
+    wr = median([t[0] for t in times["changes"]]) / median([t[0] for t in times["query"]])
+    cr = median([t[1] for t in times["changes"]]) / median([t[1] for t in times["query"]])
+    print(f"ratio    wall {wr:7.2f}     cpu {cr:7.2f}   (changes / the same query)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""``changes``: when each series shifted, and which change came right before (docs/changes.md).
+
+One module per job: ``series`` (the measure per bucket through the query model),
+``detect`` (change points and their significance on one series), ``suspects`` (change
+events ranked against a change point), ``result`` (findings and JSON), and here the run
+that ties them together (false discoveries controlled over every group's change points).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from rootsift.analysis.changes import detect as det
+from rootsift.analysis.changes import related as rel
+from rootsift.analysis.changes import series as ser
+from rootsift.analysis.changes import suspects as sus
+from rootsift.analysis.changes.result import Changes, SeriesView, Shift
+from rootsift.analysis.stats import q_values
+from rootsift.store.duckdb import DuckDBBackend
+
+__all__ = ["Changes", "changes"]
+
+SERIES_SHOWN = 5
+
+
+def changes(
+    backend: DuckDBBackend,
+    dataset: str,
+    *,
+    measure: str = "count",
+    by: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    where: str | None = None,
+    granularity: str | None = None,
+    events: str | None = None,
+    related: str | None = None,
+    alpha: float = 0.05,
+) -> Changes:
+    """Change points of ``measure`` per bucket (per ``by`` group) of ``dataset`` in
+    [start, end), significant at false discovery rate ``alpha`` over every group's, each
+    with the change events of dataset ``events`` ranked as suspects, and the change points
+    of dataset ``related``'s series near the largest shift."""
+    m = ser.parse_measure(measure)
+    if events is not None and events not in {d.name for d in backend.datasets()}:
+        raise_unknown(backend, events)
+    made = ser.build(backend, dataset, m, by=by, start=start, end=end, where=where, granularity=granularity)
+    width = made.granularity
+    per_day = int(timedelta(days=1) / width) if timedelta(days=1) % width == timedelta(0) else None
+    found: list[tuple[ser.Series, str, det.Point]] = []
+    detections = []
+    for s in made.series:
+        contiguous = len(s.times) >= 2 and (s.times[-1] - s.times[0]) / width == len(s.times) - 1
+        d = det.detect(s.values, period=per_day if contiguous else None)
+        detections.append(d)
+        found += [(s, "level", p) for p in d.points] + [(s, "spread", p) for p in d.spread]
+    q = q_values(np.array([p.p_value for _, _, p in found])) if found else np.zeros(0)
+    shifts: list = []
+    for (s, aspect, p), qv in zip(found, q, strict=True):
+        if qv >= alpha:
+            continue
+        spread = float(np.subtract(*np.percentile(s.values, [75, 25]))) or float(np.std(s.values)) or 1.0
+        mid = float(np.median(s.values))
+        departure = (abs(p.after - mid) - abs(p.before - mid)) / spread
+        if aspect == "spread":
+            spread = max(p.before, p.after, 1e-12)
+            departure = (p.after - p.before) / spread
+        size = abs(p.after - p.before) / spread
+        shift = Shift(s.group, s.times[p.index], s.times[p.index - 1], p, float(qv), size, aspect=aspect)
+        shifts.append((departure, shift))
+    # level before spread; into an unusual regime first (away from the series' median),
+    # recoveries last
+    shifts = [x for _, x in sorted(shifts, key=lambda ds: (ds[1].aspect != "level", -ds[0], -ds[1].size))]
+    out_events: list[datetime] = []
+    warnings = list(made.warnings)
+    if events is not None:
+        lo = start - timedelta(days=sus.MAX_LAG_DAYS) if start else None
+        evs, more = sus.load_events(backend, events, lo, end)
+        warnings += more
+        out_events = [e.time for e in evs]
+        by_group = {s.group: s for s in made.series}
+        for shift in (x for x in shifts if x.aspect == "level"):
+            s = by_group[shift.group]
+            at = s.times.index(shift.time)
+            group = (by, shift.group) if by else None
+            onsets = creep(shift, shifts)
+            others = [(o.times, o.values) for o in made.series if o.group != shift.group] if by else None
+            shift.suspects = sus.rank(evs, s.times, s.values, at, shift.direction, group, onsets[:-1], others)
+            shift.onset = onsets[0]
+    near: list[rel.Related] = []
+    if related is not None:
+        if related not in {d.name for d in backend.datasets()}:
+            raise_unknown(backend, related, "--related")
+        if shifts and shifts[0].aspect == "level":
+            main = shifts[0]
+            onset = creep(main, shifts)[0]
+            near, more = rel.related(backend, related, onset, main.time, width, start=start, end=end, alpha=alpha)
+            warnings += more
+    if not made.series:
+        warnings.append(f"no events with {m.label} in the range: nothing to look at")
+    shown = sorted(made.series, key=lambda s: -sum(1 for x in shifts if x.group == s.group))[:SERIES_SHOWN]
+    return Changes(
+        dataset=dataset,
+        measure=m.label,
+        by=by,
+        granularity=width,
+        resolution_seconds=made.resolution_seconds,
+        alpha=alpha,
+        shifts=shifts,
+        series=[SeriesView(s.group, s.times, [float(v) for v in s.values]) for s in shown],
+        events=out_events,
+        changes_dataset=events,
+        related=near,
+        related_dataset=related,
+        warnings=warnings,
+        method={
+            "detector": "binary segmentation (l2) on rank normal scores, penalised best subset of its first 30 cuts",
+            "penalty": f"{det.BETA} x long-run variance x log n",
+            "false_alarm_rate": det.FALSE_ALARM_RATE,
+            "groups": len(made.series),
+            "deseasoned_groups": sum(d.seasonal for d in detections),
+            "noise": [{"sigma": round(d.sigma, 4), "rho": round(d.rho, 4)} for d in detections[:SERIES_SHOWN]],
+        },
+    )
+
+
+def creep(shift: Shift, shifts: list[Shift]) -> list[datetime]:
+    """The times of the run of significant shifts of the same group, each going the same
+    way and each starting where the one before ended, that leads to ``shift`` (its own
+    time last): a shift often creeps in by steps before its largest jump."""
+    own = sorted((s for s in shifts if s.group == shift.group and s.aspect == shift.aspect), key=lambda s: s.time)
+    i = own.index(shift)
+    while i > 0 and own[i - 1].direction == shift.direction and own[i - 1].point.segment_after[1] == own[i].point.index:
+        i -= 1
+    return [s.time for s in own[i : own.index(shift) + 1]]
+
+
+def raise_unknown(backend: DuckDBBackend, name: str, flag: str = "--changes") -> None:
+    import difflib
+
+    from rootsift.errors import UsageError
+
+    names = [d.name for d in backend.datasets()]
+    close = difflib.get_close_matches(name, names, n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; datasets: {', '.join(names) or 'none'}"
+    raise UsageError(f"{flag} {name!r}: no such dataset{hint}")

@@ -1,0 +1,305 @@
+"""rootsift changes: change points on series of the query model, their false-alarm rate on
+series without change, suspects ranked by precedence, and the CLI end to end."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rootsift import Rootsift
+from rootsift.analysis.changes import detect as det
+from rootsift.analysis.changes import suspects as sus
+from rootsift.analysis.changes.series import parse_measure
+from rootsift.cli import main
+from rootsift.errors import QuerySpecError
+
+T0 = datetime(2026, 3, 2)
+
+
+def no_change(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, int | None]:
+    """A series without change: white noise, AR(1) with rho 0.6, a daily cycle (24 buckets
+    a day, four days and more), Student-t tails with 2 degrees of freedom."""
+    if kind == "white":
+        return rng.normal(size=n), None
+    if kind == "ar1":
+        e, x = rng.normal(size=n), np.zeros(n)
+        for i in range(n):
+            x[i] = 0.6 * x[i - 1] + e[i] if i else e[i]
+        return x, None
+    if kind == "daily":
+        t = np.arange(n)
+        return 3 * np.sin(2 * np.pi * t / 24) + rng.normal(size=n), 24
+    return rng.standard_t(2, size=n), None
+
+
+@pytest.mark.parametrize("kind", ["white", "ar1", "daily", "heavy"])
+def test_false_alarm_rate_holds_on_series_without_change(kind: str) -> None:
+    """Over many seeds, a change point (in level or in spread) is found in at most the
+    stated share of no-change series (with the binomial slack of 60 draws: 3 standard errors)."""
+    seeds = 60
+    found = [det.detect(*no_change(kind, 120, np.random.default_rng(s))) for s in range(seeds)]
+    alarms = sum(bool(d.points or d.spread) for d in found)
+    rate = det.FALSE_ALARM_RATE
+    assert alarms / seeds <= rate + 3 * (rate * (1 - rate) / seeds) ** 0.5
+
+
+def test_a_planted_step_is_found_at_its_time_with_values_either_side() -> None:
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.lognormal(np.log(300), 0.3, 200), rng.lognormal(np.log(2000), 0.3, 100)])
+    found = det.detect(x)
+    assert len(found.points) == 1
+    (p,) = found.points
+    assert abs(p.index - 200) <= 2
+    assert 250 < p.before < 350 and 1700 < p.after < 2300
+    assert p.effect > 0 and p.p_value < 1e-6
+
+
+def test_two_steps_in_heavy_tailed_autocorrelated_noise() -> None:
+    rng = np.random.default_rng(3)
+    e, noise = rng.standard_t(3, size=600), np.zeros(600)
+    for i in range(1, 600):
+        noise[i] = 0.4 * noise[i - 1] + e[i]
+    x = noise + np.r_[np.zeros(250), np.full(200, 6.0), np.full(150, 2.0)]
+    at = sorted(p.index for p in det.detect(x).points)
+    assert len(at) == 2 and abs(at[0] - 250) <= 3 and abs(at[1] - 450) <= 3
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_binseg_makes_ruptures_cuts(seed: int) -> None:
+    """The numpy binary segmentation proposes exactly ruptures' Binseg cuts (l2)."""
+    ruptures = pytest.importorskip("ruptures")
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=300) + np.r_[np.zeros(100), np.full(30, 1.5), np.zeros(70), np.full(100, -1.0)]
+    expected = ruptures.Binseg(model="l2", min_size=3, jump=1).fit(x).predict(n_bkps=12)[:-1]
+    assert sorted(det.binseg(x, 12, 3)) == expected
+
+
+def test_a_short_spell_in_the_middle_is_found() -> None:
+    """20 raised buckets in the middle of 360 (a 20-minute incident in 6 hours): binary
+    segmentation stopped at the first split below the penalty misses it; the penalised
+    choice among its first splits finds both edges."""
+    rng = np.random.default_rng(2)
+    x = rng.lognormal(3, 0.6, 360)
+    x[190:210] *= 30
+    assert sorted(p.index for p in det.detect(x).points) == [190, 210]
+
+
+def test_a_change_in_spread_at_equal_level() -> None:
+    rng = np.random.default_rng(3)
+    x = np.r_[rng.lognormal(3, 0.2, 300), rng.lognormal(3, 0.8, 300)]
+    found = det.detect(x)
+    assert found.points == []
+    (p,) = found.spread
+    assert abs(p.index - 300) <= 5 and p.after > 2.5 * p.before and p.p_value < 1e-6
+
+
+def test_serial_correlation_widens_the_penalty() -> None:
+    rng = np.random.default_rng(1)
+    white = det.detect(rng.normal(size=400))
+    e, ar = rng.normal(size=400), np.zeros(400)
+    for i in range(1, 400):
+        ar[i] = 0.7 * ar[i - 1] + e[i]
+    correlated = det.detect(ar)
+    assert correlated.rho > 0.4 > white.rho
+    assert correlated.penalty > white.penalty
+
+
+def test_measure_forms() -> None:
+    assert parse_measure("duration_ms").label == "p50(duration_ms)"
+    assert parse_measure("count").label == "count"
+    assert parse_measure("rate(status >= 500)").rate == "status >= 500"
+    with pytest.raises(QuerySpecError, match="--measure"):
+        parse_measure("p50(")
+    with pytest.raises(QuerySpecError, match="heatmap"):
+        parse_measure("heatmap(duration_ms)")
+
+
+def _event(hours: float, desc: str) -> sus.Event:
+    return sus.Event(T0 + timedelta(hours=hours), "deploy", desc, {"service": "api"})
+
+
+def test_an_event_after_the_onset_is_never_a_cause() -> None:
+    """The series steps at bucket 100 (hour 100, hourly buckets); an event at hour 101.5,
+    a bucket after the jump, is listed as after, last, with score 0, even though the
+    level after it is high; one inside the jump's own bucket is ``at`` (its order cannot
+    be told at that resolution); one at hour 99.5 is the top suspect."""
+    rng = np.random.default_rng(5)
+    times = [T0 + timedelta(hours=i) for i in range(200)]
+    values = np.r_[rng.normal(10, 1, 100), rng.normal(20, 1, 100)]
+    events = [_event(101.5, "after the jump"), _event(99.5, "just before"), _event(40, "long before")]
+    events.append(_event(100.5, "in the bucket"))
+    ranked = sus.rank(events, times, values, 100, +1, None)
+    assert [s.event.description for s in ranked if s.relation == "after"] == ["after the jump"]
+    assert ranked[0].event.description == "just before" and ranked[0].relation == "before"
+    assert ranked[-1].relation == "after" and sus.score(ranked[-1]) == 0.0
+    assert [s.relation for s in ranked if s.event.description == "in the bucket"] == ["at"]
+    causes = [s for s in ranked if s.relation == "before"]
+    assert all(s.lead_seconds > 0 for s in causes)
+
+
+def test_a_step_at_the_event_outranks_a_later_event_inside_the_creep() -> None:
+    """The level rises at hour 60 (the cause) and jumps at hour 100: an event at hour 80,
+    already inside the raised level, made no step of its own and ranks below."""
+    rng = np.random.default_rng(11)
+    times = [T0 + timedelta(hours=i) for i in range(160)]
+    values = np.r_[rng.normal(10, 1, 60), rng.normal(13, 1, 40), rng.normal(30, 1, 60)]
+    ranked = sus.rank([_event(80.2, "decoy"), _event(59.8, "cause")], times, values, 100, +1, None)
+    assert [s.event.description for s in ranked] == ["cause", "decoy"]
+
+
+def test_an_event_at_the_onset_of_a_creep_outranks_one_inside_it() -> None:
+    """Two steps up (hour 60, then the jump at hour 100): the event at the first step
+    coincides with the shift's onset and ranks first; one inside the creep does not."""
+    rng = np.random.default_rng(4)
+    times = [T0 + timedelta(hours=i) for i in range(160)]
+    values = np.r_[rng.normal(10, 1, 60), rng.normal(14, 1, 40), rng.normal(40, 1, 60)]
+    events = [_event(59.5, "onset"), _event(95.2, "inside")]
+    ranked = sus.rank(events, times, values, 100, +1, None, [times[60]])
+    assert [s.event.description for s in ranked] == ["onset", "inside"]
+    assert ranked[0].coincides and not ranked[1].coincides
+
+
+@pytest.mark.parametrize("elsewhere", [False, True])
+def test_exclusivity_is_a_difference_in_differences(elsewhere: bool) -> None:
+    """Host b steps up at hour 100, right after a deploy to b (in scope). When the other
+    hosts step too (``elsewhere``: a fleet-wide cause), the deploy's exclusivity is about
+    0; when they do not, it is many of their spreads, and it lifts the deploy above an
+    out-of-scope event at the same time."""
+    rng = np.random.default_rng(6)
+    times = [T0 + timedelta(hours=i) for i in range(200)]
+
+    def host(step: bool) -> np.ndarray:
+        return np.r_[rng.normal(10, 1, 100), rng.normal(20 if step else 10, 1, 100)]
+
+    others = [(times, host(elsewhere)) for _ in range(4)]
+    events = [sus.Event(T0 + timedelta(hours=99.5), "deploy", "deploy b", {"host": "b"})]
+    events.append(sus.Event(T0 + timedelta(hours=99.5), "config", "config c", {"host": "c"}))
+    ranked = sus.rank(events, times, host(True), 100, +1, ("host", "b"), None, others)
+    deploy = next(s for s in ranked if s.event.description == "deploy b")
+    assert deploy.in_scope and deploy.exclusivity_z is not None
+    if elsewhere:
+        assert abs(deploy.exclusivity or 0) < 2
+    else:
+        assert deploy.exclusivity_z > 5 and ranked[0] is deploy
+    assert next(s for s in ranked if s.event.description == "config c").exclusivity is None
+
+
+def _store(data: Path) -> None:
+    """A small store: per-minute requests over 6 hours whose latency steps up at 03:00 on
+    host b only; change events: a deploy to b at 02:50, a config push at 04:00."""
+    rng = np.random.default_rng(2)
+    rows = []
+    for minute in range(360):
+        for host in ("a", "b"):
+            for _ in range(4):
+                slow = host == "b" and minute >= 180
+                ms = rng.lognormal(np.log(900 if slow else 300), 0.2)
+                at = T0 + timedelta(minutes=minute, seconds=float(rng.uniform(0, 60)))
+                rows.append({"timestamp": at.isoformat() + "Z", "host": host, "duration_ms": round(ms, 2)})
+    src = data.parent / "req.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    changes = [
+        {"timestamp": "2026-03-02T02:50:00Z", "change.kind": "deploy", "host": "b", "description": "deploy v2 to b"},
+        {"timestamp": "2026-03-02T04:00:00Z", "change.kind": "config", "host": "a", "description": "late config"},
+    ]
+    ev = data.parent / "changes.jsonl"
+    ev.write_text("".join(json.dumps(c) + "\n" for c in changes))
+    with Rootsift(data) as rs:
+        rs.ingest(src, "api")
+        rs.ingest(ev, "deploys")
+
+
+def test_cli_end_to_end_json(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _store(data)
+    args = ["changes", "api", "--measure", "p50(duration_ms)", "--by", "host", "--changes", "deploys"]
+    run = CliRunner().invoke(main, [*args, "--data", str(data), "--json"])
+    assert run.exit_code == 0, run.output
+    result = json.loads(run.stdout)
+    cps = [f for f in result["findings"] if f["kind"] == "changepoint"]
+    assert [(f["field"], f["value"]) for f in cps] == [("host", "b")]
+    assert abs(datetime.fromisoformat(cps[0]["time"].rstrip("Z")) - (T0 + timedelta(hours=3))) <= timedelta(minutes=2)
+    assert 250 < cps[0]["before"] < 350 and 750 < cps[0]["after"] < 1050
+    first = result["findings"][0]
+    assert first["kind"] == "suspect" and first["event"] == "deploy v2 to b" and first["relation"] == "before"
+    assert "late config" not in [f.get("event") for f in result["findings"] if f["kind"] == "suspect"]
+    assert cps[0]["events_after"] == ["late config"]
+    assert result["granularity"] == "30s"  # 6 hours over 720 buckets
+
+
+def test_related_series_that_lead_the_shift(tmp_path: Path) -> None:
+    """A metrics dataset: queue_depth on host b steps up at 02:45 (15 minutes before the
+    latency shift at 03:00), cpu on host a stays flat: only the first is related, with
+    its lead."""
+    data = tmp_path / "data"
+    _store(data)
+    rng = np.random.default_rng(9)
+    rows = []
+    for minute in range(360):
+        at = (T0 + timedelta(minutes=minute)).isoformat() + "Z"
+        depth = rng.normal(50 if minute >= 165 else 5, 2)
+        rows.append({"timestamp": at, "metric": "queue_depth", "host": "b", "value": round(depth, 2)})
+        rows.append({"timestamp": at, "metric": "cpu", "host": "a", "value": round(rng.normal(0.4, 0.05), 3)})
+    src = tmp_path / "metrics.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with Rootsift(data) as rs:
+        rs.ingest(src, "metrics")
+        result = rs.changes("api", measure="duration_ms", by="host", related="metrics")
+    found = [f for f in result.as_dict()["findings"] if f["kind"] == "related"]
+    assert [f["series"] for f in found] == ["avg(value) metric=queue_depth host=b"]
+    assert abs(found[0]["lead_seconds"] - 900) <= 60
+    assert 4 < found[0]["before"] < 6 and 48 < found[0]["after"] < 52
+
+
+def test_sparse_counts_get_buckets_wide_enough(tmp_path: Path) -> None:
+    """Events at 0.05/s for 2 hours, stamped to the ms: by the range alone buckets would be
+    10 s (0.5 events each, counts of 0 and 1 with no level); they are widened to hold at
+    least 5 events on average, and steady traffic shows no change point. With -g 10s the
+    sparseness is a warning."""
+    rng = np.random.default_rng(8)
+    at = np.cumsum(rng.exponential(20.0, 400))
+    at = at[at < 7200]
+    src = tmp_path / "sparse.jsonl"
+    rows = [{"timestamp": (T0 + timedelta(seconds=float(t))).isoformat(timespec="milliseconds") + "Z"} for t in at]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(src, "sparse")
+        result = rs.changes("sparse", measure="count")
+        assert result.granularity >= timedelta(seconds=100)
+        assert result.shifts == []
+        assert "sparse" in " ".join(rs.changes("sparse", measure="count", granularity="10s").warnings)
+
+
+def test_report_is_one_self_contained_file(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _store(data)
+    out = tmp_path / "changes.html"
+    args = ["changes", "api", "--measure", "duration_ms", "--by", "host", "--changes", "deploys", "--report", str(out)]
+    run = CliRunner().invoke(main, [*args, "--data", str(data), "--json"])
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.stdout)["report"] == str(out)
+    text = out.read_text()
+    assert "<svg" in text and "deploy v2 to b" in text and "level change 2026-03-02T03:00" in text
+    assert "http://" not in text and "https://" not in text and "<script" not in text
+    bad = CliRunner().invoke(main, [*args[:-1], str(tmp_path / "no" / "x.html"), "--data", str(data)])
+    assert bad.exit_code == 2 and "--report" in bad.output
+
+
+def test_cli_terminal_and_errors(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _store(data)
+    run = CliRunner().invoke(main, ["changes", "api", "--measure", "duration_ms", "--data", str(data)])
+    assert run.exit_code == 0, run.output
+    assert "changepoint" in run.output and "^" in run.output
+    bad = CliRunner().invoke(main, ["changes", "api", "--changes", "deploy", "--data", str(data), "--json"])
+    assert bad.exit_code == 2
+    assert "deploys" in json.loads(bad.stdout)["error"]["message"]
+    bad = CliRunner().invoke(main, ["changes", "api", "--related", "nometrics", "--data", str(data), "--json"])
+    assert bad.exit_code == 2 and "--related" in json.loads(bad.stdout)["error"]["message"]
+    bad = CliRunner().invoke(main, ["changes", "api", "--measure", "p50(nope)", "--data", str(data), "--json"])
+    assert bad.exit_code == 2 and "nope" in json.loads(bad.stdout)["error"]["message"]
