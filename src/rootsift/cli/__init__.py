@@ -12,13 +12,14 @@ helpers it reuses), never this package::
     analyses.py   explain, investigate (and run_in_process, for demo)
     judging.py    compare, canary
     scenarios.py  scenario, demo
+    profiles.py   profile-diff
 """
 
 from __future__ import annotations
 
 import click
 
-from rootsift.cli import analyses, data, judging, query, scenarios
+from rootsift.cli import analyses, data, judging, profiles, query, scenarios
 from rootsift.cli.common import Group
 
 __all__ = ["main"]
@@ -43,5 +44,6 @@ for command in (
     analyses.investigate,
     judging.compare,
     judging.canary,
+    profiles.profile_diff,
 ):
     main.add_command(command)
