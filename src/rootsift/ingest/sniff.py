@@ -15,6 +15,7 @@ from pathlib import Path
 from rootsift.errors import InputFormatError, UnknownFormatError, UsageError
 from rootsift.ingest import formats
 from rootsift.ingest.formats.base import FormatOptions
+from rootsift.ingest.formats.pprof import is_pprof
 from rootsift.ingest.sources import open_input, sniff_format
 
 HEAD_BYTES = 64 << 10
@@ -29,6 +30,8 @@ def sniff_head(head: bytes, name: str, options: FormatOptions | None = None, com
     Raises InputFormatError for an empty input, and UsageError naming what the input looks
     like when it is none of them (binary data, a pprof profile, ``perf script`` output...).
     """
+    if _is_binary(head) and is_pprof(head):  # binary: known by its protobuf fields, not by lines
+        return "pprof"
     lines = head.decode("utf-8", "replace").split("\n")
     if len(head) >= HEAD_BYTES:
         lines = lines[:-1]  # the last line may be cut
