@@ -21,7 +21,7 @@ from rootsift.analysis.compare.cohorts import and_filters, describe
 from rootsift.analysis.defaults import ALPHA
 from rootsift.analysis.frame import Frame
 from rootsift.analysis.profiles import significance
-from rootsift.analysis.profiles.paths import Node, call_tree, callees, caller_paths
+from rootsift.analysis.profiles.paths import Node, call_changes, call_tree, callees, caller_paths
 from rootsift.analysis.profiles.samples import Cohort, read_cohort, value_field
 from rootsift.errors import QuerySpecError, UsageError
 from rootsift.store.duckdb import DuckDBBackend
@@ -97,6 +97,8 @@ class ProfileDiff:
     warnings: list[str]
     tree: Node
     functions: int
+    calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Calls made only in B (``new``) or only in A (``vanished``): caller, callee, share."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -107,6 +109,8 @@ class ProfileDiff:
             "cohorts": self.cohorts,
             "functions": self.functions,
             "findings": [f.as_dict() for f in self.findings],
+            "new_calls": self.calls.get("new", []),
+            "vanished_calls": self.calls.get("vanished", []),
             "warnings": self.warnings,
         }
 
@@ -148,7 +152,9 @@ def profile_diff(
         name: {**describe(frame, text), "profiles": len(c.units), "value": c.total, "stacks": len(c.stacks)}
         for name, frame, text, c in (("a", frames[0], a, ca), ("b", frames[1], b, cb))
     }
-    return ProfileDiff(dataset, field_name, how, alpha, cohorts, findings[:MAX_FINDINGS], warnings, call_tree(ca.stacks, cb.stacks), functions)
+    tree = call_tree(ca.stacks, cb.stacks)
+    calls = call_changes(ca.stacks, ca.total, cb.stacks, cb.total)
+    return ProfileDiff(dataset, field_name, how, alpha, cohorts, findings[:MAX_FINDINGS], warnings, tree, functions, calls)
 
 
 def _changes(ca: Cohort, cb: Cohort, alpha: float) -> tuple[list[FunctionChange], int]:

@@ -68,3 +68,18 @@ def call_tree(a: Stacks, b: Stacks) -> Node:
                 else:
                     node.b += value
     return root
+
+
+def call_changes(a: Stacks, a_total: float, b: Stacks, b_total: float, top: int = 20) -> dict[str, list[dict[str, Any]]]:
+    """Calls (caller → callee) made only in B (``new``) or only in A (``vanished``), with the
+    share of the cohort's samples under them, largest first."""
+    edges: tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]] = (defaultdict(float), defaultdict(float))
+    for side, stacks in enumerate((a, b)):
+        for frames, value in stacks.items():
+            for edge in set(zip(frames, frames[1:], strict=False)):
+                edges[side][edge] += value
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, have, lack, total in (("new", edges[1], edges[0], b_total), ("vanished", edges[0], edges[1], a_total)):
+        only = sorted(((v, e) for e, v in have.items() if e not in lack), reverse=True)[:top]
+        out[name] = [{"caller": e[0], "callee": e[1], "share": round(v / total, 6) if total else 0.0} for v, e in only]
+    return out

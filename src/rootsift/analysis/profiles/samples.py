@@ -78,7 +78,7 @@ def read_cohort(frame: Frame, value: str, focus: str | None) -> Cohort:
     """The cohort ``frame`` selects, summed over ``value``; with ``focus``, only stacks through
     that function, cut to start at it (its callers left out)."""
     where, params = frame.range_filter()
-    units = [ident(n) if n != "timestamp" else ident(n) for n in UNIT_FIELDS if n in frame.fields]
+    units = [ident(n) for n in UNIT_FIELDS if n in frame.fields]
     unit = " || '|' || ".join(f"coalesce(CAST({u} AS VARCHAR), '')" for u in units) or "''"
     frames = "list_filter(string_split(s, ';'), lambda x: x <> '')"
     base = (
@@ -89,7 +89,7 @@ def read_cohort(frame: Frame, value: str, focus: str | None) -> Cohort:
     args: list[Any] = list(params)
     if focus is not None:
         split = f"SELECT u, fr[list_position(fr, ?):] AS fr, v FROM ({split}) WHERE list_contains(fr, ?)"
-        args += [focus, focus]
+        args = [focus, *params, focus]  # in the order the placeholders appear
     split = f"SELECT * FROM ({split}) WHERE len(fr) > 0"
     run = frame.backend.execute_sql
     totals = run(f"SELECT u, sum(v) FROM ({split}) GROUP BY u ORDER BY u", args).rows
