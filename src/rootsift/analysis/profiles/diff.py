@@ -3,10 +3,19 @@
 For every function: its self share (samples in the function itself) and total share (in
 it or anything it calls) in each cohort, the change in percentage points, and a p-value
 that treats each profile as a unit (``significance``), with Benjamini–Hochberg q-values
-over all functions. A function is a finding when its self or total change is significant;
-findings whose self share changed come first (that is where the time went), by the size
-of the change, then those whose total alone changed (the callers on the way to it). Each
-finding has the call paths where the change sits and its new and vanished callees.
+over all functions. A function is a finding when its self or total change is significant.
+
+Shares add up to one: when one function gets slower every other function's share
+shrinks, though its own cost did not change. The ranking uses what the shares do tell: a
+function's cost relative to the rest of the program, ``share / (1 - share)``. Its change,
+in points of A's samples (``excess_points``: ``(odds_B - odds_A) * (1 - share_A)``), is
+how much the function's own cost grew or shrank if the rest of the program cost the same
+in both; when one function changed, its excess is the largest of all (for any function
+holding less than half the samples), while the shares of the others moved only in
+proportion. Findings whose self share changed come first (that is where the time went),
+by the size of their excess, then those whose total alone changed (the callers on the way
+to it). Each finding has the call paths where the change sits and its new and vanished
+callees.
 """
 
 from __future__ import annotations
@@ -59,8 +68,16 @@ class FunctionChange:
         return 100 * (self.b_total - self.a_total)
 
     @property
+    def excess(self) -> float:
+        """The change of the function's cost relative to the rest of the program, in points of A."""
+        a, b = (self.a_self, self.b_self) if self.basis == "self" else (self.a_total, self.b_total)
+        if max(a, b) >= 1 - 1e-9:  # the whole profile: there is no rest to be relative to
+            return 100 * (b - a)
+        return 100 * (b / (1 - b) - a / (1 - a)) * (1 - a)
+
+    @property
     def score(self) -> float:
-        return abs(self.change_self if self.basis == "self" else self.change_total)
+        return abs(self.excess)
 
     def as_dict(self) -> dict[str, Any]:
         q = self.q_self if self.basis == "self" else self.q_total
@@ -69,7 +86,7 @@ class FunctionChange:
             "kind": "function",
             "function": self.function,
             "status": self.status,
-            "direction": "grew" if (self.change_self if self.basis == "self" else self.change_total) > 0 else "shrank",
+            "direction": "grew" if self.excess > 0 else "shrank",
             "basis": self.basis,
             "score": round(self.score, 4),
             "p_value": _sig(p),
@@ -77,6 +94,7 @@ class FunctionChange:
             "a": {"self_share": round(self.a_self, 6), "total_share": round(self.a_total, 6)},
             "b": {"self_share": round(self.b_self, 6), "total_share": round(self.b_total, 6)},
             "change_points": {"self": round(self.change_self, 4), "total": round(self.change_total, 4)},
+            "excess_points": round(self.excess, 4),
             "q_values": {"self": _sig(self.q_self), "total": _sig(self.q_total)},
             "paths": self.paths,
             "new_callees": self.new_callees,
