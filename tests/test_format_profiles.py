@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.formats import check_golden, golden_cases
 from rootsift import Rootsift
 from rootsift.ingest.formats import get
 from rootsift.ingest.formats.base import FormatOptions
@@ -90,7 +91,7 @@ def test_inlined_frames_labels_mappings_and_units() -> None:
 
     items = list(fmt.read(io.BytesIO(prof.SerializeToString())))
     (n1, e1), (n2, e2) = items
-    assert (n1, n2) == (1, 2)
+    assert (n1, n2) == (1, 1)  # a binary file has no lines
     assert e1["stack"] == "main;helper;inlined" and e1["function"] == "inlined" and e1["module"] == "app"
     assert e1["alloc_objects"] == 3 and e1["alloc_space_bytes"] == 300 and e1["inuse_space_bytes"] == 100
     assert e1["sample_type"] == "inuse_space_bytes" and e1["profile_type"] == "heap"
@@ -157,3 +158,47 @@ def test_go_heap_and_goroutine_profiles(go_profiles: Path, rs: Rootsift) -> None
     kinds = dict(rows(rs, f"SELECT profile_type, min(sample_type) FROM {rel} GROUP BY 1"))
     assert kinds == {"heap": "inuse_space_bytes", "goroutine": "goroutine"}
     assert rows(rs, f"SELECT sum(alloc_space_bytes) > 0 FROM {rel} WHERE profile_type = 'heap'") == [(True,)]
+
+
+# -- golden files ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("expected", golden_cases("profiles"), ids=lambda p: p.name.removesuffix(".expected.json"))
+def test_golden(expected: Path) -> None:
+    check_golden(expected)
+
+
+@needs_corpus
+@pytest.mark.parametrize(
+    ("path", "fmt", "events"),
+    [
+        ("google_pprof/internal/report/testdata/sample.cpu", "pprof", 76),
+        ("flamegraph/test/perf-cycles-instructions-01.txt", "perf-script", 444),
+        ("flamegraph/test/perf-java-stacks-02.txt", "perf-script", 2),
+        ("flamegraph/test/perf-funcab-pid-01.txt", "perf-script", 228),
+        ("speedscope/sample/profiles/linux-perf/system-wide.linux-perf.txt", "perf-script", 556),
+    ],
+)
+def test_real_profiles_are_sniffed_and_read(path: str, fmt: str, events: int, rs: Rootsift) -> None:
+    """Inputs rootsift used to refuse ("it looks like a pprof profile / perf script output")."""
+    summary = rs.ingest(CORPUS / path, "p", labels={"host": "h1"})
+    assert (summary.format, summary.events, summary.rejects) == (fmt, events, 0)
+    rel = rs.backend.relation_text("p", None, None)
+    assert rows(rs, f"SELECT DISTINCT host FROM {rel}") == [("h1",)]
+
+
+@needs_corpus
+@pytest.mark.parametrize("name", ["dd-stacks-01", "funcab-cmd-01", "iperf-stacks-pidtid-01", "rust-Yamakaky-dcpu", "mirageos-stacks-01"])
+def test_perf_stacks_fold_as_stackcollapse_perf_does(name: str) -> None:
+    """Every stack of stackcollapse-perf.pl's expected output (its kernel/JIT annotations
+    taken off) is one of ours."""
+    import re
+
+    from helpers.formats import parse
+
+    base = CORPUS / "flamegraph/test"
+    events, rejects = parse("perf-script", (base / f"perf-{name}.txt").read_bytes())
+    ours = {ev["stack"] for _, ev in events}
+    truth = (base / "results" / f"perf-{name}-collapsed-all.txt").read_text().splitlines()
+    stacks = {re.sub(r"_\[[kji]\]", "", line.rsplit(" ", 1)[0]) for line in truth if line.strip()}
+    assert not rejects and stacks <= ours

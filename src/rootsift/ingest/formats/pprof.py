@@ -17,7 +17,8 @@
   ``period``, ``period_type``, ``profile_duration_ms``; ``module`` (the leaf's mapping);
   sample labels as ``label.KEY`` (numeric labels with their unit: ``label.KEY_UNIT``).
 - The time is the profile's ``time_nanos``, else the file's modification time; ``profile``
-  is the file name.
+  is the file name. A binary file has no lines: its events and rejects are numbered 1 (a
+  reject names its sample).
 
 The protobuf runtime is imported only here, when a profile is read.
 """
@@ -95,14 +96,14 @@ class Reader:
         common = self.common(types, fields)
         for number, sample in enumerate(prof.sample, 1):
             if len(sample.value) != len(fields):
-                yield Reject(number, f"sample {number} has {len(sample.value)} values for {len(fields)} sample types", "")
+                yield Reject(1, f"sample {number} has {len(sample.value)} values for {len(fields)} sample types", "")
                 continue
             if not any(sample.value):
                 continue
             try:
                 frames = [f for loc in reversed(sample.location_id) for f in self.location(loc)]
             except KeyError as exc:
-                yield Reject(number, f"sample {number} names location {exc.args[0]}, which the profile does not have", "")
+                yield Reject(1, f"sample {number} names location {exc.args[0]}, which the profile does not have", "")
                 continue
             if not frames:
                 frames = ["(no frames)"]
@@ -120,7 +121,7 @@ class Reader:
                 else:
                     unit = re.sub(r"\W+", "_", self.s(label.num_unit))
                     event[f"label.{key}_{unit}" if unit else f"label.{key}"] = label.num
-            yield number, event
+            yield 1, event  # a binary file has no lines: every event is of "line" 1, the file
 
     def common(self, types: list[tuple[str, str]], fields: list[str]) -> dict[str, object]:
         """What every event of the profile carries: its kind, period, duration, name, host."""

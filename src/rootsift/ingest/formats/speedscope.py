@@ -24,13 +24,15 @@ from typing import Any
 import orjson
 
 from rootsift.ingest.formats import register
-from rootsift.ingest.formats.base import TIME_KEY, Item, Lines, TextFormat
+from rootsift.ingest.formats.base import TIME_KEY, Item, Lines, TextFormat, numbered_lines
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.sources import Readable
 
 SCHEMA = "speedscope.app/file-format-schema"
 TIME_UNITS = {"nanoseconds": 1e-6, "microseconds": 1e-3, "milliseconds": 1.0, "seconds": 1e3}
 MAX_BYTES = 1 << 30
+HEAD_CHARS = 64 << 10
+"""A document with no sign of speedscope (its schema, ``shared``) this far in is refused, not held."""
 
 
 @register
@@ -44,17 +46,30 @@ class Speedscope(TextFormat):
         head = "\n".join(lines[:50])
         return 0.95 if head.lstrip().startswith("{") and SCHEMA in head else 0.0
 
-    def parse(self, lines: Lines) -> Iterator[Item]:  # one JSON document: ``read`` takes the bytes
-        yield from self.read_text("\n".join(line for _, line in lines).encode())
-
-    def read(self, stream: Readable) -> Iterator[Item]:
-        data = bytearray()
-        while chunk := stream.read(1 << 20):
-            data += chunk
-            if len(data) > MAX_BYTES:
+    def parse(self, lines: Lines) -> Iterator[Item]:
+        """The lines of one JSON document, refused at its first line when that does not open
+        an object, or after 64 KiB without a sign of speedscope, so other text is not held whole."""
+        text: list[str] = []
+        size = 0
+        for _, line in lines:
+            if not text and not line.strip():
+                continue
+            if not text and not line.lstrip().startswith("{"):
+                yield Reject(1, "not a speedscope file: it does not start with a JSON object", line[:200])
+                return
+            text.append(line)
+            size += len(line) + 1
+            if size >= HEAD_CHARS and size - len(line) - 1 < HEAD_CHARS and not _looks_speedscope(text):
+                yield Reject(1, f"not a speedscope file: no `shared` frames in its first {HEAD_CHARS >> 10} KiB", "")
+                return
+            if size > MAX_BYTES:
                 yield Reject(1, f"speedscope file larger than {MAX_BYTES >> 20} MiB: not read", "")
                 return
-        yield from self.read_text(bytes(data))
+        if text:
+            yield from self.read_text("\n".join(text).encode())
+
+    def read(self, stream: Readable) -> Iterator[Item]:
+        return self.parse(numbered_lines(stream))
 
     def read_text(self, data: bytes) -> Iterator[Item]:
         try:
@@ -73,21 +88,26 @@ class Speedscope(TextFormat):
             try:
                 stacks = _sampled(prof, frames) if prof.get("type") == "sampled" else _evented(prof, frames)
             except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
-                yield Reject(number, f"profile {number} ({prof.get('name', '?') if isinstance(prof, dict) else '?'}) "
+                yield Reject(1, f"profile {number} ({prof.get('name', '?') if isinstance(prof, dict) else '?'}) "
                              f"is not a readable speedscope profile: {type(exc).__name__} {exc}", "")  # fmt: skip
                 continue
             unit = str(prof.get("unit", "none"))
             value = "time_ms" if unit in TIME_UNITS else "weight_bytes" if unit == "bytes" else "weight"
             scale = TIME_UNITS.get(unit, 1.0)
             sampled = prof.get("type") == "sampled"
-            for stack, (count, weight) in stacks.items():
+            for stack, (count, weight) in stacks.items():  # numbered 1: a JSON document's profiles have no lines
                 event = {**common, "stack": ";".join(stack), "function": stack[-1], "root": stack[0], "depth": len(stack)}
                 if sampled:
                     event["samples"] = count
                 event[value] = weight * scale
                 event.update(sample_type="samples" if sampled else value, profile_type="cpu" if unit in TIME_UNITS else unit)
                 event["thread"] = str(prof.get("name", number))
-                yield number, event
+                yield 1, event
+
+
+def _looks_speedscope(text: list[str]) -> bool:
+    head = "\n".join(text)[:HEAD_CHARS]
+    return SCHEMA in head or '"shared"' in head
 
 
 def _sampled(prof: dict[str, Any], frames: list[str]) -> dict[tuple[str, ...], list[float]]:
