@@ -35,7 +35,7 @@ def test_a_real_go_cpu_profile_gzipped_or_not(rs: Rootsift, tmp_path: Path) -> N
         summary = rs.ingest(source, dataset, labels={"version": "1.19"})
         assert summary.format == "pprof" and summary.rejects == 0 and summary.events == 20430
     rel = rs.backend.relation_text("gz", None, None)
-    (n, samples, cpu_ms, kinds, types, first, dur, version), = rows(
+    ((n, samples, cpu_ms, kinds, types, first, dur, version),) = rows(
         rs,
         f"SELECT count(*), sum(samples), sum(cpu_ms), string_agg(DISTINCT sample_type), "
         f"string_agg(DISTINCT profile_type), min(timestamp), min(profile_duration_ms), min(version) FROM {rel}",
@@ -43,7 +43,9 @@ def test_a_real_go_cpu_profile_gzipped_or_not(rs: Rootsift, tmp_path: Path) -> N
     assert kinds == "samples" and types == "cpu" and version == "1.19"
     assert cpu_ms == pytest.approx(samples * 10, rel=0.01)  # 100 Hz: 10 ms a sample
     assert str(first).startswith("2022-10-18") and dur == pytest.approx(240359.136, abs=0.01)
-    (stack, function, root), = rows(rs, f"SELECT stack, function, root FROM {rel} ORDER BY samples DESC, stack LIMIT 1")
+    ((stack, function, root),) = rows(
+        rs, f"SELECT stack, function, root FROM {rel} ORDER BY samples DESC, stack LIMIT 1"
+    )
     assert stack.split(";")[-1] == function and stack.split(";")[0] == root and ";" in stack
     plain = rs.backend.relation_text("plain", None, None)
     assert rows(rs, f"SELECT sum(samples) FROM {plain}") == [(samples,)]
@@ -84,7 +86,9 @@ def test_inlined_frames_labels_mappings_and_units() -> None:
     prof.location.add(id=1, mapping_id=1, line=[pb.Line(function_id=1)])
     prof.location.add(id=2, mapping_id=1, line=[pb.Line(function_id=3), pb.Line(function_id=2)])  # inlined into helper
     prof.location.add(id=3, mapping_id=1, address=0x1234)  # no symbol
-    prof.sample.add(location_id=[2, 1], value=[3, 300, 100], label=[pb.Label(key=10, str=11), pb.Label(key=12, num=64, num_unit=4)])
+    prof.sample.add(
+        location_id=[2, 1], value=[3, 300, 100], label=[pb.Label(key=10, str=11), pb.Label(key=12, num=64, num_unit=4)]
+    )
     prof.sample.add(location_id=[3, 1], value=[1, 10, 0])
     fmt = get("pprof")(FormatOptions(source="/x/heap.pb", labels={"version": "2"}))
     import io
@@ -188,7 +192,9 @@ def test_real_profiles_are_sniffed_and_read(path: str, fmt: str, events: int, rs
 
 
 @needs_corpus
-@pytest.mark.parametrize("name", ["dd-stacks-01", "funcab-cmd-01", "iperf-stacks-pidtid-01", "rust-Yamakaky-dcpu", "mirageos-stacks-01"])
+@pytest.mark.parametrize(
+    "name", ["dd-stacks-01", "funcab-cmd-01", "iperf-stacks-pidtid-01", "rust-Yamakaky-dcpu", "mirageos-stacks-01"]
+)
 def test_perf_stacks_fold_as_stackcollapse_perf_does(name: str) -> None:
     """Every stack of stackcollapse-perf.pl's expected output (its kernel/JIT annotations
     taken off) is one of ours."""

@@ -61,7 +61,9 @@ def profile_diff(
     Example: rootsift profile-diff cpu --a 'version = "1.0"' --b 'version = "1.1"' --report diff.html
     """
     if report is not None and not report.parent.is_dir():
-        raise click.UsageError(f"--report {report}: there is no folder {report.parent} to write it in (create it first)")
+        raise click.UsageError(
+            f"--report {report}: there is no folder {report.parent} to write it in (create it first)"
+        )
     result = rs.profile_diff(
         dataset, a=a, b=b, a_from=a_from, a_to=a_to, b_from=b_from, b_to=b_to,
         where=where, profile_type=profile_type, value=value, focus=focus, alpha=alpha,

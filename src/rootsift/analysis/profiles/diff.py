@@ -172,7 +172,9 @@ def profile_diff(
     }
     tree = call_tree(ca.stacks, cb.stacks)
     calls = call_changes(ca.stacks, ca.total, cb.stacks, cb.total)
-    return ProfileDiff(dataset, field_name, how, alpha, cohorts, findings[:MAX_FINDINGS], warnings, tree, functions, calls)
+    return ProfileDiff(
+        dataset, field_name, how, alpha, cohorts, findings[:MAX_FINDINGS], warnings, tree, functions, calls
+    )
 
 
 def _changes(ca: Cohort, cb: Cohort, alpha: float) -> tuple[list[FunctionChange], int]:
@@ -185,15 +187,16 @@ def _changes(ca: Cohort, cb: Cohort, alpha: float) -> tuple[list[FunctionChange]
     sa, sb = matrix(ca.self_values, za), matrix(cb.self_values, zb)
     ta, tb = matrix(ca.total_values, za), matrix(cb.total_values, zb)
     p = np.concatenate(
-        [significance.p_values(sa, ca.unit_totals, sb, cb.unit_totals), significance.p_values(ta, ca.unit_totals, tb, cb.unit_totals)]
+        [
+            significance.p_values(sa, ca.unit_totals, sb, cb.unit_totals),
+            significance.p_values(ta, ca.unit_totals, tb, cb.unit_totals),
+        ]
     )
     from rootsift.analysis.stats import q_values
 
     q = q_values(p)
     n = len(names)
-    mean = [
-        significance.shares(m, c.unit_totals).mean(axis=1) for m, c in ((sa, ca), (sb, cb), (ta, ca), (tb, cb))
-    ]
+    mean = [significance.shares(m, c.unit_totals).mean(axis=1) for m, c in ((sa, ca), (sb, cb), (ta, ca), (tb, cb))]
     out = []
     for i, name in enumerate(names):
         sig_self, sig_total = q[i] < alpha, q[n + i] < alpha

@@ -23,7 +23,12 @@ def caller_paths(func: str, a: Stacks, a_total: float, b: Stacks, b_total: float
     net = sum(s[1] - s[0] for s in share.values())
     ordered = changes[::-1] if net >= 0 else changes
     return [
-        {"path": ";".join(path), "a_share": round(s[0], 6), "b_share": round(s[1], 6), "change_points": round(100 * (s[1] - s[0]), 4)}
+        {
+            "path": ";".join(path),
+            "a_share": round(s[0], 6),
+            "b_share": round(s[1], 6),
+            "change_points": round(100 * (s[1] - s[0]), 4),
+        }
         for path, s in ordered[:top]
     ]
 
@@ -70,7 +75,9 @@ def call_tree(a: Stacks, b: Stacks) -> Node:
     return root
 
 
-def call_changes(a: Stacks, a_total: float, b: Stacks, b_total: float, top: int = 20) -> dict[str, list[dict[str, Any]]]:
+def call_changes(
+    a: Stacks, a_total: float, b: Stacks, b_total: float, top: int = 20
+) -> dict[str, list[dict[str, Any]]]:
     """Calls (caller → callee) made only in B (``new``) or only in A (``vanished``), with the
     share of the cohort's samples under them, largest first."""
     edges: tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]] = (defaultdict(float), defaultdict(float))

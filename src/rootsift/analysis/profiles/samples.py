@@ -63,7 +63,9 @@ def value_field(frame: Frame, value: str | None) -> str:
             ).rows
             kinds = [r[0] for r in rows if r[0]]
             if len(kinds) != 1:
-                raise QuerySpecError(f"the profiles measure {', '.join(map(str, kinds)) or 'nothing'}: name one with --value")
+                raise QuerySpecError(
+                    f"the profiles measure {', '.join(map(str, kinds)) or 'nothing'}: name one with --value"
+                )
             value = str(kinds[0])
         else:
             raise QuerySpecError("no `samples` field: name the field that holds each stack's value with --value")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import datetime, timedelta, UTC
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rootsift.ingest.formats import register
@@ -84,14 +84,22 @@ class PerfScript(TextFormat):
                 continue
             frame = FRAME.fullmatch(line)
             if frame is None or head is None:
-                what = "a frame before any sample header" if frame is not None else "neither a sample header nor a frame"
-                yield Reject(number, f"not perf script output: {what} (`comm pid [cpu] time: period event:` then `address symbol (module)` lines)", raw)
+                what = (
+                    "a frame before any sample header" if frame is not None else "neither a sample header nor a frame"
+                )
+                yield Reject(
+                    number,
+                    f"not perf script output: {what} (`comm pid [cpu] time: period event:` then `address symbol (module)` lines)",
+                    raw,
+                )
                 continue
             frames.append(_symbol(frame))
         if head is not None:
             yield head[0], self._event(head[1], frames, base, first, profile)
 
-    def _event(self, header: re.Match[str], frames: list[str], base: datetime | None, first: float | None, profile: str | None) -> dict[str, object]:
+    def _event(
+        self, header: re.Match[str], frames: list[str], base: datetime | None, first: float | None, profile: str | None
+    ) -> dict[str, object]:
         comm = header.group("comm").strip()
         stack = [comm, *reversed(frames)]  # perf lists the leaf first
         when = base or self.options.file_time()

@@ -63,7 +63,7 @@ class Pprof(TextFormat):
 
         from rootsift.ingest.formats.pprof_pb import profile_pb2
 
-        prof = profile_pb2.Profile()
+        prof = profile_pb2.Profile()  # type: ignore[attr-defined]  # generated: protoc builds it at import
         try:
             prof.ParseFromString(bytes(data))
         except DecodeError as exc:
@@ -129,7 +129,10 @@ class Reader:
         default = self.s(prof.default_sample_type)
         named = [f for (t, _), f in zip(types, fields, strict=True) if t == default]
         main = "samples" if "samples" in fields else (named[0] if named else (fields[-1] if fields else None))
-        out: dict[str, object] = {"sample_type": main, "profile_type": profile_type(types, self.s(prof.period_type.type))}
+        out: dict[str, object] = {
+            "sample_type": main,
+            "profile_type": profile_type(types, self.s(prof.period_type.type)),
+        }
         if prof.period:
             out["period"] = prof.period
         if prof.HasField("period_type"):

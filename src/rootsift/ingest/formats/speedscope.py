@@ -77,7 +77,9 @@ class Speedscope(TextFormat):
             frames = [str(f.get("name", "?")).replace(";", ",") for f in doc["shared"]["frames"]]
             profiles = doc["profiles"]
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-            yield Reject(1, f"not a speedscope file: {type(exc).__name__} {exc} (expected shared.frames and profiles)", "")
+            yield Reject(
+                1, f"not a speedscope file: {type(exc).__name__} {exc} (expected shared.frames and profiles)", ""
+            )
             return
         common: dict[str, object] = {TIME_KEY: self.options.file_time()}
         if self.options.source != "-":
@@ -96,11 +98,19 @@ class Speedscope(TextFormat):
             scale = TIME_UNITS.get(unit, 1.0)
             sampled = prof.get("type") == "sampled"
             for stack, (count, weight) in stacks.items():  # numbered 1: a JSON document's profiles have no lines
-                event = {**common, "stack": ";".join(stack), "function": stack[-1], "root": stack[0], "depth": len(stack)}
+                event = {
+                    **common,
+                    "stack": ";".join(stack),
+                    "function": stack[-1],
+                    "root": stack[0],
+                    "depth": len(stack),
+                }
                 if sampled:
                     event["samples"] = count
                 event[value] = weight * scale
-                event.update(sample_type="samples" if sampled else value, profile_type="cpu" if unit in TIME_UNITS else unit)
+                event.update(
+                    sample_type="samples" if sampled else value, profile_type="cpu" if unit in TIME_UNITS else unit
+                )
                 event["thread"] = str(prof.get("name", number))
                 yield 1, event
 
