@@ -46,7 +46,8 @@ class Cohort:
 
 
 def value_field(frame: Frame, value: str | None) -> str:
-    """The field summed: ``value`` if given, else ``samples``, else the profiles' one ``sample_type``."""
+    """The field summed: ``value`` if given, else the one ``sample_type`` the cohort's profiles
+    name (pprof: its default sample type), else ``samples`` (folded stacks)."""
     fields = frame.fields
     if "stack" not in fields:
         raise QuerySpecError(
@@ -54,19 +55,21 @@ def value_field(frame: Frame, value: str | None) -> str:
             "(ingest a profile: pprof, perf script, folded or speedscope; docs/profiles.md)"
         )
     if value is None:
-        if "samples" in fields:
-            value = "samples"
-        elif "sample_type" in fields:
+        kinds: list[str] = []
+        if "sample_type" in fields:  # what the profiles of the cohort say to sum (pprof: its default type)
             where, params = frame.range_filter()
             rows = frame.backend.execute_sql(
-                f"SELECT DISTINCT sample_type FROM {frame.relation_sql} WHERE ({where}) LIMIT 3", params
+                f"SELECT DISTINCT sample_type FROM {frame.relation_sql} WHERE ({where}) AND sample_type IS NOT NULL "
+                "LIMIT 3",
+                params,
             ).rows
-            kinds = [r[0] for r in rows if r[0]]
-            if len(kinds) != 1:
-                raise QuerySpecError(
-                    f"the profiles measure {', '.join(map(str, kinds)) or 'nothing'}: name one with --value"
-                )
-            value = str(kinds[0])
+            kinds = [str(r[0]) for r in rows]
+        if len(kinds) == 1:
+            value = kinds[0]
+        elif len(kinds) > 1:
+            raise QuerySpecError(f"the profiles measure {', '.join(kinds)}: name the one to compare with --value")
+        elif "samples" in fields:
+            value = "samples"
         else:
             raise QuerySpecError("no `samples` field: name the field that holds each stack's value with --value")
     info = fields.get(value)
@@ -78,36 +81,62 @@ def value_field(frame: Frame, value: str | None) -> str:
 
 def read_cohort(frame: Frame, value: str, focus: str | None) -> Cohort:
     """The cohort ``frame`` selects, summed over ``value``; with ``focus``, only stacks through
-    that function, cut to start at it (its callers left out)."""
+    that function, cut to start at it (its callers left out).
+
+    DuckDB sums the value per profile and distinct stack and hands on one row per distinct
+    stack (its profiles and values as lists); each stack is split once here, and the
+    per-profile self and total of every function are two sparse products (stack → its leaf,
+    stack → each function on it once) with that stack × profile table."""
+    from scipy import sparse
+
     where, params = frame.range_filter()
     units = [ident(n) for n in UNIT_FIELDS if n in frame.fields]
     unit = " || '|' || ".join(f"coalesce(CAST({u} AS VARCHAR), '')" for u in units) or "''"
-    frames = "list_filter(string_split(s, ';'), lambda x: x <> '')"
-    base = (
-        f"SELECT {unit} AS u, CAST(stack AS VARCHAR) AS s, sum(CAST({ident(value)} AS DOUBLE)) AS v "
-        f"FROM {frame.relation_sql} WHERE ({where}) AND stack IS NOT NULL AND {ident(value)} > 0 GROUP BY ALL"
-    )
-    split = f"SELECT u, {frames} AS fr, v FROM ({base})"
-    args: list[Any] = list(params)
-    if focus is not None:
-        split = f"SELECT u, fr[list_position(fr, ?):] AS fr, v FROM ({split}) WHERE list_contains(fr, ?)"
-        args = [focus, *params, focus]  # in the order the placeholders appear
-    split = f"SELECT * FROM ({split}) WHERE len(fr) > 0"
-    run = frame.backend.execute_sql
-    totals = run(f"SELECT u, sum(v) FROM ({split}) GROUP BY u ORDER BY u", args).rows
-    names = [str(r[0]) for r in totals]
-    at = {n: i for i, n in enumerate(names)}
-    cohort = Cohort(names, np.array([float(r[1]) for r in totals], dtype=np.float64))
-    self_rows = run(f"SELECT u, fr[-1], sum(v) FROM ({split}) GROUP BY ALL", args).rows
-    total_rows = run(
-        f"SELECT u, f, sum(v) FROM (SELECT u, unnest(list_distinct(fr)) AS f, v FROM ({split})) GROUP BY ALL", args
+    rows = frame.backend.execute_sql(
+        f"SELECT s, list(u), list(v) FROM (SELECT {unit} AS u, CAST(stack AS VARCHAR) AS s, "
+        f"sum(CAST({ident(value)} AS DOUBLE)) AS v FROM {frame.relation_sql} "
+        f"WHERE ({where}) AND stack IS NOT NULL AND {ident(value)} > 0 GROUP BY ALL) GROUP BY s",
+        params,
     ).rows
-    for rows, into in ((self_rows, cohort.self_values), (total_rows, cohort.total_values)):
-        for u, func, v in rows:
-            values = into.get(func)
-            if values is None:
-                values = into[func] = np.zeros(len(names))
-            values[at[str(u)]] += float(v)
-    for fr, v in run(f"SELECT fr, sum(v) FROM ({split}) GROUP BY fr", args).rows:
-        cohort.stacks[tuple(fr)] = float(v)
+    stack_at: dict[tuple[str, ...], int] = {}
+    kept: list[tuple[int, list[str], list[float]]] = []
+    for text, us, vs in rows:  # one row per distinct stack: its profiles and their values
+        frames = _frames(text, focus)
+        if frames is not None:
+            kept.append((stack_at.setdefault(frames, len(stack_at)), us, vs))
+    stacks = sorted(stack_at, key=stack_at.__getitem__)
+    if not kept:
+        return Cohort([], np.zeros(0))
+    names_arr, uid = np.unique(np.array([str(u) for _, us, _ in kept for u in us]), return_inverse=True)
+    names = [str(n) for n in names_arr]
+    sid = np.repeat([k for k, _, _ in kept], [len(us) for _, us, _ in kept])
+    val = np.array([float(v) for _, _, vs in kept for v in vs])
+    table = sparse.csr_matrix((val, (sid, uid)), shape=(len(stacks), len(names)))
+    functions: dict[str, int] = {}
+    leaf = [functions.setdefault(fr[-1], len(functions)) for fr in stacks]
+    members = [[functions.setdefault(f, len(functions)) for f in dict.fromkeys(fr)] for fr in stacks]
+    n_f = len(functions)
+    on_leaf = sparse.csr_matrix((np.ones(len(stacks)), (leaf, range(len(stacks)))), shape=(n_f, len(stacks)))
+    pairs = [(f, i) for i, fs in enumerate(members) for f in fs]
+    on_stack = sparse.csr_matrix(
+        (np.ones(len(pairs)), ([f for f, _ in pairs], [i for _, i in pairs])), shape=(n_f, len(stacks))
+    )
+    self_m, total_m = (on_leaf @ table).toarray(), (on_stack @ table).toarray()
+    cohort = Cohort(names, np.asarray(table.sum(axis=0)).ravel())
+    for name, i in functions.items():
+        if self_m[i].any():
+            cohort.self_values[name] = self_m[i]
+        cohort.total_values[name] = total_m[i]
+    by_stack = np.asarray(table.sum(axis=1)).ravel()
+    cohort.stacks = {fr: float(by_stack[i]) for i, fr in enumerate(stacks)}
     return cohort
+
+
+def _frames(stack: str, focus: str | None) -> tuple[str, ...] | None:
+    """A stack's frames (empty ones dropped), from ``focus`` on when given (None: not through it)."""
+    frames = tuple(f for f in stack.split(";") if f)
+    if focus is not None:
+        if focus not in frames:
+            return None
+        frames = frames[frames.index(focus) :]
+    return frames or None
