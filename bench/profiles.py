@@ -84,12 +84,12 @@ def main() -> None:
             f"{args.profiles:,} profiles x {args.samples:,} samples = {args.profiles * args.samples:,} samples "
             f"in {events:,} folded lines (distinct stacks per profile)"
         )
+        files = str(root / "in" / "*" / "*.folded")
         results: dict[str, list[tuple[float, float]]] = {k: [] for k in ("ingest", "load", "diff", "group-by")}
         for r in range(args.rounds):
             data, db = root / f"data{r}", root / f"base{r}.duckdb"
             rs = Rootsift(data)
             con = duckdb.connect(str(db))
-            files = str(root / "in" / "*" / "*.folded")
 
             def ours_ingest(rs: Rootsift = rs) -> None:
                 for version in ("1.0", "1.1"):

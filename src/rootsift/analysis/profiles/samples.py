@@ -13,7 +13,6 @@ table and the distinct stacks reach Python.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
