@@ -93,22 +93,31 @@ def _table(result: ProfileDiff, limit: int) -> None:
         out.print("[dim]no function's share changed significantly[/dim]")
     else:
         t = Table(show_edge=False, header_style="bold")
-        for col in ("function", "self A", "self B", "Δ self", "total A", "total B", "Δ total", "q"):
+        for col in ("function", "self A", "self B", "Δ self", "total A", "total B", "Δ total", "excess", "q"):
             t.add_column(col, justify="left" if col == "function" else "right")
         for f in result.findings[:limit]:
             d = f.as_dict()
             mark = {"new": " (new)", "vanished": " (vanished)"}.get(f.status, "")
             t.add_row(
                 f.function + mark,
-                f"{100 * f.a_self:.2f}%", f"{100 * f.b_self:.2f}%", f"{f.change_self:+.2f}",
-                f"{100 * f.a_total:.2f}%", f"{100 * f.b_total:.2f}%", f"{f.change_total:+.2f}",
-                f"{d['q_value']:.2g}",
-            )  # fmt: skip
+                f"{100 * f.a_self:.2f}%",
+                f"{100 * f.b_self:.2f}%",
+                f"{f.change_self:+.2f}",
+                f"{100 * f.a_total:.2f}%",
+                f"{100 * f.b_total:.2f}%",
+                f"{f.change_total:+.2f}",
+                f"{f.excess:+.2f}",
+                _q(d["q_value"]),
+            )
         out.print(t)
         top = result.findings[0]
         if top.paths:
-            out.print(f"where {top.function} {'grew' if top.score and top.change_self >= 0 else 'changed'}:")
+            out.print(f"where {top.function} {'grew' if top.excess > 0 else 'shrank'} ({top.basis} share):")
             for p in top.paths:
                 out.print(f"  {p['change_points']:+.2f} pts  {p['path']}")
     for w in result.warnings:
         out.print(f"[yellow]warning:[/yellow] {w}")
+
+
+def _q(q: float) -> str:
+    return "<1e-300" if q == 0 else f"{q:.2g}"

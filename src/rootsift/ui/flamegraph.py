@@ -140,11 +140,11 @@ def _summary(result: ProfileDiff) -> str:
 
 
 def _findings(result: ProfileDiff) -> str:
-    head = "<tr><th>function</th><th>self A</th><th>self B</th><th>Δ self</th><th>total A</th><th>total B</th><th>Δ total</th><th>q</th></tr>"
+    head = "<tr><th>function</th><th>self A</th><th>self B</th><th>Δ self</th><th>total A</th><th>total B</th><th>Δ total</th><th>excess</th><th>q</th></tr>"
     rows = [
         f"<tr><td>{html.escape(f.function)}</td><td>{100 * f.a_self:.2f}%</td><td>{100 * f.b_self:.2f}%</td>"
         f"<td>{f.change_self:+.2f}</td><td>{100 * f.a_total:.2f}%</td><td>{100 * f.b_total:.2f}%</td>"
-        f"<td>{f.change_total:+.2f}</td><td>{f.as_dict()['q_value']:.2g}</td></tr>"
+        f"<td>{f.change_total:+.2f}</td><td>{f.excess:+.2f}</td><td>{_q(f.as_dict()['q_value'])}</td></tr>"
         for f in result.findings[:20]
     ]
     return f"<table>{head}{''.join(rows)}</table>" if rows else "<p>No function's share changed significantly.</p>"
@@ -176,3 +176,7 @@ td:first-child,th:first-child{text-align:left;font-family:monospace} .w{color:#a
 <script>%(script)s</script>
 </body></html>
 """
+
+
+def _q(q: float) -> str:
+    return "&lt;1e-300" if q == 0 else f"{q:.2g}"
