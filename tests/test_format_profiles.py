@@ -114,7 +114,7 @@ def go_build(out: Path, factor: int) -> Path:
     src.mkdir(parents=True, exist_ok=True)
     shutil.copy(GO_PROGRAM, src / "main.go")
     (src / "go.mod").write_text("module rootsift.test/slowfn\n\ngo 1.21\n")
-    binary = out / f"slowfn-{factor}"
+    binary = out / f"build{factor}" / "slowfn"  # one name for both builds: perf's stacks start with it
     env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
     subprocess.run(["go", "build", "-ldflags", f"-X main.factor={factor}", "-o", str(binary), "."],
                    cwd=src, check=True, capture_output=True, env=env, timeout=300)  # fmt: skip
@@ -137,6 +137,40 @@ def go_profiles(tmp_path_factory: pytest.TempPathFactory) -> Path:
             env = {**os.environ, "GODEBUG": "asyncpreemptoff=1"}
             subprocess.run([str(binary), *files], check=True, capture_output=True, timeout=120, env=env)
     return root
+
+
+@pytest.fixture(scope="module")
+def perf_scripts(go_profiles: Path) -> Path:
+    """``perf record -g`` of three runs of each build, written out by ``perf script``."""
+    if shutil.which("perf") is None:
+        pytest.skip("perf is not installed")
+    out = go_profiles / "perf"
+    for build, factor in (("a", 1), ("b", 4)):
+        for i in range(3):
+            data, run = out / f"{build}{i}.data", out / f"{build}{i}"
+            run.mkdir(parents=True)
+            files = [str(run / f"{kind}.pprof") for kind in ("cpu", "heap", "goroutine")]
+            binary = go_profiles / f"build{factor}" / "slowfn"
+            env = {**os.environ, "GODEBUG": "asyncpreemptoff=1"}
+            record = ["perf", "record", "-F", "499", "-g", "-o", str(data), "--", str(binary), *files]
+            done = subprocess.run(record, capture_output=True, timeout=120, env=env, check=False)
+            if done.returncode != 0 or not data.exists():
+                pytest.skip(f"perf record does not work here: {done.stderr.decode(errors='replace')[-300:]}")
+            script = subprocess.run(["perf", "script", "-i", str(data)], capture_output=True, timeout=120, check=False)
+            if script.returncode != 0:
+                pytest.skip(f"perf script failed: {script.stderr.decode(errors='replace')[-300:]}")
+            (out / f"{build}{i}.txt").write_bytes(script.stdout)
+    return out
+
+
+def test_perf_script_of_a_go_program_made_slower(perf_scripts: Path, rs: Rootsift) -> None:
+    for build in ("a", "b"):
+        for i in range(3):
+            summary = rs.ingest(perf_scripts / f"{build}{i}.txt", "perf", labels={"build": build})
+            assert summary.format == "perf-script" and summary.rejects == 0
+    out = rs.profile_diff("perf", a='build = "a"', b='build = "b"', where='comm = "slowfn"').as_dict()
+    seen = [(f["function"], f["excess_points"], f["q_value"]) for f in out["findings"][:4]]
+    assert out["method"] == "welch" and out["findings"][0]["function"] == "main.compact", seen
 
 
 def test_a_go_program_made_slower_shows_its_function_first(go_profiles: Path, rs: Rootsift) -> None:
