@@ -7,6 +7,7 @@ import gzip
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -242,3 +243,44 @@ def test_perf_stacks_fold_as_stackcollapse_perf_does(name: str) -> None:
     truth = (base / "results" / f"perf-{name}-collapsed-all.txt").read_text().splitlines()
     stacks = {re.sub(r"_\[[kji]\]", "", line.rsplit(" ", 1)[0]) for line in truth if line.strip()}
     assert not rejects and stacks <= ours
+
+
+# -- Python through py-spy -----------------------------------------------------------------------
+
+PY_PROGRAM = """
+import sys, time
+def parse(n):
+    return sum(i * i for i in range(n))
+def render(n):
+    return sum(i % 7 for i in range(n * FACTOR))
+end = time.time() + 1.2
+while time.time() < end:
+    parse(20000)
+    render(20000)
+"""
+
+
+def _py_spy() -> str | None:
+    found = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    return found if Path(found).exists() else None
+
+
+@pytest.mark.skipif(_py_spy() is None, reason="py-spy is not installed (pip install py-spy)")
+def test_py_spy_speedscope_of_a_python_program_made_slower(rs: Rootsift, tmp_path: Path) -> None:
+    """Two versions of a script, ``render`` four times slower in the second, five py-spy
+    runs of each (``--format speedscope``): render's work is first."""
+    for version, factor in (("1", 1), ("2", 4)):
+        script = tmp_path / version / "app.py"
+        script.parent.mkdir()
+        script.write_text(PY_PROGRAM.replace("FACTOR", str(factor)))
+        for i in range(5):
+            out = tmp_path / version / f"run{i}.json"
+            record = [str(_py_spy()), "record", "--format", "speedscope", "--rate", "200", "-o", str(out)]
+            done = subprocess.run([*record, "--", sys.executable, str(script)], capture_output=True, timeout=120)
+            if done.returncode != 0 or not out.exists():
+                pytest.skip(f"py-spy cannot sample here: {done.stderr.decode(errors='replace')[-300:]}")
+            summary = rs.ingest(out, "py", labels={"version": version})
+            assert summary.format == "speedscope" and summary.rejects == 0
+    result = rs.profile_diff("py", a='version = "1"', b='version = "2"').as_dict()
+    seen = [(f["function"], f["excess_points"], f["q_value"]) for f in result["findings"][:4]]
+    assert result["method"] == "welch" and result["findings"][0]["function"].startswith("render"), seen

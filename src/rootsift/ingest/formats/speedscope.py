@@ -8,7 +8,8 @@ the file (py-spy: one per thread) gives one event per distinct stack.
 - ``evented`` profiles (open/close events): the time each stack was on top, ``time_ms``
   (or ``weight``…), replayed from the events.
 
-Stacks are root first, the frames' ``name`` joined by ``;``. ``thread`` is the profile's
+Stacks are root first, joined by ``;``: each frame's ``name``, with the base name of its
+``file`` when it has one (``render (app.py)``). ``thread`` is the profile's
 name, ``profile`` the file name, ``sample_type`` the field a diff sums by default
 (``samples`` for sampled profiles). The format carries no wall-clock time: every event
 takes the file's modification time; name what the profile is of with ``--label``.
@@ -74,7 +75,7 @@ class Speedscope(TextFormat):
     def read_text(self, data: bytes) -> Iterator[Item]:
         try:
             doc = orjson.loads(data)
-            frames = [str(f.get("name", "?")).replace(";", ",") for f in doc["shared"]["frames"]]
+            frames = [_frame(f) for f in doc["shared"]["frames"]]
             profiles = doc["profiles"]
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
             yield Reject(
@@ -113,6 +114,15 @@ class Speedscope(TextFormat):
                 )
                 event["thread"] = str(prof.get("name", number))
                 yield 1, event
+
+
+def _frame(frame: dict[str, Any]) -> str:
+    """A frame's name, with its file's base name when it has one (``render (app.py)``): py-spy
+    names every module's top level ``<module>``; the line is left out, so a function is one
+    frame however many lines of it were sampled."""
+    name = str(frame.get("name", "?"))
+    file = frame.get("file")
+    return (f"{name} ({Path(str(file)).name})" if file else name).replace(";", ",")
 
 
 def _looks_speedscope(text: list[str]) -> bool:
