@@ -41,7 +41,7 @@ CPU_EVENTS = ("cycles", "cpu-clock", "task-clock", "cpu-cycles", "ref-cycles", "
 class PerfScript(TextFormat):
     name = "perf-script"
     summary = "`perf script` samples with or without call stacks: one stack-sample event per sample"
-    reads = ("host",)
+    # no --host: name the host, like anything else a profile is of, with --label host=...
 
     @classmethod
     def sniff(cls, lines: list[str], name: str) -> float:
@@ -124,8 +124,6 @@ class PerfScript(TextFormat):
                 event[key] = int(header.group(key))
         if profile:
             event["profile"] = profile
-        if self.options.host:
-            event["host"] = self.options.host
         return event
 
 

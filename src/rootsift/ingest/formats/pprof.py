@@ -47,7 +47,7 @@ MAX_BYTES = 1 << 30
 class Pprof(TextFormat):
     name = "pprof"
     summary = "pprof profiles (protobuf, gzipped or not): CPU, heap, goroutine, mutex/block; one event per sample"
-    reads = ("host",)
+    # no --host: name the host, like anything else a profile is of, with --label host=...
 
     def parse(self, lines: Lines) -> Iterator[Item]:  # a binary format: ``read`` takes the bytes
         yield Reject(1, "a pprof profile is binary: read it with read(), not as lines", "")
@@ -124,7 +124,7 @@ class Reader:
             yield 1, event  # a binary file has no lines: every event is of "line" 1, the file
 
     def common(self, types: list[tuple[str, str]], fields: list[str]) -> dict[str, object]:
-        """What every event of the profile carries: its kind, period, duration, name, host."""
+        """What every event of the profile carries: its kind, period, duration and name."""
         prof = self.prof
         default = self.s(prof.default_sample_type)
         named = [f for (t, _), f in zip(types, fields, strict=True) if t == default]
@@ -141,8 +141,6 @@ class Reader:
             out["profile_duration_ms"] = prof.duration_nanos / 1e6
         if self.options.source != "-":
             out["profile"] = Path(self.options.source).name
-        if self.options.host:
-            out["host"] = self.options.host
         return out
 
     def location(self, loc_id: int) -> tuple[str, ...]:

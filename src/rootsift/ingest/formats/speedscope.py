@@ -40,7 +40,7 @@ HEAD_CHARS = 64 << 10
 class Speedscope(TextFormat):
     name = "speedscope"
     summary = "speedscope JSON (py-spy, rbspy, Austin): one stack-sample event per distinct stack of each profile"
-    reads = ("host",)
+    # no --host: name the host, like anything else a profile is of, with --label host=...
 
     @classmethod
     def sniff(cls, lines: list[str], name: str) -> float:
@@ -85,8 +85,6 @@ class Speedscope(TextFormat):
         common: dict[str, object] = {TIME_KEY: self.options.file_time()}
         if self.options.source != "-":
             common["profile"] = Path(self.options.source).name
-        if self.options.host:
-            common["host"] = self.options.host
         for number, prof in enumerate(profiles, 1):
             try:
                 stacks = _sampled(prof, frames) if prof.get("type") == "sampled" else _evented(prof, frames)
