@@ -222,14 +222,27 @@ def test_flame_graph_renders_in_headless_chromium(rs: Rootsift, tmp_path: Path) 
     subprocess.run([*browser, f"--screenshot={shot}", html.as_uri()], capture_output=True, timeout=120, check=False)
     if not shot.exists():
         pytest.skip("chromium ran but wrote no screenshot (no display support here)")
-    pixels = _png_pixels(shot.read_bytes())
+    pixels = [p for row in _png_rows(shot.read_bytes()) for p in row]
     reds = sum(1 for r, g, b in pixels if r > 180 and g < 90 and b < 90)
     blues = sum(1 for r, g, b in pixels if b > 160 and r < 120)
     assert reds > 500 and blues > 500  # grown and shrunk frames drawn, not a blank page
+    # a click on fsync (it grew: red) zooms to it: some row of the graph is red almost across
+    click = (
+        "<script>addEventListener('load', () => document.querySelector('g.f[data-n=\"fsync\"]')"
+        ".dispatchEvent(new MouseEvent('click', {bubbles: true})));</script></body>"
+    )
+    zoomed = tmp_path / "zoomed.html"
+    zoomed.write_text(html.read_text().replace("</body>", click))
+    subprocess.run([*browser, f"--screenshot={shot}", zoomed.as_uri()], capture_output=True, timeout=120, check=False)
+    widest = max(
+        sum(1 for r, g, b in row if r > 180 and g < 90 and b < 90) / len(row) for row in _png_rows(shot.read_bytes())
+    )
+    assert widest > 0.9
 
 
-def _png_pixels(data: bytes) -> list[tuple[int, int, int]]:
-    """RGB pixels of an 8-bit RGB or RGBA PNG (what chromium writes), every 4th pixel of every 4th row."""
+def _png_rows(data: bytes) -> list[list[tuple[int, int, int]]]:
+    """Rows of RGB pixels of an 8-bit RGB or RGBA PNG (what chromium writes): every 4th pixel
+    of every 4th row."""
     import struct
     import zlib
 
@@ -262,4 +275,4 @@ def _png_pixels(data: bytes) -> list[tuple[int, int, int]]:
                 line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
         rows.append(bytes(line))
         prev = line
-    return [tuple(rows[y][x * bpp : x * bpp + 3]) for y in range(0, height, 4) for x in range(0, width, 4)]  # type: ignore[misc]
+    return [[tuple(rows[y][x * bpp : x * bpp + 3]) for x in range(0, width, 4)] for y in range(0, height, 4)]  # type: ignore[misc]
