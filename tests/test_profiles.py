@@ -276,3 +276,29 @@ def _png_rows(data: bytes) -> list[list[tuple[int, int, int]]]:
         rows.append(bytes(line))
         prev = line
     return [[tuple(rows[y][x * bpp : x * bpp + 3]) for x in range(0, width, 4)] for y in range(0, height, 4)]  # type: ignore[misc]
+
+
+def test_compare_attaches_the_profile_diff_on_a_regression(rs: Rootsift, data_dir: Path, tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    lines = [
+        json.dumps({"timestamp": 1_700_000_000 + i, "version": v, "duration_ms": float(rng.lognormal(3, 0.3)) * k})
+        for i in range(4000)
+        for v, k in ((("1.0", 1.0),) if i % 2 else (("1.1", 1.6),))
+    ]
+    (tmp_path / "req.jsonl").write_text("\n".join(lines) + "\n")
+    rs.ingest(tmp_path / "req.jsonl", "req")
+    write_profiles(tmp_path / "a", 1, 3, "a")
+    write_profiles(tmp_path / "b", 2, 3, "b", {**STACKS, "main;serve;handle;store;fsync": 0.30})
+    rs.ingest(tmp_path / "a", "cpu", labels={"version": "1.0"})
+    rs.ingest(tmp_path / "b", "cpu", labels={"version": "1.1"})
+    rs.close()
+    base = ["compare", "req", "--a", 'version = "1.0"', "--b", 'version = "1.1"', "--data", str(data_dir)]
+    run = CliRunner().invoke(main, [*base, "--profiles", "cpu", "--json"])
+    out = json.loads(run.stdout)
+    assert out["verdict"] == "regression" and out["profile_diff"]["findings"][0]["function"] == "fsync"
+    same = CliRunner().invoke(main, [*base[:4], "--b", 'version = "1.0"', *base[6:], "--profiles", "cpu", "--json"])
+    assert json.loads(same.stdout)["profile_diff"] is None  # A against A: no regression, no diff
+    table = CliRunner().invoke(main, [*base, "--profiles", "cpu"])
+    assert "profile-diff of cpu" in table.stdout and "fsync" in table.stdout
+    bad = CliRunner().invoke(main, [*base, "--profiles", "req", "--json"])
+    assert bad.exit_code == 2 and "--profiles req" in json.loads(bad.stdout)["error"]["message"]

@@ -76,12 +76,13 @@ def profile_diff(
     if as_json:
         emit_json({**result.as_dict(), "report": str(report) if report else None})
         return
-    _table(result, limit)
+    show(result, limit)
     if report is not None:
         out.print(f"differential flame graph written to {report}")
 
 
-def _table(result: ProfileDiff, limit: int) -> None:
+def show(result: ProfileDiff, limit: int) -> None:
+    """The top ``limit`` changes as a table, the paths of the first, the warnings."""
     from rich.table import Table
 
     a, b = result.cohorts["a"], result.cohorts["b"]
