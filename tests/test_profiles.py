@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -302,3 +303,32 @@ def test_compare_attaches_the_profile_diff_on_a_regression(rs: Rootsift, data_di
     assert "profile-diff of cpu" in table.stdout and "fsync" in table.stdout
     bad = CliRunner().invoke(main, [*base, "--profiles", "req", "--json"])
     assert bad.exit_code == 2 and "--profiles req" in json.loads(bad.stdout)["error"]["message"]
+
+
+def test_canary_attaches_the_profile_diff_at_the_look_that_regresses(
+    rs: Rootsift, data_dir: Path, tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(4)
+    t0 = 1_700_000_000
+    lines = [
+        json.dumps({"timestamp": t0 + i, "version": v, "duration_ms": float(rng.lognormal(3, 0.3)) * k})
+        for i in range(3600)
+        for v, k in ((("1.0", 1.0),) if i % 2 else (("1.1", 1.8),))
+    ]
+    (tmp_path / "req.jsonl").write_text("\n".join(lines) + "\n")
+    rs.ingest(tmp_path / "req.jsonl", "req")
+    write_profiles(tmp_path / "a", 1, 3, "a")
+    write_profiles(tmp_path / "b", 2, 3, "b", {**STACKS, "main;serve;handle;store;fsync": 0.30})
+    for i, path in enumerate(sorted((tmp_path / "a").iterdir()) + sorted((tmp_path / "b").iterdir())):
+        os.utime(path, (t0 + 60 + i, t0 + 60 + i))  # profiles taken early in the watch
+    rs.ingest(tmp_path / "a", "cpu", labels={"version": "1.0"})
+    rs.ingest(tmp_path / "b", "cpu", labels={"version": "1.1"})
+    rs.close()
+    run = CliRunner().invoke(
+        main,
+        ["canary", "req", "--baseline", 'version = "1.0"', "--canary", 'version = "1.1"', "--from", str(t0)]
+        + ["--every", "10m", "--for", "60m", "--replay", "--profiles", "cpu", "--data", str(data_dir), "--json"],
+    )
+    looks = [json.loads(line) for line in run.stdout.splitlines()]
+    assert run.exit_code == 1 and looks[-1]["profile_diff"]["findings"][0]["function"] == "fsync"
+    assert all(look["profile_diff"] is None for look in looks[:-1])

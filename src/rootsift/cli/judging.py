@@ -192,6 +192,12 @@ def profile_diff_of(rs: Rootsift, profiles: str, cohorts: dict[str, Any]) -> Any
     is_flag=True,
     help="Run the watch on stored events from --from, look k seeing events up to --from + k × --every, without waiting.",
 )
+@click.option(
+    "--profiles",
+    metavar="DATASET",
+    default=None,
+    help="Stack samples of the same cohorts: at a regression, attach their profile-diff (docs/profiles.md).",
+)
 @data_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per evaluation (JSON lines).")
 def canary(
@@ -204,6 +210,7 @@ def canary(
     alpha: float,
     boundary: str,
     replay: bool,
+    profiles: str | None,
     data_dir: Path | None,
     as_json: bool,
     **judging: Any,
@@ -250,8 +257,14 @@ def canary(
                 )
 
         for look in watch(run, start=began, every=step, total=total, alpha=alpha, boundary=boundary, replay=replay):
+            diff = None
+            if profiles and look.regressed:
+                cohorts = {"a": baseline, "b": canary, "a_from": began, "b_from": began}
+                with Rootsift(data_dir or default_data_dir(), read_only=True) as rs:
+                    diff = profile_diff_of(rs, profiles, {**cohorts, "a_to": look.upto, "b_to": look.upto})
             if as_json:
-                emit_json(look.as_dict())
+                extra = {"profile_diff": diff.as_dict() if diff else None} if profiles else {}
+                emit_json({**look.as_dict(), **extra})
             else:
                 seen = f"events to {look.upto:%Y-%m-%d %H:%M:%S}" if look.upto else f"{datetime.now(UTC):%H:%M:%S}"
                 out.print(f"[bold]look {look.look} of {look.of}[/bold] ({seen}, level {look.level:.3g})")
@@ -259,6 +272,11 @@ def canary(
                     view.comparison(out, look.result)
                 else:
                     out.print(f"[yellow]skipped: {look.skipped}[/yellow]")
+                if diff is not None:
+                    from rootsift.cli.profiles import show
+
+                    out.print(f"\n[bold]profile-diff of {profiles}[/bold] (the same cohorts, to this look)")
+                    show(diff, 10)
             if look.regressed:
                 sys.exit(1)
     except RootsiftError as exc:
