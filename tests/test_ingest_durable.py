@@ -134,23 +134,6 @@ def test_a_file_whose_every_line_is_rejected_exits_1_with_the_rejects(
 # -- an input in no known format says what it looks like ---------------------------------------
 
 
-def _pprof() -> bytes:
-    """A minimal pprof profile: gzip'd protobuf (sample_type, one sample, the string table)."""
-
-    def field(number: int, payload: bytes) -> bytes:
-        return bytes([number << 3 | 2, len(payload)]) + payload
-
-    sample_type = field(1, b"\x08\x01\x10\x02")  # ValueType{type: 1, unit: 2}
-    sample = field(2, b"\x08\x01\x10\x0a")  # Sample{location_id: 1, value: 10}
-    strings = field(6, b"") + field(6, b"cpu") + field(6, b"nanoseconds")
-    return gzip.compress(sample_type + sample + strings + b"\x48\x86\xdb\xbd\xcf\x83\x81\xcd\x8f\x17")
-
-
-PERF_SCRIPT = "# ========\n# captured on: Thu Aug 17 14:14:43 2017\n# ========\n#\n" + "".join(
-    f"noploop {21796 + i % 2} [00{i % 4}] 1410597.{984841 + i}: cycles: \n"
-    f"\t             993 main (/root/noploop)\n\t           2003a __libc_start_main (/lib/libc.so.6)\n\n"
-    for i in range(20)
-)
 PGBOUNCER = "".join(
     f"2023-12-19 03:06:{i:02d}.586 CET [10384] LOG C-0x7f3bd6c47f40: retail/game_api@192.168.0.80:38296 "
     "closing because: client close request (age=5s)\n"
@@ -162,8 +145,6 @@ PGBOUNCER = "".join(
     ("name", "content", "looks", "hint"),
     [
         ("blob.bin", bytes(range(256)) * 40, "binary data", "text telemetry"),
-        ("cpu.pb.gz", _pprof(), "a pprof profile (gzip-compressed protobuf)", "--format folded"),
-        ("perf.txt", PERF_SCRIPT.encode(), "`perf script` output", "--format folded"),
         ("pgbouncer.log", PGBOUNCER.encode(), "a PgBouncer log", "no PgBouncer format"),
         ("pgbouncer.log.gz", gzip.compress(PGBOUNCER.encode()), "a PgBouncer log", "no PgBouncer format"),
     ],
@@ -184,13 +165,9 @@ def test_an_input_in_no_known_format_says_what_it_looks_like(
 @pytest.mark.parametrize(
     ("path", "looks"),
     [
-        ("profiles/google_pprof/internal/report/testdata/sample.cpu", "a pprof profile"),
         ("profiles/google_pprof/profile/testdata/gobench.cpu", "binary data"),
         ("pgbadger_fixtures/t/fixtures/pgbouncer.log.gz", "a PgBouncer log"),
         ("pgbadger_fixtures/t/fixtures/pgbouncer.1.21.log.gz", "a PgBouncer log"),
-        ("profiles/flamegraph/test/perf-cycles-instructions-01.txt", "`perf script` output"),
-        ("profiles/flamegraph/test/perf-java-stacks-02.txt", "`perf script` output"),
-        ("profiles/flamegraph/test/perf-funcab-pid-01.txt", "`perf script` output"),
     ],
 )
 def test_real_inputs_in_no_known_format(path: str, looks: str, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rootsift.analysis.compare import Comparison, Metric
     from rootsift.analysis.explain import Explanation
     from rootsift.analysis.investigate import Investigation
+    from rootsift.analysis.profiles import ProfileDiff
     from rootsift.analysis.trends import Trends
     from rootsift.ingest.collect import CollectSummary
     from rootsift.ingest.pipeline import IngestSummary, Progress
@@ -292,6 +293,42 @@ class Rootsift:
             per=per,
             alpha=alpha,
             count_field=count_field,
+        )
+
+    def profile_diff(
+        self,
+        dataset: str,
+        *,
+        a: str | None = None,
+        b: str | None = None,
+        a_from: Moment = None,
+        a_to: Moment = None,
+        b_from: Moment = None,
+        b_to: Moment = None,
+        where: str | None = None,
+        profile_type: str | None = None,
+        value: str | None = None,
+        focus: str | None = None,
+        alpha: float = ALPHA,
+        now: datetime | None = None,
+    ) -> ProfileDiff:
+        """Which functions take a different share of the stack samples in cohort B than in A,
+        with a significance that treats each profile as a unit. docs/profiles.md."""
+        from rootsift.analysis.profiles import profile_diff
+
+        now = now or datetime.now(UTC)
+        return profile_diff(
+            self.backend,
+            dataset,
+            a=a,
+            b=b,
+            a_range=(_moment(a_from, now), _moment(a_to, now)),
+            b_range=(_moment(b_from, now), _moment(b_to, now)),
+            where=where,
+            profile_type=profile_type,
+            value=value,
+            focus=focus,
+            alpha=alpha,
         )
 
     def investigate(

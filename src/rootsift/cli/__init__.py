@@ -17,13 +17,14 @@ helpers it reuses), never this package::
     keys.py       keys create|list|revoke (the server's API keys)
     collect.py    collect procfs
     trends.py     trends
+    profiles.py   profile-diff
 """
 
 from __future__ import annotations
 
 import click
 
-from rootsift.cli import analyses, changes, collect, data, judging, keys, query, scenarios, serve, trends
+from rootsift.cli import analyses, changes, collect, data, judging, keys, profiles, query, scenarios, serve, trends
 from rootsift.cli.common import Group
 
 __all__ = ["main"]
@@ -53,5 +54,6 @@ for command in (
     keys.keys,
     trends.trends,
     changes.changes,
+    profiles.profile_diff,
 ):
     main.add_command(command)

@@ -104,6 +104,12 @@ def judged(
     "--alpha", type=Probability(), default=ALPHA, show_default=True, help="Significance over all the metrics."
 )
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when the verdict is a regression.")
+@click.option(
+    "--profiles",
+    metavar="DATASET",
+    default=None,
+    help="Stack samples of the same cohorts: on a regression, attach their profile-diff (docs/profiles.md).",
+)
 @common(read_only=True)
 def compare(
     rs: Rootsift,
@@ -117,6 +123,7 @@ def compare(
     b_to: str | None,
     alpha: float,
     fail_on_regression: bool,
+    profiles: str | None,
     **judging: Any,
 ) -> None:
     """Cohort A against cohort B, metric by metric: values, change, interval, test and a
@@ -135,14 +142,31 @@ def compare(
         alpha=alpha,
         **judged(**judging),
     )
+    cohorts = {"a": a, "b": b, "a_from": a_from, "a_to": a_to, "b_from": b_from, "b_to": b_to}
+    diff = profile_diff_of(rs, profiles, cohorts) if profiles and result.verdict == "regression" else None
     if as_json:
-        emit_json(result.as_dict())
+        extra = {"profile_diff": diff.as_dict() if diff else None} if profiles else {}
+        emit_json({**result.as_dict(), **extra})
     else:
         from rootsift.ui import findings as view
 
         view.comparison(out, result)
+        if diff is not None:
+            from rootsift.cli.profiles import show
+
+            out.print(f"\n[bold]profile-diff of {profiles}[/bold] (the same cohorts)")
+            show(diff, 10)
     if fail_on_regression and result.verdict == "regression":
         sys.exit(1)
+
+
+def profile_diff_of(rs: Rootsift, profiles: str, cohorts: dict[str, Any]) -> Any:
+    """``profile-diff`` of the stack samples in dataset ``profiles`` for compare's cohorts; an
+    error in it is a usage error naming --profiles."""
+    try:
+        return rs.profile_diff(profiles, **cohorts)
+    except RootsiftError as exc:
+        raise UsageError(f"--profiles {profiles}: {exc}") from exc
 
 
 @click.command()
@@ -168,6 +192,12 @@ def compare(
     is_flag=True,
     help="Run the watch on stored events from --from, look k seeing events up to --from + k × --every, without waiting.",
 )
+@click.option(
+    "--profiles",
+    metavar="DATASET",
+    default=None,
+    help="Stack samples of the same cohorts: at a regression, attach their profile-diff (docs/profiles.md).",
+)
 @data_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per evaluation (JSON lines).")
 def canary(
@@ -180,6 +210,7 @@ def canary(
     alpha: float,
     boundary: str,
     replay: bool,
+    profiles: str | None,
     data_dir: Path | None,
     as_json: bool,
     **judging: Any,
@@ -226,8 +257,14 @@ def canary(
                 )
 
         for look in watch(run, start=began, every=step, total=total, alpha=alpha, boundary=boundary, replay=replay):
+            diff = None
+            if profiles and look.regressed:
+                cohorts = {"a": baseline, "b": canary, "a_from": began, "b_from": began}
+                with Rootsift(data_dir or default_data_dir(), read_only=True) as rs:
+                    diff = profile_diff_of(rs, profiles, {**cohorts, "a_to": look.upto, "b_to": look.upto})
             if as_json:
-                emit_json(look.as_dict())
+                extra = {"profile_diff": diff.as_dict() if diff else None} if profiles else {}
+                emit_json({**look.as_dict(), **extra})
             else:
                 seen = f"events to {look.upto:%Y-%m-%d %H:%M:%S}" if look.upto else f"{datetime.now(UTC):%H:%M:%S}"
                 out.print(f"[bold]look {look.look} of {look.of}[/bold] ({seen}, level {look.level:.3g})")
@@ -235,6 +272,11 @@ def canary(
                     view.comparison(out, look.result)
                 else:
                     out.print(f"[yellow]skipped: {look.skipped}[/yellow]")
+                if diff is not None:
+                    from rootsift.cli.profiles import show
+
+                    out.print(f"\n[bold]profile-diff of {profiles}[/bold] (the same cohorts, to this look)")
+                    show(diff, 10)
             if look.regressed:
                 sys.exit(1)
     except RootsiftError as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 from rootsift.errors import InputFormatError, UnknownFormatError, UsageError
 from rootsift.ingest import formats
 from rootsift.ingest.formats.base import FormatOptions
+from rootsift.ingest.formats.pprof import is_pprof
 from rootsift.ingest.sources import open_input, sniff_format
 
 HEAD_BYTES = 64 << 10
@@ -27,8 +28,11 @@ def sniff_head(head: bytes, name: str, options: FormatOptions | None = None, com
     """The format of an input starting with ``head``: a log format sure of it, else a structured one.
 
     Raises InputFormatError for an empty input, and UsageError naming what the input looks
-    like when it is none of them (binary data, a pprof profile, ``perf script`` output...).
+    like when it is none of them (binary data, a PgBouncer log...). A pprof profile is known
+    by its protobuf fields (``head`` is decompressed), before any line is looked at.
     """
+    if _is_binary(head) and is_pprof(head):  # binary: known by its protobuf fields, not by lines
+        return "pprof"
     lines = head.decode("utf-8", "replace").split("\n")
     if len(head) >= HEAD_BYTES:
         lines = lines[:-1]  # the last line may be cut
@@ -114,7 +118,7 @@ PERF_SAMPLE = re.compile(
 """A ``perf script`` sample header: ``comm pid[/tid] [cpu] time: [period] event:``."""
 PERF_FRAME = re.compile(r"^(?:\s+[0-9a-f]+|[0-9a-f]{8,})\s+\S")
 """A ``perf script`` stack frame: address (indented since perf 3.x), symbol, (module)."""
-FOLD_IT = "collapse its stacks (e.g. stackcollapse-perf.pl) and ingest them with --format folded"
+FOLD_IT = "but its header lines are not perf's; if it is perf script output, name it with --format perf-script"
 
 
 def looks_like(head: bytes, lines: list[str], compression: str = "none") -> tuple[str, str] | None:
@@ -128,8 +132,7 @@ def looks_like(head: bytes, lines: list[str], compression: str = "none") -> tupl
             packed = f"{compression}-compressed " if compression != "none" else ""
             if compression == "gzip" and _protobuf_fields(head, max_field=14) >= 3:
                 return "a pprof profile (gzip-compressed protobuf)", (
-                    "rootsift does not read pprof yet: print its stacks with `go tool pprof -raw`, collapse them "
-                    "(stackcollapse-go.pl) and ingest them with --format folded"
+                    "but not one whose fields read as pprof's; if it is one, name it with --format pprof"
                 )
             return f"a {packed}protobuf message", "rootsift reads telemetry as text (JSON lines, CSV, log formats)"
         sample = " ".join(f"{b:02x}" for b in head[:8])

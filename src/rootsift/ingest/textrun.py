@@ -20,7 +20,7 @@ import orjson
 from rootsift.errors import InputFormatError
 from rootsift.ingest.formats.access_common import AccessLog, Compiled
 from rootsift.ingest.formats.access_sql import SqlPlan, clean, sql_plan
-from rootsift.ingest.formats.base import Event, FormatOptions, TextFormat, file_time, numbered_lines
+from rootsift.ingest.formats.base import Event, FormatOptions, TextFormat, file_time
 from rootsift.ingest.jsonl import BlockStats
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.sources import BOM, Input, line_blocks, open_input
@@ -134,7 +134,7 @@ def text_blocks(
             block = TextBlock(None, [], name_files=name_files)
             continue
         block.files.append((len(block.lines), number, label))
-        for item in parser.parse(numbered_lines(_Joined(head.removeprefix(BOM), inp))):
+        for item in parser.read(_Joined(head.removeprefix(BOM), inp)):
             if isinstance(item, Reject):
                 block.rejects.append((number, Reject(item.line, named(item.reason, tag), item.text)))
                 if stop_at_reject:

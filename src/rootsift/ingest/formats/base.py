@@ -94,6 +94,11 @@ class TextFormat(ABC):
     def parse(self, lines: Lines) -> Iterator[Item]:
         """Yield ``(first_line_number, event)`` for each record and a ``Reject`` for each bad line."""
 
+    def read(self, stream: Readable) -> Iterator[Item]:
+        """The items of a whole input: its lines parsed. A binary format (pprof) overrides this
+        to read the bytes, numbering its records (samples) where a text format numbers lines."""
+        return self.parse(numbered_lines(stream))
+
 
 def numbered_lines(stream: Readable, chunk: int = 4 << 20) -> Iterator[tuple[int, str]]:
     """Decode a byte stream into numbered lines (invalid UTF-8 replaced, ``\r\n`` and ``\n`` ends).
@@ -115,7 +120,7 @@ def parse_bytes(fmt: TextFormat, data: bytes) -> tuple[list[tuple[int, Event]], 
     """Parse ``data`` completely (tests, small inputs): the events and the rejects."""
     events: list[tuple[int, Event]] = []
     rejects: list[Reject] = []
-    for item in fmt.parse(numbered_lines(io.BytesIO(data))):
+    for item in fmt.read(io.BytesIO(data)):
         if isinstance(item, Reject):
             rejects.append(item)
         else:
