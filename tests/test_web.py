@@ -45,6 +45,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     events(root / "api.jsonl")
     with Rootsift(root / "data") as rs:
         rs.ingest(root / "api.jsonl", "api")
+        for version, slow in (("1.0", 10), ("1.1", 60)):  # one function takes 6x the samples in 1.1
+            folded = root / f"cpu-{version}.folded"
+            folded.write_text(f"main;serve;parse 100\nmain;serve;encode {slow}\nmain;gc 40\n")
+            rs.ingest(folded, "cpu", format="folded", labels={"version": version})
     server = start(root / "data")
     yield server
     assert stop(server) == 0
@@ -63,6 +67,8 @@ VIEWS = [
     ("heatmap", "view=heatmap&dataset=api", "document.querySelector('.heat-wrap canvas')"),
     ("investigate", "view=investigate&dataset=api&run=1", "document.querySelectorAll('.findings li').length > 0"),
     ("trends", "view=trends&dataset=api&run=1&measure=avg(duration_ms)", "document.querySelector('table')"),
+    ("changes", "view=changes&dataset=api&run=1&measure=p50(duration_ms)&by=host", "document.querySelector('.uplot') && document.querySelector('table')"),
+    ("profiles", "view=profiles&dataset=cpu&a=version%20%3D%20%221.0%22&bb=version%20%3D%20%221.1%22", "document.querySelector('table') && document.querySelector('iframe')"),
     ("compare", "view=compare&dataset=api&a=version%20%3D%20%221.4%22&bb=version%20%3D%20%221.5%22", "document.querySelector('.verdict-no\\\\ change, .verdict-regression, .verdict-improvement, td span')"),
 ]  # fmt: skip
 
@@ -77,7 +83,8 @@ def test_every_view_loads_without_console_errors(
     assert browser.eval("document.querySelector('.status.error') === null"), browser.eval("document.body.innerText")
     assert browser.errors == []
     cli = browser.eval("document.getElementById('cli').textContent")
-    assert cli.startswith("rootsift ") and " api" in cli
+    shown = "cpu" if name == "profiles" else "api"
+    assert cli.startswith("rootsift ") and f" {shown}" in cli
     link = browser.eval("document.getElementById('json-link').getAttribute('href')")
     assert link.startswith("/api/")
     browser.screenshot(tmp_path / f"{name}.png")

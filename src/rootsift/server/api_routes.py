@@ -114,6 +114,30 @@ class ApiRoutes:
             return _failure(exc)
         return _json({"dataset": request.path_params["dataset"], "fields": fields})
 
+    async def flamegraph(self, request: Request) -> Response:
+        """``GET /api/flamegraph?dataset=&a=&b=[&type=&focus=]``: profile-diff's differential
+        flame graph as the self-contained page ``--report`` writes (the web page shows it)."""
+        q = request.query_params
+        if (denied := self._denied(request, q.get("dataset"))) is not None:
+            return denied
+        if not q.get("dataset"):
+            return error(400, "UsageError", "dataset is required")
+
+        def render() -> str:
+            from rootsift.ui import flamegraph
+
+            result = self.rs.profile_diff(
+                q["dataset"], a=q.get("a") or None, b=q.get("b") or None, where=q.get("where") or None,
+                profile_type=q.get("type") or None, focus=q.get("focus") or None,
+            )  # fmt: skip
+            return flamegraph.render(result, f"{q['dataset']}: B ({q.get('b')}) against A ({q.get('a')})")
+
+        try:
+            page = await self._read(render)
+        except RootsiftError as exc:
+            return _failure(exc)
+        return Response(page, media_type="text/html; charset=utf-8")
+
     async def command(self, request: Request) -> Response:
         """``POST /api/<command>``: a CLI command with its options as a JSON object."""
         from rootsift.cli import main

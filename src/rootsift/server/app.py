@@ -50,6 +50,12 @@ FIXED_PATHS = {
     "/api/schema/{dataset}": {
         "get": {"summary": "rootsift schema DATASET --json", "responses": {"200": {"description": "fields"}}}
     },
+    "/api/flamegraph": {
+        "get": {
+            "summary": "profile-diff's differential flame graph (HTML) for dataset, a, b, type, focus",
+            "responses": {"200": {"description": "text/html"}},
+        }
+    },
     "/healthz": {"get": {"summary": "the log's backlog and counters", "responses": {"200": {"description": "ok"}}}},
 }
 """Routes not made from a CLI command (docs/server.md); /api/<command> are added from the CLI."""
@@ -122,6 +128,7 @@ def create_app(config: ServerConfig) -> Starlette:
         Route("/api/datasets", api.datasets, methods=["GET"]),
         Route("/api/schema/{dataset}", api.schema, methods=["GET"]),
         Route("/api/openapi.json", openapi, methods=["GET"]),
+        Route("/api/flamegraph", api.flamegraph, methods=["GET"]),
         Route("/api/{command}", api.command, methods=["POST", "GET"]),
         Route("/", page, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
