@@ -242,3 +242,19 @@ def _exists(data_dir: Path | None) -> bool:
     from rootsift.api import default_data_dir
 
     return (data_dir or default_data_dir()).exists()
+
+
+def cohort_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Two cohorts, A (the baseline) and B, each a filter and/or a time range: ``--a --b
+    --a-from --a-to --b-from --b-to`` (compare, profile-diff)."""
+    options = [
+        click.option("--a", "a", default=None, help="Cohort A (the baseline), a filter, e.g. 'version = \"1.4\"'."),
+        click.option("--b", "b", default=None, help="Cohort B (the change), a filter."),
+        click.option("--a-from", default=None, help="Start of cohort A's time range."),
+        click.option("--a-to", default=None, help="End of cohort A's time range."),
+        click.option("--b-from", default=None, help="Start of cohort B's time range."),
+        click.option("--b-to", default=None, help="End of cohort B's time range."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rootsift.analysis.defaults import ALPHA, BOUNDARIES
-from rootsift.cli.common import Probability, common, data_option, emit_json, fail, out
+from rootsift.cli.common import Probability, cohort_options, common, data_option, emit_json, fail, out
 from rootsift.errors import RootsiftError, UsageError
 from rootsift.timeutil import parse_duration, parse_time
 
@@ -93,12 +93,7 @@ def judged(
 
 @click.command()
 @click.argument("dataset")
-@click.option("--a", "a", default=None, help="Cohort A (the baseline), a filter, e.g. 'version = \"1.4\"'.")
-@click.option("--b", "b", default=None, help="Cohort B (the change), a filter.")
-@click.option("--a-from", default=None, help="Start of cohort A's time range.")
-@click.option("--a-to", default=None, help="End of cohort A's time range.")
-@click.option("--b-from", default=None, help="Start of cohort B's time range.")
-@click.option("--b-to", default=None, help="End of cohort B's time range.")
+@cohort_options
 @judging_options
 @click.option(
     "--alpha", type=Probability(), default=ALPHA, show_default=True, help="Significance over all the metrics."

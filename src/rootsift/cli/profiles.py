@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from rootsift.cli.common import Probability, common, emit_json, out
+from rootsift.cli.common import Probability, cohort_options, common, emit_json, out
 
 if TYPE_CHECKING:
     from rootsift.analysis.profiles import ProfileDiff
@@ -17,12 +17,7 @@ if TYPE_CHECKING:
 
 @click.command("profile-diff")
 @click.argument("dataset")
-@click.option("--a", "a", default=None, help="Cohort A (the baseline), a filter, e.g. 'version = \"1.0\"'.")
-@click.option("--b", "b", default=None, help="Cohort B (the change), a filter.")
-@click.option("--a-from", default=None, help="Start of cohort A's time range.")
-@click.option("--a-to", default=None, help="End of cohort A's time range.")
-@click.option("--b-from", default=None, help="Start of cohort B's time range.")
-@click.option("--b-to", default=None, help="End of cohort B's time range.")
+@cohort_options
 @click.option("--where", default=None, help="Only stack samples matching this filter, in both cohorts.")
 @click.option("--type", "profile_type", default=None, help="Only profiles of this type: cpu, heap, goroutine...")
 @click.option("--value", default=None, help="The field summed per stack (default: samples).")

@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import signal
 import socket
 import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,7 +37,7 @@ from rootsift.errors import StoreLockedError, UsageError
 from rootsift.ingest.collect_send import Sender, ServerBusy
 from rootsift.ingest.formats.base import FormatOptions, numbered_lines
 from rootsift.ingest.formats.procfs import ProcfsFormat
-from rootsift.ingest.pipeline import ingest_file
+from rootsift.ingest.pipeline import ingest_file, stopping_on_signals
 from rootsift.ingest.rejects import Reject, RejectLog
 from rootsift.ingest.textrun import dumped
 from rootsift.store.duckdb import DuckDBBackend
@@ -211,7 +210,7 @@ def collect_procfs(
     with contextlib.ExitStack() as stack:
         stack.callback(log.close)
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=tmp_root)))
-        stack.enter_context(_stopping_on_signals(stop, summary))
+        stack.enter_context(stopping_on_signals(stop, summary))
 
         def store(pending: deque[list[bytes]]) -> None:
             if sender is None:
@@ -301,23 +300,3 @@ def _send(sender: Sender, pending: deque[list[bytes]], summary: CollectSummary) 
     summary.rejects += refused
     summary.stored_samples += len(pending)
     pending.clear()
-
-
-@contextlib.contextmanager
-def _stopping_on_signals(stop: threading.Event, summary: CollectSummary) -> Iterator[None]:
-    """SIGTERM and SIGINT set ``stop`` (the pending samples are committed, then the collector
-    returns); only the main thread may set handlers, elsewhere the caller's ``stop`` rules."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        summary.stopped_by = signal.Signals(signum).name
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rootsift.errors import InputFormatError, UsageError
 from rootsift.ingest import COMMIT_EVERY, formats
@@ -187,7 +188,7 @@ def ingest_file(
         stack.callback(cur.close)
         run = IngestRun(backend, cur, dataset, opts, tmp, summary, log, progress, on_commit, paced=inp.is_stream)
         if run.paced:
-            stack.enter_context(_stopping_on_signals(run.stop, summary))
+            stack.enter_context(stopping_on_signals(run.stop, summary))
         if text_format is not None:
             fields = backend.fields(dataset)
             # Parsers put an aware datetime under TIME_KEY; --time-field picks another field instead.
@@ -232,10 +233,11 @@ def ingest_file(
 
 
 @contextlib.contextmanager
-def _stopping_on_signals(stop: threading.Event, summary: IngestSummary) -> Iterator[None]:
-    """While a stream is read: SIGTERM and SIGINT set ``stop`` (what arrived is committed, then
-    the ingest ends) instead of killing the process with up to a block uncommitted. Python
-    only lets the main thread set handlers; elsewhere the caller's own handling stands."""
+def stopping_on_signals(stop: threading.Event, summary: Any) -> Iterator[None]:
+    """While a stream is read (or ``collect`` samples): SIGTERM and SIGINT set ``stop`` and
+    ``summary.stopped_by`` (what arrived is committed, then the work ends) instead of
+    killing the process with up to a block uncommitted. Python only lets the main thread
+    set handlers; elsewhere the caller's own handling stands."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
