@@ -80,9 +80,12 @@ class Cells:
     """The counts are whole events (no count field, or one holding whole numbers only)."""
 
 
-def find_causes(frame: Frame, counts: Counts, singles: list[Finding], scale: Scale, alpha: float) -> list[Finding]:
-    """The cause set, strongest first (see the module docstring); empty when nothing stands out."""
-    fields = _fields(counts, singles)
+def find_causes(
+    frame: Frame, counts: Counts, singles: list[Finding], scale: Scale, alpha: float, exclude: set[str] | None = None
+) -> list[Finding]:
+    """The cause set, strongest first (see the module docstring); empty when nothing stands
+    out. ``exclude``: fields that are no cause (they restate the selection: parts.py)."""
+    fields = _fields(counts, singles, exclude or set())
     if not fields or scale.sel_w <= 0 or scale.base_w <= 0:
         return []
     cells = _count_cells(frame, counts, fields, scale)
@@ -91,16 +94,16 @@ def find_causes(frame: Frame, counts: Counts, singles: list[Finding], scale: Sca
     return _greedy(cells, scale, alpha)
 
 
-def _fields(counts: Counts, singles: list[Finding]) -> list[str]:
+def _fields(counts: Counts, singles: list[Finding], exclude: set[str]) -> list[str]:
     """Dimension fields ranked by their most significant value (over- or under-represented),
     at most ``MAX_FIELDS``, taken in that order while the cube they span (each field's
     listed values and "another value") stays within ``MAX_CUBE`` cells."""
     best: dict[str, float] = {}
     for f in singles:
-        if f.kind == "dimension" and f.field in counts.values:
+        if f.kind == "dimension" and f.field in counts.values and f.field not in exclude:
             best[str(f.field)] = min(best.get(str(f.field), 1.0), f.p_value)
     ranked = sorted(best, key=lambda n: (best[n], n))  # ties by name: the same fields whatever order counts came in
-    rest = [n for n in counts.values if n not in best and len(counts.values[n]) > 1]
+    rest = [n for n in counts.values if n not in best and n not in exclude and len(counts.values[n]) > 1]
     chosen: list[str] = []
     cube = 1
     for name in ranked + rest:

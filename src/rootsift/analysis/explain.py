@@ -25,6 +25,7 @@ from rootsift.analysis.defaults import ALPHA, TOP_VALUES
 from rootsift.analysis.fields import PILOT_ROWS, plan_fields
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame
+from rootsift.analysis.parts import PARTS_METHOD, restatements
 from rootsift.errors import UsageError
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.segment import SAMPLE_EVERY
@@ -135,6 +136,8 @@ def explain(
     if not frame.has_selection():
         raise UsageError("say what to explain: --select EXPR and/or --select-from/--select-to")
     plan = plan_fields(frame)
+    # fields that restate the measure the selection is a threshold on (parts.py): not causes
+    restating = restatements(frame, [*plan.measures, *plan.dimensions])
     counts = count_pass(frame, plan, top_values)
     total = counts.total
     scale = Scale(
@@ -149,7 +152,7 @@ def explain(
         _group(total.base_n, total.base_w, scale.base_eff, baseline or None, None, None, frame.weighted),
         [],
         _warnings(total, scale, frame),
-        _fields_summary(plan, counts, scale),
+        _fields_summary(plan, counts, scale, restating),
         _method(alpha, top_values, frame, total.sel_n, total.base_n),
     )
     if select_start_of and (select_from or select_to):
@@ -161,16 +164,23 @@ def explain(
     if total.sel_n == 0 or total.base_n == 0:
         return out
     singles = _dimension_findings(counts, scale, alpha) + _measure_findings(counts, scale)
+    for f in singles:
+        if f.field in restating:
+            f.detail["restates"] = restating[str(f.field)].as_dict()
     _set_q(singles)
-    combos, tested = search_combinations(frame, [f for f in singles if f.q_value < alpha], scale, alpha)
+    candidates = [f for f in singles if f.q_value < alpha and "restates" not in f.detail]
+    combos, tested = search_combinations(frame, candidates, scale, alpha)
     everything = singles + tested
     _set_q(everything)
     # significant, and an effect that stands clear of zero (a score of 0 is a difference
     # the counts cannot tell from none, such as one unusual value on one event)
     kept = [f for f in singles + combos if f.q_value < alpha and f.score > 0]
-    # a value nested in another that explains it (a host in its zone) comes after the rest
-    ranked = sorted(_drop_complements(kept), key=lambda f: ("within" in f.detail, -f.score, f.p_value))
-    out.cause_set = find_causes(frame, counts, singles, scale, alpha)
+    # a value nested in another that explains it (a host in its zone) comes after the rest,
+    # and what restates the selected measure (a part of it) after everything
+    ranked = sorted(
+        _drop_complements(kept), key=lambda f: ("restates" in f.detail, "within" in f.detail, -f.score, f.p_value)
+    )
+    out.cause_set = find_causes(frame, counts, singles, scale, alpha, exclude=set(restating))
     for f in out.cause_set:
         f.q_value = f.p_value  # already corrected for every conjunction tried
     named = {_names(f) for f in out.cause_set}
@@ -314,13 +324,15 @@ def _warnings(total: Cell, scale: Scale, frame: Frame) -> list[str]:
     return out
 
 
-def _fields_summary(plan: Any, counts: Counts, scale: Scale) -> dict[str, Any]:
+def _fields_summary(plan: Any, counts: Counts, scale: Scale, restating: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in sorted(set(plan.dimensions) | set(plan.measures) | set(plan.heavy)):
         role = "dimension" if name not in plan.measures else "measure" if name not in plan.dimensions else "both"
         info: dict[str, Any] = {"role": role, "id_like": name in plan.id_like}
         if name in plan.heavy:
             info["role"] = "heavy hitters"
+        if name in restating:
+            info["restates"] = restating[name].as_dict()
         if name in counts.distinct or name in plan.heavy:
             distinct = counts.distinct.get(name) or None
             info["distinct"] = distinct
@@ -376,6 +388,7 @@ def _method(alpha: float, top_values: int, frame: Frame, sel_rows: float, base_r
         ),
         "combinations": COMBO_METHOD,
         "cause_set": CAUSE_METHOD,
+        "restatements": PARTS_METHOD,
         "correction": "Benjamini-Hochberg false discovery rate over every test of the run",
         "score": "effect (difference of shares, or Cliff's delta) less 1.96 standard errors, floored at 0",
         "field_roles": f"numbers with few distinct values in the first {PILOT_ROWS:,} events are also counted per value",

@@ -359,7 +359,8 @@ def _explain_region(
         # for (a gap found at a coarse scale may begin a little before the stall did)
         out.findings.extend(stall_events(frame, a.end, a.end, settle, an.completion_column(frame)))
         a.detail["completion_field"] = an.completion_column(frame)
-        result = _explain(frame, alpha, sampled, select_from=a.start, select_to=a.end + settle, baseline=_outside(a))
+        # the events of the region itself, against those outside it: the headline is what is explained
+        result = _explain(frame, alpha, sampled, select_from=a.start, select_to=a.end, baseline=_outside(a))
     else:
         column = ident(str(a.measure))
         op = OPERATOR[_direction(a)]

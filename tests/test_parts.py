@@ -1,0 +1,138 @@
+"""The cause first, not a restatement of the selection (analysis/parts.py): when the
+selection is "slow requests", parts of the same duration and fields derived from it
+come after the dimension culprit; investigate's headline region is the one explained."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+
+from rootsift import Rootsift
+from rootsift.ui.findings import investigation
+from test_explain import write_events
+
+START = datetime(2024, 6, 1, tzinfo=UTC)
+PARTS = ("upstream_response_time_ms", "upstream_connect_time_ms")
+
+
+def proxied(seed: int, minutes: int = 120, per_second: float = 4.0) -> list[dict[str, Any]]:
+    """A proxy's access log: the request's time is the upstream's response time (itself
+    holding the connect time) plus the proxy's own; ``cost_units`` is derived from the
+    request's time. From minute 60 to 80 upstream ``match`` in zone ``z1`` is slow: its
+    connects are retried (1 s, 3 s, 7 s) and its responses take 40 times longer."""
+    rng = np.random.default_rng(seed)
+    n = int(minutes * 60 * per_second)
+    rows = []
+    for t in np.sort(rng.random(n)) * minutes * 60:
+        upstream = str(rng.choice(["match", "league", "store", "chat", "login"]))
+        zone = str(rng.choice(["z1", "z2", "z3"]))
+        connect = float(rng.choice([1.0, 2.0]))
+        response = connect + float(rng.lognormal(3, 0.6))
+        if 3600 <= t < 4800 and upstream == "match" and zone == "z1":
+            connect = float(rng.choice([1001.0, 3001.0, 7001.0]))
+            response = connect + 40 * float(rng.lognormal(3, 0.6))
+        request = response + float(rng.exponential(2))
+        rows.append(
+            {
+                "timestamp": (START + timedelta(seconds=float(t))).isoformat(),
+                "upstream": upstream,
+                "zone": zone,
+                "host": f"{zone}-h{rng.integers(1, 3)}",
+                "request_time_ms": round(request, 3),
+                "upstream_response_time_ms": round(response, 3),
+                "upstream_connect_time_ms": connect,
+                "cost_units": round(3 * request + float(rng.normal(0, 1)), 3),
+            }
+        )
+    return rows
+
+
+def is_culprit(f: Any) -> bool:
+    named = {(c["field"], c["value"]) for c in f.conditions or []} | {(f.field, f.value)}
+    return ("upstream", "match") in named
+
+
+def test_explain_puts_the_culprit_before_parts_of_the_measure(rs: Rootsift, tmp_path: Path) -> None:
+    rs.ingest(write_events(tmp_path / "p.jsonl", proxied(1)), "edge")
+    result = rs.explain("edge", select="request_time_ms > 1000")
+    assert is_culprit(result.findings[0])
+    restating = [i for i, f in enumerate(result.findings) if f.field in (*PARTS, "cost_units")]
+    others = [i for i, f in enumerate(result.findings) if f.field not in (*PARTS, "cost_units")]
+    assert restating and others and max(others) < min(restating)  # every part after every other finding
+    for f in result.findings:
+        assert not any(c["field"] in (*PARTS, "cost_units") for c in f.conditions or [])
+    assert {f.field for f in result.findings if f.detail.get("restates")} == {*PARTS, "cost_units"}
+    assert result.fields["upstream_response_time_ms"]["restates"]["how"] == "part"
+    assert result.fields["upstream_connect_time_ms"]["restates"]["how"] == "part"
+    derived = result.fields["cost_units"]["restates"]
+    assert derived["how"] == "derived" and derived["rank_correlation"] > 0.9
+    assert "restates" not in result.fields["zone"]
+
+
+def test_no_restatement_without_a_threshold_on_a_number(rs: Rootsift, tmp_path: Path) -> None:
+    """A time box selects no measure: a part that moved is an explanation there."""
+    rs.ingest(write_events(tmp_path / "p.jsonl", proxied(2)), "edge")
+    start = START.replace(tzinfo=None)
+    result = rs.explain("edge", select_from=start + timedelta(minutes=60), select_to=start + timedelta(minutes=80))
+    assert not any(f.detail.get("restates") for f in result.findings)
+    assert not any("restates" in info for info in result.fields.values())
+
+
+def test_investigate_culprit_first_and_parts_in_the_decomposition(rs: Rootsift, tmp_path: Path) -> None:
+    rs.ingest(write_events(tmp_path / "p.jsonl", proxied(3)), "edge")
+    result = rs.investigate("edge")
+    assert result.anomaly is not None and result.anomaly.measure == "request_time_ms"
+    assert is_culprit(result.findings[0])
+    (split,) = [f for f in result.findings if f.kind == "decomposition"]
+    assert {p["field"] for p in split.detail["parts"]} >= set(PARTS)
+    explained = [f for f in result.findings if f.kind in ("dimension", "combination", "measure")]
+    first_part = min(i for i, f in enumerate(explained) if f.field in PARTS)
+    assert all(f.detail.get("restates") for f in explained[first_part:] if f.field in PARTS)
+    assert is_culprit(explained[0]) and first_part > 0
+
+
+def stalled(seed: int) -> list[dict[str, Any]]:
+    """Ten minutes of statements at 20 a second; nothing completes from 300 s to 302 s,
+    then everything waiting completes at once."""
+    rng = np.random.default_rng(seed)
+    rows, t = [], 0.0
+    while t < 600:
+        t += float(rng.exponential(0.05))
+        end = 302.0 + float(rng.random()) * 0.05 if 300 <= t < 302 else t + 0.002
+        rows.append(
+            {
+                "timestamp": (START + timedelta(seconds=t)).isoformat(),
+                "end_time": (START + timedelta(seconds=end)).isoformat(),
+                "statement": str(rng.choice(["select a", "select b", "update c"])),
+            }
+        )
+    return rows
+
+
+def when(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def test_the_headline_region_is_the_one_explained(rs: Rootsift, tmp_path: Path) -> None:
+    """anomaly.from/to (JSON and the first printed line) bound the events explained: the
+    selection lies inside the region, the baseline is everything outside it."""
+    rs.ingest(write_events(tmp_path / "edge.jsonl", proxied(4)), "edge")
+    rs.ingest(write_events(tmp_path / "db.jsonl", stalled(4)), "db")
+    for dataset, kind in (("edge", "latency"), ("db", "stall")):
+        result = rs.investigate(dataset)
+        out = result.as_dict()
+        a = out["anomaly"]
+        assert a["kind"] == kind
+        assert (out["regions"][0]["from"], out["regions"][0]["to"]) == (a["from"], a["to"])
+        assert when(out["selection"]["from"]) == when(a["from"])
+        assert when(a["from"]) < when(out["selection"]["to"]) <= when(a["to"])  # the onset, or the whole region
+        assert out["baseline"]["where"] == f'timestamp < "{a["from"]}" or timestamp >= "{a["to"]}"'
+        console = Console(file=StringIO(), width=200, no_color=True)
+        investigation(console, result)
+        first = console.file.getvalue().splitlines()[0]
+        assert first.startswith(f"{kind} from {a['from']} to {a['to']}")
