@@ -38,8 +38,9 @@ import numpy as np
 from scipy import stats as sps
 
 from rootsift.analysis import stats
+from rootsift.analysis.cells import count_coded
 from rootsift.analysis.findings import Finding
-from rootsift.analysis.frame import SEL, Frame, W
+from rootsift.analysis.frame import Frame
 from rootsift.store.sqltext import ident
 
 if TYPE_CHECKING:
@@ -117,48 +118,24 @@ def _fields(counts: Counts, singles: list[Finding], exclude: set[str]) -> list[s
 
 
 def _count_cells(frame: Frame, counts: Counts, fields: list[str], scale: Scale) -> Cells | None:
-    columns: list[tuple[str, str, list[Any]]] = []
-    values: list[list[Any]] = []
-    for i, name in enumerate(fields):
-        listed = sorted(counts.values[name], key=lambda vc: (-(vc[1].sel_w + vc[1].base_w), repr(vc[0])))[:MAX_VALUES]
-        col = ident(name)
-        whens, params = [], []
-        for code, (value, _) in enumerate(listed):
-            if value is None:
-                whens.append(f"WHEN {col} IS NULL THEN {code}")
-            else:
-                whens.append(f"WHEN {col} = ? THEN {code}")
-                params.append(value)
-        values.append([v for v, _ in listed])
-        columns.append((f"CASE {' '.join(whens)} ELSE -1 END", f"__k{i}", params))
-    keys = ", ".join(ident(f"__k{i}") for i in range(len(fields)))
-    weight = f"sum({W})" if frame.row_weights else "count(*)"
-    f1, f0 = (1.0, 1.0) if frame.row_weights else frame.factors
+    listed = [
+        sorted(counts.values[name], key=lambda vc: (-(vc[1].sel_w + vc[1].base_w), repr(vc[0])))[:MAX_VALUES]
+        for name in fields
+    ]
+    values = [[v for v, _ in vals] for vals in listed]
+    events = True
     if frame.count:  # whole counts are events; others (rollups of rates) are not
         col = ident(frame.count)
-        columns.append((f"({col} IS NULL OR {col} = round({col}))", "__whole", []))
-        source, params = frame.sql(columns)
+        source, params = frame.sql([(f"({col} IS NULL OR {col} = round({col}))", "__whole", [])])
         whole = frame.backend.execute_sql(f"SELECT coalesce(bool_and(__whole), true) FROM ({source})", params)
         events = bool(whole.rows[0][0])
-        columns.pop()
-    else:
-        events = True
-    source, params = frame.sql(columns)
-    sql = (
-        f"SELECT {keys}, coalesce({weight} FILTER (WHERE {SEL}), 0), coalesce({weight} FILTER (WHERE NOT {SEL}), 0) "
-        f"FROM ({source}) GROUP BY ALL LIMIT {MAX_CELLS + 1}"
-    )
-    rows = frame.backend.execute_sql(sql, params).rows
-    if len(rows) > MAX_CELLS:
+    got = count_coded(frame, list(zip(fields, values)), MAX_CELLS)
+    if got is None:
         return None
-    n = len(fields)
-    codes = np.array([r[:n] for r in rows], dtype=np.int64).reshape(len(rows), n)
-    order = np.lexsort(codes.T[::-1]) if n else np.arange(len(rows))  # the same cells in the same order each run
-    codes, rows = codes[order], [rows[i] for i in order]
     # in effective events: the tests' scale (Kish's size under sample rates)
-    sel = np.array([float(r[n]) for r in rows]) * f1 * scale.sel_eff / scale.sel_w
-    base = np.array([float(r[n + 1]) for r in rows]) * f0 * scale.base_eff / scale.base_w
-    return Cells(codes, sel, base, fields, values, events)
+    sel = got.sel * scale.sel_eff / scale.sel_w
+    base = got.base * scale.base_eff / scale.base_w
+    return Cells(got.codes, sel, base, fields, values, events)
 
 
 def weighted_median_ratio(sel: np.ndarray, base: np.ndarray) -> tuple[float, float, float]:

@@ -83,7 +83,7 @@ def restatements(frame: Frame, candidates: list[str]) -> dict[str, Restatement]:
     names = [c for c in dict.fromkeys(candidates) if c not in measures and frame.fields[c].type in NUMERIC]
     if not measures or not names:
         return {}
-    columns = [(ident(n), f"__p{i}", []) for i, n in enumerate([*measures, *names])]
+    columns: list[tuple[str, str, list[Any]]] = [(ident(n), f"__p{i}", []) for i, n in enumerate([*measures, *names])]
     source, params = frame.sql(columns)
     rows = frame.backend.execute_sql(
         f"SELECT * EXCLUDE ({SEL}) FROM ({source}) WHERE NOT {SEL} LIMIT {SAMPLE_ROWS}", params
