@@ -9,7 +9,10 @@ Every case of ``tests/test_cases.py`` whose command exists is run as the test ru
 and the case's own check (``rootsift.scenarios.checks``, the one the test applies) is
 applied to the raw result. A check reads the findings in the order they are printed:
 what it asks to be first must be first. Per case: the hit rate with its 95 % Wilson
-interval, and the seeds that failed with the check's first line of complaint.
+interval, and the seeds that failed with the check's complaint. Where the truth names
+what the very first printed finding must point at (``checks.FIRST``: the gateway's
+upstream or zone, the stampede's statement, the stall's first completer), that rate
+is printed too (``first``): stricter than a check that reads further down.
 
 Each (scenario, seed) is generated and ingested once into
 ``bench/out/first_finding/SCENARIO-SEED`` and kept between runs (the cases of one
@@ -39,6 +42,7 @@ from click.testing import CliRunner  # noqa: E402
 from rootsift import Rootsift, scenarios  # noqa: E402
 from rootsift.cli import main  # noqa: E402
 from rootsift.scenarios.base import TRUTH_DIR, TRUTH_FILE, Manifest  # noqa: E402
+from rootsift.scenarios.checks import FIRST  # noqa: E402
 
 OUT = BENCH / "out" / "first_finding"
 
@@ -78,13 +82,21 @@ def made(scenario: str, seed: int, fresh: bool, store: Path) -> tuple[Path, Mani
     return root / "data", Manifest.read(root / "out"), truth
 
 
-def run_case(case: Any, data: Path, manifest: Manifest, truth: dict[str, Any]) -> str | None:
-    """None when the case's check holds, else why not (its first line)."""
+def run_case(case: Any, data: Path, manifest: Manifest, truth: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(None when the case's check holds, else why not; the same for the first printed
+    finding's check, ``FIRST``, when the case has one: else None)."""
     run = CliRunner().invoke(main, [*case.argv(manifest, truth), "--data", str(data), "--json"])
     if run.exit_code not in (0, 1):
-        return f"exit {run.exit_code}: {run.output.strip().splitlines()[-1:] or ''}"
+        why = f"exit {run.exit_code}: {run.output.strip().splitlines()[-1:] or ''}"
+        return why, why
+    result = json.loads(run.stdout)
+    first = FIRST.get(case.name)
+    return _why(case.check, result, truth), _why(first, result, truth) if first is not None else None
+
+
+def _why(check: Any, result: dict[str, Any], truth: dict[str, Any]) -> str | None:
     try:
-        case.check(json.loads(run.stdout), truth)
+        check(result, truth)
     except (AssertionError, KeyError, IndexError, ValueError, TypeError) as exc:
         where = exc.__traceback__
         while where is not None and where.tb_next is not None:
@@ -114,14 +126,17 @@ def main_() -> None:
         )
     cases = [c for c in every if not wanted or c.name in wanted]
     failed: dict[str, dict[int, str]] = {c.name: {} for c in cases}
+    missed: dict[str, dict[int, str]] = {c.name: {} for c in cases if c.name in FIRST}
     started = time.perf_counter()
     for scenario in dict.fromkeys(c.scenario for c in cases):
         for seed in seeds:
             data, manifest, truth = made(scenario, seed, args.fresh, args.store)
             for case in (c for c in cases if c.scenario == scenario):
-                why = run_case(case, data, manifest, truth)
+                why, first = run_case(case, data, manifest, truth)
                 if why is not None:
                     failed[case.name][seed] = why
+                if first is not None:
+                    missed[case.name][seed] = first
             if not args.json:
                 print(f"  {scenario} seed {seed} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     report = []
@@ -139,6 +154,15 @@ def main_() -> None:
                 "failed": {str(s): why for s, why in failed[case.name].items()},
             }
         )
+        if case.name in missed:
+            firsts = len(seeds) - len(missed[case.name])
+            low, high = wilson(firsts, len(seeds))
+            report[-1]["first"] = {
+                "hits": firsts,
+                "rate": round(firsts / len(seeds), 4),
+                "wilson_95": [round(low, 4), round(high, 4)],
+                "failed": {str(s): why for s, why in missed[case.name].items()},
+            }
     seconds = round(time.perf_counter() - started, 1)
     if args.json:
         print(json.dumps({"seeds": args.seeds, "seconds": seconds, "cases": report}, indent=1))
@@ -146,9 +170,15 @@ def main_() -> None:
     print(f"first finding per case, seeds {args.seeds} ({len(seeds)} each), {seconds} s")
     for r in report:
         low, high = r["wilson_95"]
-        print(f"{r['case']:28} {r['hits']:3}/{r['seeds']:<3} {r['rate']:6.1%}  95 % [{low:.0%}, {high:.0%}]")
+        print(f"{r['case']:28} check  {r['hits']:3}/{r['seeds']:<3} {r['rate']:6.1%}  95 % [{low:.0%}, {high:.0%}]")
         for seed, why in r["failed"].items():
-            print(f"{'':32}seed {seed}: {why[:150]}")
+            print(f"{'':35}seed {seed}: {why[:150]}")
+        if "first" in r:
+            f = r["first"]
+            low, high = f["wilson_95"]
+            print(f"{'':28} first  {f['hits']:3}/{r['seeds']:<3} {f['rate']:6.1%}  95 % [{low:.0%}, {high:.0%}]")
+            for seed, why in f["failed"].items():
+                print(f"{'':35}seed {seed}: {why[:150]}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ this module: it reads the truth, which the analysis must not see.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -221,3 +222,31 @@ def upgrade_memory(result: Result, truth: Truth) -> None:
 def upgrade_profile(result: Result, truth: Truth) -> None:
     grew = [f for f in result["findings"] if f.get("function")]
     assert grew and grew[0]["function"] == truth["regressed_function"]
+
+
+# --- the first printed finding ---------------------------------------------------------
+
+
+def first_names(*what: tuple[str, str]) -> Callable[[Result, Truth], None]:
+    """A check that the first finding, as printed, points at one of ``what``: (truth key of
+    the field, truth key of the value), or (a field name, truth key of the value)."""
+
+    def check(result: Result, truth: Truth) -> None:
+        assert result["findings"], "no finding"
+        first = pairs(result["findings"][0])
+        wanted = {(str(truth.get(f, f)), str(truth[v])) for f, v in what}
+        assert first & wanted, f"first finding {sorted(first)} names none of {sorted(wanted)}"
+
+    return check
+
+
+FIRST: dict[str, Callable[[Result, Truth], None]] = {
+    "gateway-investigate": first_names(("upstream_field", "slow_upstream"), ("az_field", "slow_az")),
+    "gateway-slow-box": first_names(("upstream_field", "slow_upstream")),
+    "cascade-window-stampede": first_names(
+        ("statement", "stampede_statement"), ("fingerprint", "stampede_fingerprint")
+    ),
+    "cascade-mysql-stall": first_names(("fingerprint", "stall_fingerprint"), ("statement", "stall_statement")),
+}
+"""Cases whose truth names what the first printed finding must point at (stricter than
+their check, which may read further down): the bench reports both."""
