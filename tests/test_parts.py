@@ -136,3 +136,35 @@ def test_the_headline_region_is_the_one_explained(rs: Rootsift, tmp_path: Path) 
         investigation(console, result)
         first = console.file.getvalue().splitlines()[0]
         assert first.startswith(f"{kind} from {a['from']} to {a['to']}")
+
+
+def test_a_quantity_s_value_is_no_cause(rs: Rootsift, tmp_path: Path) -> None:
+    """Two cache-fill statements stampede in a window; both return 81 bytes, as a few
+    other statements do. ``bytes_received = 81`` covers more of the window than either
+    statement, but bytes are a quantity (compared as a distribution): the cause set names
+    the statements."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for t in np.sort(rng.random(30000)) * 3600:
+        statement = str(rng.choice(["select a", "select b", "update c", "insert d", "select e", "fill x", "fill y"]))
+        if 1800 <= t < 1860 and rng.random() < 0.5:
+            statement = str(rng.choice(["fill x", "fill y"]))
+        size = 81 if statement in ("fill x", "fill y", "select e") else int(rng.integers(40, 400))
+        rows.append(
+            {
+                "timestamp": (START + timedelta(seconds=float(t))).isoformat(),
+                "statement": statement,
+                "bytes_received": size,
+                "query_time_ms": round(float(rng.lognormal(1, 0.5)), 3),
+            }
+        )
+    rs.ingest(write_events(tmp_path / "q.jsonl", rows), "db")
+    start = START.replace(tzinfo=None)
+    result = rs.explain("db", select_from=start + timedelta(seconds=1800), select_to=start + timedelta(seconds=1860))
+    assert result.fields["bytes_received"]["role"] == "both"
+    named = {
+        frozenset({(c["field"], c["value"]) for c in f.conditions or []} | {(f.field, f.value)})
+        for f in result.cause_set
+    }
+    assert named == {frozenset({("statement", "fill x")}), frozenset({("statement", "fill y")})}
+    assert result.findings[0].field == "statement"

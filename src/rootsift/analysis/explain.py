@@ -180,7 +180,10 @@ def explain(
     ranked = sorted(
         _drop_complements(kept), key=lambda f: ("restates" in f.detail, "within" in f.detail, -f.score, f.p_value)
     )
-    out.cause_set = find_causes(frame, counts, singles, scale, alpha, exclude=set(restating))
+    # a quantity (a number also compared as a distribution: bytes, a duration) is described by
+    # its measure finding; its single values are no cause (a cause set names values, not ranges)
+    quantities = set(plan.dimensions) & set(plan.measures)
+    out.cause_set = find_causes(frame, counts, singles, scale, alpha, exclude=set(restating) | quantities)
     for f in out.cause_set:
         f.q_value = f.p_value  # already corrected for every conjunction tried
     named = {_names(f) for f in out.cause_set}
