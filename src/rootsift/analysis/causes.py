@@ -45,7 +45,7 @@ from rootsift.store.sqltext import ident
 
 if TYPE_CHECKING:
     from rootsift.analysis.counts import Counts
-    from rootsift.analysis.explain import Scale
+    from rootsift.analysis.singles import Scale
 
 MAX_FIELDS = 6
 MAX_VALUES = 50

@@ -29,7 +29,7 @@ from rootsift.analysis.findings import Finding
 from rootsift.analysis.frame import Frame
 
 if TYPE_CHECKING:
-    from rootsift.analysis.explain import Scale
+    from rootsift.analysis.singles import Scale
 
 MAX_CANDIDATES = 12
 PER_FIELD = 3
