@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from rootsift.analysis.fields import NUMERIC
-from rootsift.analysis.frame import SEL, Frame, micros_per_unit
+from rootsift.analysis.frame import Frame, micros_per_unit
 from rootsift.query.filters import fields as filter_fields
 from rootsift.query.filters import parse_filter
 from rootsift.store.sqltext import ident
@@ -84,10 +84,9 @@ def restatements(frame: Frame, candidates: list[str]) -> dict[str, Restatement]:
     if not measures or not names:
         return {}
     columns: list[tuple[str, str, list[Any]]] = [(ident(n), f"__p{i}", []) for i, n in enumerate([*measures, *names])]
-    source, params = frame.sql(columns)
-    rows = frame.backend.execute_sql(
-        f"SELECT * EXCLUDE ({SEL}) FROM ({source}) WHERE NOT {SEL} LIMIT {SAMPLE_ROWS}", params
-    )
+    source, params = frame.baseline_sql(columns)  # the baseline alone: no scan for the selection
+    picked = ", ".join(ident(a) for _, a, _ in columns)
+    rows = frame.backend.execute_sql(f"SELECT {picked} FROM ({source}) LIMIT {SAMPLE_ROWS}", params)
     width = len(measures) + len(names)
     table = np.array(
         [[np.nan if v is None else float(v) for v in r[:width]] for r in rows.rows], dtype=np.float64
