@@ -15,11 +15,11 @@ upstream or zone, the stampede's statement, the stall's first completer), that r
 is printed too (``first``): stricter than a check that reads further down.
 
 Each (scenario, seed) is generated and ingested once into
-``bench/out/first_finding/SCENARIO-SEED`` and kept between runs (the cases of one
-scenario share one ingest); ``--fresh`` makes them again. Generating and ingesting a
-seed takes about 3 s for cascade and 10 s for gateway (ci scale); a full run of every
-case over 20 seeds about 10 minutes the first time on an idle machine, 4 minutes with the
-stores kept.
+``bench/out/first_finding/SCENARIO-SEED`` (``--store``) and kept between runs (the cases
+of one scenario share one ingest); ``--fresh`` makes them again. Measured on the shared
+2-core machine under load: every runnable case over 20 seeds took 918 s with the stores
+made on the way (cascade ~3 s a seed to make, gateway ~10 s, the others in between), and
+the six cascade and gateway cases 190-310 s with the stores kept.
 """
 
 from __future__ import annotations
