@@ -168,3 +168,21 @@ def test_a_quantity_s_value_is_no_cause(rs: Rootsift, tmp_path: Path) -> None:
     }
     assert named == {frozenset({("statement", "fill x")}), frozenset({("statement", "fill y")})}
     assert result.findings[0].field == "statement"
+
+
+def test_a_cause_never_gives_way_to_a_part_rarer_in_the_selection() -> None:
+    """Noisy cells (a large relative noise) let a conjunction give way to a part of it;
+    never to a part whose share of the selection is below its share of the baseline."""
+    from rootsift.analysis.causes import Cells, Noise, _coarsen
+
+    codes = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])  # (x, p) (x, q) (y, p) (y, q)
+    cells = Cells(
+        codes, np.array([5.0, 0, 0, 95]), np.array([100.0, 900, 500, 500]), ["f", "g"], [["x", "y"], ["p", "q"]], True
+    )
+    every = np.ones(4, dtype=bool)
+    # x holds 5 of 100 selected and 1000 of 2000 baseline; p 5 and 600: both rarer in the
+    # selection, though above the normal ratio 0.001
+    assert _coarsen(cells, (0, 1), (0, 0), every, Noise(0.001, 1.0, 1e6), 3.84) == ((0, 1), (0, 0))
+    # where a part is over-represented, the conjunction still gives way to it
+    cells.sel[2] = 60.0
+    assert _coarsen(cells, (0, 1), (0, 0), every, Noise(0.001, 1.0, 1e6), 3.84) == ((1,), (0,))

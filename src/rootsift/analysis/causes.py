@@ -330,9 +330,13 @@ def _coarsen(
     split_critical: float,
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Give way to a part (one value fewer) while splitting that part into this
-    conjunction and the rest does not fit better than the part's own single ratio."""
+    conjunction and the rest does not fit better than the part's own single ratio. The
+    part must itself be a cause a candidate could be: over-represented against the normal
+    ratio and against the rest (a part rarer in the selection than in the baseline is not
+    one, however noisy the cells)."""
     while len(subset) > 1:
         inner = _members(cells.codes, subset, key) & open_cells
+        overall = float(cells.sel[open_cells].sum()) / max(float(cells.base[open_cells].sum()), 1e-300)
         best: tuple[float, tuple[int, ...], tuple[int, ...]] | None = None
         for drop in range(len(subset)):
             part = subset[:drop] + subset[drop + 1 :]
@@ -340,8 +344,8 @@ def _coarsen(
             rest = _members(cells.codes, part, part_key) & open_cells & ~inner
             s_part = float(cells.sel[inner].sum() + cells.sel[rest].sum())
             b_part = float(cells.base[inner].sum() + cells.base[rest].sum())
-            if b_part <= 0 or s_part <= noise.k * b_part or not rest.any():
-                continue  # the part is not over-represented: nothing to give way to
+            if b_part <= 0 or s_part <= max(noise.k, overall) * b_part or not rest.any():
+                continue  # a part over-represented against neither the normal nor the rest is no cause
             rate = s_part / b_part
             split = 0.0
             for group in (inner, rest):
