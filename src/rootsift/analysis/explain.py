@@ -13,6 +13,7 @@ counts conjunctions of the strongest values (``combos.py``); the cause set
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -79,6 +80,7 @@ def explain(
     sampled: bool = False,
     select_start_of: str | None = None,
     count_field: str | None = None,
+    outcomes: Collection[str] = (),
 ) -> Explanation:
     """Compare the selection (``select`` and/or ``select_from``…``select_to``) with the
     baseline (the rest of the range, or the events matching ``baseline``); return the
@@ -87,7 +89,9 @@ def explain(
     ``select_start_of``: a duration field; the time box bounds each event's start
     (timestamp less the duration, for logs stamped at completion). ``count_field``: the
     field saying how many identical events a row stands for (default: the dataset's
-    setting, or ``event_count`` when present)."""
+    setting, or ``event_count`` when present). ``outcomes``: fields that say what the
+    selection produced, not where it happened (investigate: a latency region's status
+    fields); they are reported but join no combination or cause."""
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha} must be between 0 and 1")
     if top_values < 1:
@@ -141,7 +145,8 @@ def explain(
         if f.field in restating:
             f.detail["restates"] = restating[str(f.field)].as_dict()
     _set_q(singles)
-    candidates = [f for f in singles if f.q_value < alpha and "restates" not in f.detail]
+    not_causes = set(restating) | set(outcomes)
+    candidates = [f for f in singles if f.q_value < alpha and f.field not in not_causes]
     combos, tested = search_combinations(frame, candidates, scale, alpha)
     everything = singles + tested
     _set_q(everything)
@@ -152,7 +157,7 @@ def explain(
     # its measure finding; its single values are no cause (a cause set names values, not ranges)
     quantities = set(plan.dimensions) & set(plan.measures)
     ranked = sorted(_drop_complements(kept), key=lambda f: _rank(f, quantities))
-    out.cause_set = find_causes(frame, counts, singles, scale, alpha, exclude=set(restating) | quantities)
+    out.cause_set = find_causes(frame, counts, singles, scale, alpha, exclude=not_causes | quantities)
     for f in out.cause_set:
         f.q_value = f.p_value  # already corrected for every conjunction tried
     named = {_names(f) for f in out.cause_set}

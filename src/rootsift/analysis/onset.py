@@ -117,6 +117,10 @@ def explain_region(
             select_to=onset_end,
             baseline=_outside(a),
             select_start_of=start_of,
+            # a status (499, 502) is what the slowness produced: no cause of it
+            outcomes=[
+                n for n in frame.fields if a.kind == "latency" and to.outcome(Finding("dimension", 0, 1, field=n))
+            ],
         )
         a.detail["onset_to"] = iso(onset_end)
     # a status (499, 502) is what slowness produced: kept, but after where it happened
