@@ -13,6 +13,7 @@ import numpy as np
 from rich.console import Console
 
 from rootsift import Rootsift
+from rootsift.analysis.explain import explain
 from rootsift.ui.findings import investigation
 from test_explain import write_events
 
@@ -186,3 +187,25 @@ def test_a_cause_never_gives_way_to_a_part_rarer_in_the_selection() -> None:
     # where a part is over-represented, the conjunction still gives way to it
     cells.sel[2] = 60.0
     assert _coarsen(cells, (0, 1), (0, 0), every, Noise(0.001, 1.0, 1e6), 3.84) == ((1,), (0,))
+
+
+def test_a_status_the_slowness_produced_is_no_cause(rs: Rootsift, tmp_path: Path) -> None:
+    """Clients give up on slow requests (499), wherever they are slow: the status covers
+    more of the slow requests than the culprit does. Given as an outcome (investigate
+    gives a latency region's status fields), it is reported but names no cause."""
+    rows = proxied(6)
+    rng = np.random.default_rng(6)
+    for row in rows:
+        t = (datetime.fromisoformat(row["timestamp"]) - START).total_seconds()
+        if 3600 <= t < 4800 and row["request_time_ms"] < 1000 and rng.random() < 0.05:
+            row["request_time_ms"] += 2000  # slow elsewhere too, now and then
+        row["status"] = 499 if row["request_time_ms"] > 1000 and rng.random() < 0.95 else 200
+    rs.ingest(write_events(tmp_path / "p.jsonl", rows), "edge")
+
+    def causes(outcomes: tuple[str, ...]) -> list[set[str]]:
+        result = explain(rs.backend, "edge", select="request_time_ms > 1000", outcomes=outcomes)
+        return [{str(c["field"]) for c in f.conditions or [{"field": f.field}]} for f in result.cause_set]
+
+    assert any("status" in named for named in causes(()))  # the status alone covers the most
+    given = causes(("status",))
+    assert given and given[0] == {"upstream", "zone"} and not any("status" in named for named in given)
