@@ -90,7 +90,10 @@ def test_planted_cause_ranks_first(planted_store: Rootsift) -> None:
     assert "duration_ms" not in {f.field for f in result.findings}
     assert result.fields["duration_ms"]["role"] == "skipped"
     assert "measure" in kinds and all(f.q_value < 0.05 for f in result.findings)
-    assert [f.score for f in result.findings] == sorted((f.score for f in result.findings), reverse=True)
+    # dimension culprits first, then the measures (how the selection differs), each tier by score
+    tiers = [[f.score for f in result.findings if (f.kind == "measure") == m] for m in (False, True)]
+    assert [f.kind == "measure" for f in result.findings] == sorted(f.kind == "measure" for f in result.findings)
+    assert all(t == sorted(t, reverse=True) for t in tiers)
 
 
 def test_missing_is_a_value_of_its_own(tmp_path: Path) -> None:

@@ -38,13 +38,14 @@ import numpy as np
 from scipy import stats as sps
 
 from rootsift.analysis import stats
+from rootsift.analysis.cells import count_coded
 from rootsift.analysis.findings import Finding
-from rootsift.analysis.frame import SEL, Frame, W
+from rootsift.analysis.frame import Frame
 from rootsift.store.sqltext import ident
 
 if TYPE_CHECKING:
     from rootsift.analysis.counts import Counts
-    from rootsift.analysis.explain import Scale
+    from rootsift.analysis.singles import Scale
 
 MAX_FIELDS = 6
 MAX_VALUES = 50
@@ -80,9 +81,12 @@ class Cells:
     """The counts are whole events (no count field, or one holding whole numbers only)."""
 
 
-def find_causes(frame: Frame, counts: Counts, singles: list[Finding], scale: Scale, alpha: float) -> list[Finding]:
-    """The cause set, strongest first (see the module docstring); empty when nothing stands out."""
-    fields = _fields(counts, singles)
+def find_causes(
+    frame: Frame, counts: Counts, singles: list[Finding], scale: Scale, alpha: float, exclude: set[str] | None = None
+) -> list[Finding]:
+    """The cause set, strongest first (see the module docstring); empty when nothing stands
+    out. ``exclude``: fields that are no cause (they restate the selection: parts.py)."""
+    fields = _fields(counts, singles, exclude or set())
     if not fields or scale.sel_w <= 0 or scale.base_w <= 0:
         return []
     cells = _count_cells(frame, counts, fields, scale)
@@ -91,16 +95,16 @@ def find_causes(frame: Frame, counts: Counts, singles: list[Finding], scale: Sca
     return _greedy(cells, scale, alpha)
 
 
-def _fields(counts: Counts, singles: list[Finding]) -> list[str]:
+def _fields(counts: Counts, singles: list[Finding], exclude: set[str]) -> list[str]:
     """Dimension fields ranked by their most significant value (over- or under-represented),
     at most ``MAX_FIELDS``, taken in that order while the cube they span (each field's
     listed values and "another value") stays within ``MAX_CUBE`` cells."""
     best: dict[str, float] = {}
     for f in singles:
-        if f.kind == "dimension" and f.field in counts.values:
+        if f.kind == "dimension" and f.field in counts.values and f.field not in exclude:
             best[str(f.field)] = min(best.get(str(f.field), 1.0), f.p_value)
     ranked = sorted(best, key=lambda n: (best[n], n))  # ties by name: the same fields whatever order counts came in
-    rest = [n for n in counts.values if n not in best and len(counts.values[n]) > 1]
+    rest = [n for n in counts.values if n not in best and n not in exclude and len(counts.values[n]) > 1]
     chosen: list[str] = []
     cube = 1
     for name in ranked + rest:
@@ -114,48 +118,24 @@ def _fields(counts: Counts, singles: list[Finding]) -> list[str]:
 
 
 def _count_cells(frame: Frame, counts: Counts, fields: list[str], scale: Scale) -> Cells | None:
-    columns: list[tuple[str, str, list[Any]]] = []
-    values: list[list[Any]] = []
-    for i, name in enumerate(fields):
-        listed = sorted(counts.values[name], key=lambda vc: (-(vc[1].sel_w + vc[1].base_w), repr(vc[0])))[:MAX_VALUES]
-        col = ident(name)
-        whens, params = [], []
-        for code, (value, _) in enumerate(listed):
-            if value is None:
-                whens.append(f"WHEN {col} IS NULL THEN {code}")
-            else:
-                whens.append(f"WHEN {col} = ? THEN {code}")
-                params.append(value)
-        values.append([v for v, _ in listed])
-        columns.append((f"CASE {' '.join(whens)} ELSE -1 END", f"__k{i}", params))
-    keys = ", ".join(ident(f"__k{i}") for i in range(len(fields)))
-    weight = f"sum({W})" if frame.row_weights else "count(*)"
-    f1, f0 = (1.0, 1.0) if frame.row_weights else frame.factors
+    listed = [
+        sorted(counts.values[name], key=lambda vc: (-(vc[1].sel_w + vc[1].base_w), repr(vc[0])))[:MAX_VALUES]
+        for name in fields
+    ]
+    values = [[v for v, _ in vals] for vals in listed]
+    events = True
     if frame.count:  # whole counts are events; others (rollups of rates) are not
         col = ident(frame.count)
-        columns.append((f"({col} IS NULL OR {col} = round({col}))", "__whole", []))
-        source, params = frame.sql(columns)
+        source, params = frame.sql([(f"({col} IS NULL OR {col} = round({col}))", "__whole", [])])
         whole = frame.backend.execute_sql(f"SELECT coalesce(bool_and(__whole), true) FROM ({source})", params)
         events = bool(whole.rows[0][0])
-        columns.pop()
-    else:
-        events = True
-    source, params = frame.sql(columns)
-    sql = (
-        f"SELECT {keys}, coalesce({weight} FILTER (WHERE {SEL}), 0), coalesce({weight} FILTER (WHERE NOT {SEL}), 0) "
-        f"FROM ({source}) GROUP BY ALL LIMIT {MAX_CELLS + 1}"
-    )
-    rows = frame.backend.execute_sql(sql, params).rows
-    if len(rows) > MAX_CELLS:
+    got = count_coded(frame, list(zip(fields, values)), MAX_CELLS)
+    if got is None:
         return None
-    n = len(fields)
-    codes = np.array([r[:n] for r in rows], dtype=np.int64).reshape(len(rows), n)
-    order = np.lexsort(codes.T[::-1]) if n else np.arange(len(rows))  # the same cells in the same order each run
-    codes, rows = codes[order], [rows[i] for i in order]
     # in effective events: the tests' scale (Kish's size under sample rates)
-    sel = np.array([float(r[n]) for r in rows]) * f1 * scale.sel_eff / scale.sel_w
-    base = np.array([float(r[n + 1]) for r in rows]) * f0 * scale.base_eff / scale.base_w
-    return Cells(codes, sel, base, fields, values, events)
+    sel = got.sel * scale.sel_eff / scale.sel_w
+    base = got.base * scale.base_eff / scale.base_w
+    return Cells(got.codes, sel, base, fields, values, events)
 
 
 def weighted_median_ratio(sel: np.ndarray, base: np.ndarray) -> tuple[float, float, float]:
@@ -350,9 +330,13 @@ def _coarsen(
     split_critical: float,
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Give way to a part (one value fewer) while splitting that part into this
-    conjunction and the rest does not fit better than the part's own single ratio."""
+    conjunction and the rest does not fit better than the part's own single ratio. The
+    part must itself be a cause a candidate could be: over-represented against the normal
+    ratio and against the rest (a part rarer in the selection than in the baseline is not
+    one, however noisy the cells)."""
     while len(subset) > 1:
         inner = _members(cells.codes, subset, key) & open_cells
+        overall = float(cells.sel[open_cells].sum()) / max(float(cells.base[open_cells].sum()), 1e-300)
         best: tuple[float, tuple[int, ...], tuple[int, ...]] | None = None
         for drop in range(len(subset)):
             part = subset[:drop] + subset[drop + 1 :]
@@ -360,8 +344,8 @@ def _coarsen(
             rest = _members(cells.codes, part, part_key) & open_cells & ~inner
             s_part = float(cells.sel[inner].sum() + cells.sel[rest].sum())
             b_part = float(cells.base[inner].sum() + cells.base[rest].sum())
-            if b_part <= 0 or s_part <= noise.k * b_part or not rest.any():
-                continue  # the part is not over-represented: nothing to give way to
+            if b_part <= 0 or s_part <= max(noise.k, overall) * b_part or not rest.any():
+                continue  # a part over-represented against neither the normal nor the rest is no cause
             rate = s_part / b_part
             split = 0.0
             for group in (inner, rest):

@@ -19,17 +19,17 @@ is marked ``within`` the enclosing value and listed after the findings that are 
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rootsift.analysis import stats
+from rootsift.analysis.cells import count_coded
 from rootsift.analysis.findings import Finding
-from rootsift.analysis.frame import SEL, Frame, W
-from rootsift.store.sqltext import ident
+from rootsift.analysis.frame import Frame
 
 if TYPE_CHECKING:
-    from rootsift.analysis.explain import Scale
+    from rootsift.analysis.singles import Scale
 
 MAX_CANDIDATES = 12
 PER_FIELD = 3
@@ -134,32 +134,11 @@ def _coded(candidates: list[Finding]) -> list[tuple[int, Finding]]:
 
 def _cube(frame: Frame, fields: list[str], candidates: list[Finding]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Selected and baseline weight per combination of codes (-1: another value)."""
-    columns: list[tuple[str, str, list[Any]]] = []
     coded = _coded(candidates)
-    for i, name in enumerate(fields):
-        col = ident(name)
-        whens, params = [], []
-        for code, f in coded:
-            if f.field != name:
-                continue
-            if f.value is None:
-                whens.append(f"WHEN {col} IS NULL THEN {code}")
-            else:
-                whens.append(f"WHEN {col} = ? THEN {code}")
-                params.append(f.value)
-        columns.append((f"CASE {' '.join(whens)} ELSE -1 END", f"__c{i}", params))
-    source, params = frame.sql(columns)
-    keys = ", ".join(ident(f"__c{i}") for i in range(len(fields)))
-    weight = f"sum({W})" if frame.row_weights else "count(*)"
-    f1, f0 = (1.0, 1.0) if frame.row_weights else frame.factors
-    sql = (
-        f"SELECT {keys}, coalesce({weight} FILTER (WHERE {SEL}), 0), coalesce({weight} FILTER (WHERE NOT {SEL}), 0) "
-        f"FROM ({source}) GROUP BY ALL"
-    )
-    rows = frame.backend.execute_sql(sql, params).rows
-    n = len(fields)
-    codes = np.array([r[:n] for r in rows], dtype=np.int64).reshape(len(rows), n)
-    return codes, np.array([float(r[n]) * f1 for r in rows]), np.array([float(r[n + 1]) * f0 for r in rows])
+    listed = [(name, [f.value for _, f in coded if f.field == name]) for name in fields]
+    got = count_coded(frame, listed)
+    assert got is not None  # no limit
+    return got.codes, got.sel, got.base
 
 
 def _finding(parts: list[Finding], a_w: float, b_w: float, scale: Scale) -> Finding:

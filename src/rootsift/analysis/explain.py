@@ -2,15 +2,18 @@
 
 One pass counts every dimension's values and every measure's distribution in the
 selection and the baseline (``counts.py``); each field/value share and each measure is
-tested (``stats.py``), the tests corrected together for the false discovery rate, and
-the significant ones ranked by a score that is the effect shrunk by its uncertainty.
-A second, small pass counts conjunctions of the strongest values (``combos.py``).
-docs/explain.md explains the statistics in plain words.
+tested (``singles.py``), the tests corrected together for the false discovery rate, and
+the significant ones ranked by a score that is the effect shrunk by its uncertainty:
+dimension culprits first, then measures and a quantity's values, then values nested in
+another, then restatements of the selected measure (``parts.py``). A second, small pass
+counts conjunctions of the strongest values (``combos.py``); the cause set
+(``causes.py``) comes first. docs/explain.md explains the statistics in plain words.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -20,46 +23,18 @@ import numpy as np
 from rootsift.analysis import stats
 from rootsift.analysis.causes import CAUSE_METHOD, find_causes
 from rootsift.analysis.combos import COMBO_METHOD, search_combinations
-from rootsift.analysis.counts import BIN_STEPS, Cell, Counts, bin_edges, count_pass
+from rootsift.analysis.counts import BIN_STEPS, Cell, Counts, count_pass
 from rootsift.analysis.defaults import ALPHA, TOP_VALUES
 from rootsift.analysis.fields import PILOT_ROWS, plan_fields
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame
+from rootsift.analysis.parts import PARTS_METHOD, restatements
+from rootsift.analysis.singles import Scale, dimension_findings, measure_findings
 from rootsift.errors import UsageError
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.segment import SAMPLE_EVERY
 
-QUANTILES = (0.5, 0.9, 0.99)
 SMALL_SELECTION = 30
-
-
-@dataclass
-class Scale:
-    """Totals of the selection and baseline, weighted and effective (for the tests)."""
-
-    sel_w: float
-    base_w: float
-    sel_eff: float
-    base_eff: float
-
-    def effective(self, cell: Cell) -> tuple[float, float]:
-        """A cell's counts in effective events (its weighted counts, scaled)."""
-        a = cell.sel_w * self.sel_eff / self.sel_w if self.sel_w else 0.0
-        b = cell.base_w * self.base_eff / self.base_w if self.base_w else 0.0
-        return a, b
-
-    def table(self, cell: Cell) -> tuple[float, float, float, float]:
-        """(value in selection, selection, value in baseline, baseline) in effective events,
-        each group scaled by the smaller of its own and the value's effective events per
-        unit of weight: a value whose events are weighted unevenly is tested as the smaller
-        sample it is."""
-        f1 = self.sel_eff / self.sel_w if self.sel_w else 0.0
-        f0 = self.base_eff / self.base_w if self.base_w else 0.0
-        if cell.sel_w2 > 0:
-            f1 = min(f1, cell.sel_w / cell.sel_w2)
-        if cell.base_w2 > 0:
-            f0 = min(f0, cell.base_w / cell.base_w2)
-        return cell.sel_w * f1, self.sel_w * f1, cell.base_w * f0, self.base_w * f0
 
 
 @dataclass
@@ -105,6 +80,7 @@ def explain(
     sampled: bool = False,
     select_start_of: str | None = None,
     count_field: str | None = None,
+    outcomes: Collection[str] = (),
 ) -> Explanation:
     """Compare the selection (``select`` and/or ``select_from``…``select_to``) with the
     baseline (the rest of the range, or the events matching ``baseline``); return the
@@ -113,7 +89,9 @@ def explain(
     ``select_start_of``: a duration field; the time box bounds each event's start
     (timestamp less the duration, for logs stamped at completion). ``count_field``: the
     field saying how many identical events a row stands for (default: the dataset's
-    setting, or ``event_count`` when present)."""
+    setting, or ``event_count`` when present). ``outcomes``: fields that say what the
+    selection produced, not where it happened (investigate: a latency region's status
+    fields); they are reported but join no combination or cause."""
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha} must be between 0 and 1")
     if top_values < 1:
@@ -135,6 +113,8 @@ def explain(
     if not frame.has_selection():
         raise UsageError("say what to explain: --select EXPR and/or --select-from/--select-to")
     plan = plan_fields(frame)
+    # fields that restate the measure the selection is a threshold on (parts.py): not causes
+    restating = restatements(frame, [*plan.measures, *plan.dimensions])
     counts = count_pass(frame, plan, top_values)
     total = counts.total
     scale = Scale(
@@ -149,7 +129,7 @@ def explain(
         _group(total.base_n, total.base_w, scale.base_eff, baseline or None, None, None, frame.weighted),
         [],
         _warnings(total, scale, frame),
-        _fields_summary(plan, counts, scale),
+        _fields_summary(plan, counts, scale, restating),
         _method(alpha, top_values, frame, total.sel_n, total.base_n),
     )
     if select_start_of and (select_from or select_to):
@@ -160,17 +140,24 @@ def explain(
         )
     if total.sel_n == 0 or total.base_n == 0:
         return out
-    singles = _dimension_findings(counts, scale, alpha) + _measure_findings(counts, scale)
+    singles = dimension_findings(counts, scale, alpha) + measure_findings(counts, scale)
+    for f in singles:
+        if f.field in restating:
+            f.detail["restates"] = restating[str(f.field)].as_dict()
     _set_q(singles)
-    combos, tested = search_combinations(frame, [f for f in singles if f.q_value < alpha], scale, alpha)
+    not_causes = set(restating) | set(outcomes)
+    candidates = [f for f in singles if f.q_value < alpha and f.field not in not_causes]
+    combos, tested = search_combinations(frame, candidates, scale, alpha)
     everything = singles + tested
     _set_q(everything)
     # significant, and an effect that stands clear of zero (a score of 0 is a difference
     # the counts cannot tell from none, such as one unusual value on one event)
     kept = [f for f in singles + combos if f.q_value < alpha and f.score > 0]
-    # a value nested in another that explains it (a host in its zone) comes after the rest
-    ranked = sorted(_drop_complements(kept), key=lambda f: ("within" in f.detail, -f.score, f.p_value))
-    out.cause_set = find_causes(frame, counts, singles, scale, alpha)
+    # a quantity (a number also compared as a distribution: bytes, a duration) is described by
+    # its measure finding; its single values are no cause (a cause set names values, not ranges)
+    quantities = set(plan.dimensions) & set(plan.measures)
+    ranked = sorted(_drop_complements(kept), key=lambda f: _rank(f, quantities))
+    out.cause_set = find_causes(frame, counts, singles, scale, alpha, exclude=not_causes | quantities)
     for f in out.cause_set:
         f.q_value = f.p_value  # already corrected for every conjunction tried
     named = {_names(f) for f in out.cause_set}
@@ -179,91 +166,13 @@ def explain(
     return out
 
 
-def _dimension_findings(counts: Counts, scale: Scale, alpha: float) -> list[Finding]:
-    """One test per (field, value), missing as a value; a measure's missing share too.
-
-    A value too rare to be significant even if all its events fell on one side is not
-    tested (Tarone: it could never be a finding, and testing it would only dilute the
-    others). A value kept for being common in the selection is tested against every
-    value its field has (its p-value times the field's distinct count).
-    """
-    pairs: list[tuple[str, Any, Cell]] = [(name, v, c) for name, vals in counts.values.items() for v, c in vals]
-    for name, cells in counts.bins.items():
-        missing = next((c for k, c in cells if k is None), None)
-        present = any(k is not None for k, _ in cells)
-        if missing is not None and present and name not in counts.values:  # a dimension counts it already
-            pairs.append((name, None, missing))
-    if not pairs:
-        return []
-    tables = np.array([scale.table(c) for _, _, c in pairs])
-    a, n1, b, n0 = tables[:, 0], tables[:, 1], tables[:, 2], tables[:, 3]
-    with_value = a + b
-    all_sel = np.minimum(with_value, n1)
-    all_base = np.minimum(with_value, n0)
-    best = np.minimum(
-        stats.share_test(all_sel, with_value - all_sel, n1, n0),
-        stats.share_test(with_value - all_base, all_base, n1, n0),
-    )
-    testable = best <= alpha
-    pairs = [pair for pair, ok in zip(pairs, testable) if ok]
-    a, n1, b, n0 = a[testable], n1[testable], b[testable], n0[testable]
-    if not pairs:
-        return []
-    p_sel = np.array([c.sel_w for _, _, c in pairs]) / scale.sel_w
-    p_base = np.array([c.base_w for _, _, c in pairs]) / scale.base_w
-    p = stats.share_test(a, b, n1, n0)
-    every = counts.total.sel_n + counts.total.base_n  # bounds the distinct values of a heavy-hitter field
-    looked = np.array([1.0 if c.among_common else float(counts.distinct.get(n) or every) for n, _, c in pairs])
-    p = np.minimum(1.0, p * looked)
-    diff, score = stats.share_score(p_sel, p_base, n1, n0)
-    return [
-        Finding(
-            "dimension",
-            float(score[i]),
-            float(p[i]),
-            field=name,
-            value=value,
-            selection_fraction=float(p_sel[i]),
-            baseline_fraction=float(p_base[i]),
-            selection_count=cell.sel_w,
-            baseline_count=cell.base_w,
-            effect=float(diff[i]),
-        )
-        for i, (name, value, cell) in enumerate(pairs)
-    ]
-
-
-def _measure_findings(counts: Counts, scale: Scale) -> list[Finding]:
-    """A rank test per measure, with its quantiles side by side."""
-    found = []
-    for name, cells in counts.bins.items():
-        present = sorted(((k, c) for k, c in cells if k is not None), key=lambda kc: kc[0])
-        if not present:
-            continue
-        keys = np.array([k for k, _ in present], dtype=np.float64)
-        eff = np.array([scale.effective(c) for _, c in present])
-        delta, p, se = stats.binned_rank_test(eff[:, 0], eff[:, 1])
-        low, high = bin_edges(keys)
-        sel_q = stats.binned_quantiles(np.array([c.sel_w for _, c in present]), low, high, QUANTILES)
-        base_q = stats.binned_quantiles(np.array([c.base_w for _, c in present]), low, high, QUANTILES)
-        sel_n = sum(c.sel_w for _, c in present)
-        base_n = sum(c.base_w for _, c in present)
-        quantiles = {
-            f"p{round(q * 100)}": {"selection": _r(s), "baseline": _r(b)} for q, s, b in zip(QUANTILES, sel_q, base_q)
-        }
-        found.append(
-            Finding(
-                "measure",
-                max(0.0, abs(delta) - stats.Z95 * se),
-                p,
-                field=name,
-                selection_count=sel_n,
-                baseline_count=base_n,
-                effect=delta,
-                detail={"direction": "higher" if delta > 0 else "lower", "quantiles": quantiles},
-            )
-        )
-    return found
+def _rank(f: Finding, quantities: set[str]) -> tuple[Any, ...]:
+    """Where dimension culprits (an upstream, a zone, a statement) come first: then measures
+    and a quantity's values (how the selection differs, not where), then values nested in
+    one that explains them, then restatements of the selected measure; by score within each."""
+    named = [str(c["field"]) for c in f.conditions] if f.conditions is not None else [str(f.field)]
+    described = f.kind == "measure" or any(n in quantities for n in named)
+    return ("restates" in f.detail, "within" in f.detail, described, -f.score, f.p_value)
 
 
 def _names(f: Finding) -> tuple[Any, ...]:
@@ -314,13 +223,15 @@ def _warnings(total: Cell, scale: Scale, frame: Frame) -> list[str]:
     return out
 
 
-def _fields_summary(plan: Any, counts: Counts, scale: Scale) -> dict[str, Any]:
+def _fields_summary(plan: Any, counts: Counts, scale: Scale, restating: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in sorted(set(plan.dimensions) | set(plan.measures) | set(plan.heavy)):
         role = "dimension" if name not in plan.measures else "measure" if name not in plan.dimensions else "both"
         info: dict[str, Any] = {"role": role, "id_like": name in plan.id_like}
         if name in plan.heavy:
             info["role"] = "heavy hitters"
+        if name in restating:
+            info["restates"] = restating[name].as_dict()
         if name in counts.distinct or name in plan.heavy:
             distinct = counts.distinct.get(name) or None
             info["distinct"] = distinct
@@ -376,6 +287,7 @@ def _method(alpha: float, top_values: int, frame: Frame, sel_rows: float, base_r
         ),
         "combinations": COMBO_METHOD,
         "cause_set": CAUSE_METHOD,
+        "restatements": PARTS_METHOD,
         "correction": "Benjamini-Hochberg false discovery rate over every test of the run",
         "score": "effect (difference of shares, or Cliff's delta) less 1.96 standard errors, floored at 0",
         "field_roles": f"numbers with few distinct values in the first {PILOT_ROWS:,} events are also counted per value",

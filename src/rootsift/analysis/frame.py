@@ -190,6 +190,11 @@ class Frame:
         base, p2 = self._marked(columns, self.sample_sql, "baseline", SAMPLE_EVERY)
         return f"{selected} UNION ALL {base}", p1 + p2
 
+    def baseline_sql(self, columns: list[tuple[str, str, list[Any]]]) -> tuple[str, list[Any]]:
+        """Like ``sql()``, the baseline's events only (from the stored sample when there is
+        one): a read of the baseline alone never scans for the selection."""
+        return self._marked(columns, self.sample_sql or self.relation_sql, "baseline", 1)
+
     def _marked(
         self, columns: list[tuple[str, str, list[Any]]] | None, relation: str, keep_only: str, every: int
     ) -> tuple[str, list[Any]]:

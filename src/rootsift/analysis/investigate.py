@@ -5,11 +5,11 @@
 2. The region (``anomaly.py``): the latency or error-rate shift with the strongest scan
    statistic; a stall (a gap in completions followed by a burst) instead when it is
    more significant than the shift, or the shift begins with it.
-3. Its **onset** is explained against the time outside the region: the bad events of
-   the region's first quarter (the cause comes before its consequences) with explain's
-   statistics; findings on a status field (a 499, a 502: what the slowness produced)
-   come after the others. For a stall, the events in and right after it, earliest first
-   (``stalls.py``).
+3. The region is explained against the time outside it (``onset.py``): its **onset**,
+   the region's earliest bad events (the cause comes before its consequences), with
+   explain's statistics; findings on a status field (a 499, a 502: what the slowness
+   produced) come after the others. For a stall, the events completing right after it,
+   earliest first (``stalls.py``), then the stall's own events.
 4. Saturation (``saturation.py``): where the region's extra time went (waiting vs
    service, when the measure has parts), and processes whose in-flight count held at a
    ceiling (a pool or worker limit) during it.
@@ -29,12 +29,11 @@ from rootsift.analysis import seasonal as ss
 from rootsift.analysis import shifts as sh
 from rootsift.analysis import timeouts as to
 from rootsift.analysis import timescale as ts
-from rootsift.analysis import weighted
 from rootsift.analysis.decomposition import decomposition
-from rootsift.analysis.explain import ALPHA, Explanation, explain
+from rootsift.analysis.explain import ALPHA, Explanation
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame
-from rootsift.analysis.stalls import stall_events
+from rootsift.analysis.onset import OPERATOR, direction, explain_in, explain_region
 from rootsift.errors import UsageError
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.sqltext import ident
@@ -42,12 +41,7 @@ from rootsift.store.sqltext import ident
 MEASURES = ("duration_ms", "request_time_ms", "latency_ms", "response_time_ms", "query_time_ms", "elapsed_ms")
 ERROR_FIELDS = ("status", "status_code", "http_status")
 MAX_REGIONS = 3
-OPERATOR = {"up": ">", "down": "<"}
-"""Bad events of a shift up (above the line) and down (below it)."""
 NORMAL_QUANTILE = 0.99
-ONSET_SHARE = 0.02
-ONSET_MIN_EVENTS = 30
-"""The onset is the region's earliest bad events: the first 2 % of them, at least 30."""
 SAMPLED_FROM = 5_000_000
 """From this many events in range, explanations read their baseline from the stored sample
 (explain --sampled: about 80,000 sampled events and more, shares within ±0.0035)."""
@@ -120,7 +114,7 @@ def investigate(
         _saturation(frame, found, measure, timestamp_at, alpha, out)
     past = []
     for ceiling in to.given_ceilings(frame, timeouts or {}) or to.inferred_ceilings(frame, to.duration_fields(frame)):
-        finding = to.past_ceiling(frame, ceiling, lambda **kw: _explain(frame, alpha, sampled, **kw))
+        finding = to.past_ceiling(frame, ceiling, lambda **kw: explain_in(frame, alpha, sampled, **kw))
         if finding is not None:
             past.append(finding)
     out.findings.extend(sorted(past, key=lambda f: -f.selection_count))  # the most violated first
@@ -262,7 +256,7 @@ def _median_shift(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
         [a.start, a.end, half, a.end, *params],
     ).rows[0]
     before, after = row
-    sign = -1.0 if _direction(a) == "down" else 1.0
+    sign = -1.0 if direction(a) == "down" else 1.0
     if before is None or after is None or sign * (after - before) <= 0 or (sign > 0 and before <= 0):
         return
     middle = (float(before) + float(after)) / 2
@@ -289,7 +283,7 @@ def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
     rel = frame.relation_sql
     where, params = frame.range_filter()
     ts, col = ident("timestamp"), ident(str(a.measure))
-    down = _direction(a) == "down"
+    down = direction(a) == "down"
     row = frame.backend.execute_sql(
         f"SELECT quantile_cont({col}, {1 - NORMAL_QUANTILE if down else NORMAL_QUANTILE}) FROM {rel} "
         f"WHERE ({where}) AND ({ts} < ? OR {ts} >= ?)",
@@ -302,16 +296,11 @@ def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
         return
     a.detail["scan_threshold"] = a.threshold
     a.threshold = float(row[0])
-    s = an.series(frame, f"{col} {OPERATOR[_direction(a)]} ?", [a.threshold], width, origin=a.start)
+    s = an.series(frame, f"{col} {OPERATOR[direction(a)]} ?", [a.threshold], width, origin=a.start)
     first = next((k for k, t in enumerate(s.starts) if t >= a.start), None)
     last = next((k for k in range(len(s.starts) - 1, -1, -1) if s.starts[k] < a.end), None)
     if first is not None and last is not None and first <= last:
         a.start = min(a.start, s.starts[an.earlier_onset(s, first, last)])
-
-
-def _direction(a: an.Anomaly) -> str:
-    """``up`` (more events above the line) or ``down`` (more below it)."""
-    return str(a.detail.get("direction", "up"))
 
 
 def _coincide(stall: an.Anomaly, shift: an.Anomaly) -> bool:
@@ -320,92 +309,16 @@ def _coincide(stall: an.Anomaly, shift: an.Anomaly) -> bool:
     return stall.start <= shift.start + near and stall.end + near >= shift.start
 
 
-def _explain(frame: Frame, alpha: float, sampled: bool, **kw: Any) -> Explanation:
-    return explain(
-        frame.backend,
-        frame.dataset,
-        start=frame.start,
-        end=frame.end,
-        where=frame.where,
-        alpha=alpha,
-        sampled=sampled,
-        count_field=frame.count,
-        **kw,
-    )
-
-
-def _outside(a: an.Anomaly) -> str:
-    return f'timestamp < "{iso(a.start)}" or timestamp >= "{iso(a.end)}"'
-
-
-def _onset_end(frame: Frame, a: an.Anomaly, bad_sql: str, bad: list[Any]) -> datetime:
-    """Just after the region's earliest bad events (``ONSET_SHARE`` of them, at least
-    ``ONSET_MIN_EVENTS``): where the cause shows before its consequences spread. Earliest
-    by start when the frame says where events start (their timestamp is the end)."""
-    rel = frame.backend.relation(frame.dataset, a.start, a.end).sql(dialect="duckdb")
-    where, params = frame.range_filter()
-    ts, n = frame.start_sql(), weighted.count_sql(frame)  # a row with a count is that many events
-    inside = f"({where}) AND {ts} >= ? AND {ts} < ? AND {bad_sql}"
-    args = [*params, a.start, a.end, *bad]
-    total = float(frame.backend.execute_sql(f"SELECT sum({n}) FROM {rel} WHERE {inside}", args).rows[0][0] or 0)
-    k = max(ONSET_MIN_EVENTS, int(total * ONSET_SHARE))
-    if k >= total:
-        return a.end
-    row = frame.backend.execute_sql(  # the time of the k-th event (from 0) in time order
-        f"SELECT min(t) FROM (SELECT {ts} AS t, sum({n}) OVER (ORDER BY {ts} ROWS UNBOUNDED PRECEDING) AS c "
-        f"FROM {rel} WHERE {inside}) WHERE c > {k}",
-        args,
-    ).rows
-    return min(a.end, row[0][0] + timedelta(microseconds=1)) if row and row[0][0] is not None else a.end
-
-
 def _explain_region(
     frame: Frame, a: an.Anomaly, alpha: float, sampled: bool, start_of: str | None, out: Investigation
 ) -> None:
-    """``start_of``: the duration field that gives each event's start (its timestamp is its end)."""
-    if a.kind == "stall":
-        settle = timedelta(seconds=2 * float(a.detail["bucket_seconds"]))
-        # ranked from the gap's end: what completes first after it is what everything waited
-        # for (a gap found at a coarse scale may begin a little before the stall did)
-        out.findings.extend(stall_events(frame, a.end, a.end, settle, an.completion_column(frame)))
-        a.detail["completion_field"] = an.completion_column(frame)
-        result = _explain(frame, alpha, sampled, select_from=a.start, select_to=a.end + settle, baseline=_outside(a))
-    else:
-        column = ident(str(a.measure))
-        op = OPERATOR[_direction(a)]
-        bad_sql, bad = (f"{column} {op} ?", [a.threshold]) if a.kind == "latency" else (f"{column} >= 500", [])
-        starts = Frame(
-            frame.backend,
-            frame.dataset,
-            frame.start,
-            frame.end,
-            frame.where,
-            select_start_of=start_of,
-            count_field=frame.count,
-        )
-        onset_end = _onset_end(starts, a, bad_sql, bad)
-        text = f"{to.ident_text(str(a.measure))} {op if a.kind == 'latency' else '>='} {a.threshold if a.kind == 'latency' else 500!r}"
-        result = _explain(
-            frame,
-            alpha,
-            sampled,
-            select=text,
-            select_from=a.start,
-            select_to=onset_end,
-            baseline=_outside(a),
-            select_start_of=start_of,
-        )
-        a.detail["onset_to"] = iso(onset_end)
+    """The region explained (``onset.py``): its findings, groups and warnings into ``out``."""
+    result, findings = explain_region(frame, a, alpha, sampled, start_of)
     out.explanation = result
     out.selection, out.baseline = result.selection, result.baseline
     if "sampling" in result.method:
         out.warnings.append(
             f"sampled ({SAMPLED_FROM:,} events or more in range): {result.method['sampling']['statement']}"
         )
-    # a status (499, 502) is what slowness produced: kept, but after where it happened
-    causes = [f for f in result.findings if not to.outcome(f)]
-    outcomes = [f for f in result.findings if to.outcome(f)]
-    for f in outcomes:
-        f.detail["outcome"] = True
-    out.findings.extend(causes + outcomes if a.kind != "errors" else result.findings)
+    out.findings.extend(findings)
     out.warnings.extend(result.warnings)

@@ -167,7 +167,9 @@ def what(f: Finding) -> str:
         who = " and ".join(f"{c['field']} = {show(c['value'])}" for c in f.conditions or [])
         past = f"{f.detail['events_past']:,} past {f.detail['field']} ≈ {num(f.detail['ceiling'])}"
         return past + (f": {who}" if who else "")
-    within = f.detail.get("within")
+    within, restates = f.detail.get("within"), f.detail.get("restates")
+    if restates:  # a part of the selected measure, or derived from it (analysis/parts.py)
+        return f.describe() + f" ({'part of' if restates['how'] == 'part' else 'derived from'} {restates['measure']})"
     return f.describe() + (f" (within {within['field']} = {show(within['value'])})" if within else "")
 
 

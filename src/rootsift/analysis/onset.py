@@ -1,0 +1,132 @@
+"""Explaining investigate's headline region: what its rows have in common, against the
+rows outside it.
+
+- A latency or error region: its **onset**, the region's earliest bad events (the first
+  ``ONSET_SHARE`` of them, at least ``ONSET_MIN_EVENTS``: the cause shows before its
+  consequences spread), with explain's statistics, against every event outside the
+  region. Findings on a status field (a 499, a 502: what the slowness produced) come
+  after the others.
+- A stall: the kinds of events completing right after it, earliest first
+  (``stalls.py``), then the region's events explained against those outside it.
+
+The baseline is always the complement of the region itself (``anomaly.from``/``to``),
+and the selection lies within it: the headline is what is explained.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from rootsift.analysis import anomaly as an
+from rootsift.analysis import timeouts as to
+from rootsift.analysis import weighted
+from rootsift.analysis.explain import Explanation, explain
+from rootsift.analysis.findings import Finding, iso
+from rootsift.analysis.frame import Frame
+from rootsift.analysis.stalls import stall_events
+from rootsift.store.sqltext import ident
+
+OPERATOR = {"up": ">", "down": "<"}
+"""Bad events of a shift up (above the line) and down (below it)."""
+ONSET_SHARE = 0.02
+ONSET_MIN_EVENTS = 30
+"""The onset is the region's earliest bad events: the first 2 % of them, at least 30."""
+
+
+def direction(a: an.Anomaly) -> str:
+    """``up`` (more events above the line) or ``down`` (more below it)."""
+    return str(a.detail.get("direction", "up"))
+
+
+def explain_in(frame: Frame, alpha: float, sampled: bool, **kw: Any) -> Explanation:
+    return explain(
+        frame.backend,
+        frame.dataset,
+        start=frame.start,
+        end=frame.end,
+        where=frame.where,
+        alpha=alpha,
+        sampled=sampled,
+        count_field=frame.count,
+        **kw,
+    )
+
+
+def _outside(a: an.Anomaly) -> str:
+    return f'timestamp < "{iso(a.start)}" or timestamp >= "{iso(a.end)}"'
+
+
+def _onset_end(frame: Frame, a: an.Anomaly, bad_sql: str, bad: list[Any]) -> datetime:
+    """Just after the region's earliest bad events (``ONSET_SHARE`` of them, at least
+    ``ONSET_MIN_EVENTS``): where the cause shows before its consequences spread. Earliest
+    by start when the frame says where events start (their timestamp is the end)."""
+    rel = frame.backend.relation(frame.dataset, a.start, a.end).sql(dialect="duckdb")
+    where, params = frame.range_filter()
+    ts, n = frame.start_sql(), weighted.count_sql(frame)  # a row with a count is that many events
+    inside = f"({where}) AND {ts} >= ? AND {ts} < ? AND {bad_sql}"
+    args = [*params, a.start, a.end, *bad]
+    total = float(frame.backend.execute_sql(f"SELECT sum({n}) FROM {rel} WHERE {inside}", args).rows[0][0] or 0)
+    k = max(ONSET_MIN_EVENTS, int(total * ONSET_SHARE))
+    if k >= total:
+        return a.end
+    row = frame.backend.execute_sql(  # the time of the k-th event (from 0) in time order
+        f"SELECT min(t) FROM (SELECT {ts} AS t, sum({n}) OVER (ORDER BY {ts} ROWS UNBOUNDED PRECEDING) AS c "
+        f"FROM {rel} WHERE {inside}) WHERE c > {k}",
+        args,
+    ).rows
+    return min(a.end, row[0][0] + timedelta(microseconds=1)) if row and row[0][0] is not None else a.end
+
+
+def explain_region(
+    frame: Frame, a: an.Anomaly, alpha: float, sampled: bool, start_of: str | None
+) -> tuple[Explanation, list[Finding]]:
+    """The region explained against the time outside it: (explain's result, the findings in
+    the order shown; a stall's events first). ``start_of``: the duration field that gives
+    each event's start (its timestamp is its end)."""
+    findings: list[Finding] = []
+    if a.kind == "stall":
+        settle = timedelta(seconds=2 * float(a.detail["bucket_seconds"]))
+        # ranked from the gap's end: what completes first after it is what everything waited
+        # for (a gap found at a coarse scale may begin a little before the stall did)
+        findings.extend(stall_events(frame, a.end, a.end, settle, an.completion_column(frame)))
+        a.detail["completion_field"] = an.completion_column(frame)
+        # the events of the region itself, against those outside it: the headline is what is explained
+        result = explain_in(frame, alpha, sampled, select_from=a.start, select_to=a.end, baseline=_outside(a))
+    else:
+        column = ident(str(a.measure))
+        op = OPERATOR[direction(a)]
+        bad_sql, bad = (f"{column} {op} ?", [a.threshold]) if a.kind == "latency" else (f"{column} >= 500", [])
+        starts = Frame(
+            frame.backend,
+            frame.dataset,
+            frame.start,
+            frame.end,
+            frame.where,
+            select_start_of=start_of,
+            count_field=frame.count,
+        )
+        onset_end = _onset_end(starts, a, bad_sql, bad)
+        text = f"{to.ident_text(str(a.measure))} {op if a.kind == 'latency' else '>='} {a.threshold if a.kind == 'latency' else 500!r}"
+        result = explain_in(
+            frame,
+            alpha,
+            sampled,
+            select=text,
+            select_from=a.start,
+            select_to=onset_end,
+            baseline=_outside(a),
+            select_start_of=start_of,
+            # a status (499, 502) is what the slowness produced: no cause of it
+            outcomes=[
+                n for n in frame.fields if a.kind == "latency" and to.outcome(Finding("dimension", 0, 1, field=n))
+            ],
+        )
+        a.detail["onset_to"] = iso(onset_end)
+    # a status (499, 502) is what slowness produced: kept, but after where it happened
+    causes = [f for f in result.findings if not to.outcome(f)]
+    outcomes = [f for f in result.findings if to.outcome(f)]
+    for f in outcomes:
+        f.detail["outcome"] = True
+    findings.extend(causes + outcomes if a.kind != "errors" else result.findings)
+    return result, findings
