@@ -190,7 +190,8 @@ def past_ceiling(frame: Frame, ceiling: Ceiling, explain: Any) -> Finding | None
     # explain lists its cause set first, and a set has no order: the strongest single
     # finding is what the timed-out events have most in common
     shared = [f for f in result.findings if f.kind in ("dimension", "combination") and not outcome(f)]
-    top = min(shared, key=lambda f: ("within" in f.detail, -f.score, f.p_value), default=None)
+    # a part of the timed-out duration itself (its value `missing`, say) restates the ceiling
+    top = min(shared, key=lambda f: ("restates" in f.detail, "within" in f.detail, -f.score, f.p_value), default=None)
     detail: dict[str, Any] = {
         "ceiling": ceiling.value,
         "inferred": ceiling.inferred,
