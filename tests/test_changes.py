@@ -303,3 +303,42 @@ def test_cli_terminal_and_errors(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--related" in json.loads(bad.stdout)["error"]["message"]
     bad = CliRunner().invoke(main, ["changes", "api", "--measure", "p50(nope)", "--data", str(data), "--json"])
     assert bad.exit_code == 2 and "nope" in json.loads(bad.stdout)["error"]["message"]
+
+
+def test_investigate_ranks_change_events_as_suspects_of_its_onset(tmp_path: Path) -> None:
+    """Latency is 4x for two hours (an incident, then a rollback): a deploy 10 minutes before
+    the onset is the first suspect; a config push an hour after the onset is listed as
+    after, never as a cause; a flag flip two hours before, with nothing changing at it,
+    ranks below the deploy."""
+    import json as _json
+    import random as _random
+    from datetime import UTC as _UTC
+    from datetime import datetime as _dt
+    from datetime import timedelta as _td
+
+    from rootsift import Rootsift
+
+    rng = _random.Random(3)
+    t0 = _dt(2026, 5, 1, tzinfo=_UTC)
+    onset = t0 + _td(hours=6)
+    rows = []
+    for i in range(12 * 3600 // 5):
+        t = t0 + _td(seconds=5 * i)
+        ms = rng.lognormvariate(3, 0.3) * (4 if onset <= t < onset + _td(hours=2) else 1)
+        rows.append(_json.dumps({"timestamp": t.isoformat(), "duration_ms": round(ms, 3), "host": f"h{i % 4}"}))
+    (tmp_path / "req.jsonl").write_text("\n".join(rows) + "\n")
+    events = [
+        {"timestamp": (onset - _td(hours=2)).isoformat(), "change": {"kind": "flag"}, "description": "flip flag x"},
+        {"timestamp": (onset - _td(minutes=10)).isoformat(), "change": {"kind": "deploy"}, "description": "deploy api 2.1"},
+        {"timestamp": (onset + _td(hours=1)).isoformat(), "change": {"kind": "config"}, "description": "raise pool"},
+    ]
+    (tmp_path / "changes.jsonl").write_text("\n".join(_json.dumps(e) for e in events) + "\n")
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(tmp_path / "req.jsonl", "req")
+        rs.ingest(tmp_path / "changes.jsonl", "deploys")
+        result = rs.investigate("req", measure="duration_ms", changes="deploys").as_dict()
+    suspects = [f for f in result["findings"] if f["kind"] == "suspect"]
+    assert [s["event"] for s in suspects][0] == "deploy api 2.1"
+    later = next(s for s in suspects if s["event"] == "raise pool")
+    assert later["relation"] == "after" and suspects.index(later) == len(suspects) - 1
+    assert {"flip flag x", "deploy api 2.1", "raise pool"} == {s["event"] for s in suspects}

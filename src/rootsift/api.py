@@ -343,13 +343,15 @@ class Rootsift:
         timestamp_at: str = "start",
         alpha: float = ALPHA,
         count_field: str | None = None,
+        changes: str | None = None,
         now: datetime | None = None,
     ) -> Investigation:
         """Find the anomalous region of ``dataset`` (a latency or error-rate shift, or a
         stall) and explain it; ``timeouts`` are configured limits per duration field, in
         the field's own unit (else they are inferred); ``timestamp_at`` says whether an
         event's timestamp is its start or its end; ``count_field``: each row stands for
-        that many identical events (default: the dataset's setting). docs/investigate.md."""
+        that many identical events (default: the dataset's setting); ``changes``: a
+        dataset of change events ranked as suspects of the onset. docs/investigate.md."""
         from rootsift.analysis.investigate import investigate
 
         now = now or datetime.now(UTC)
@@ -364,6 +366,7 @@ class Rootsift:
             timestamp_at=timestamp_at,
             alpha=alpha,
             count_field=count_field,
+            changes=changes,
         )
 
     def trends(

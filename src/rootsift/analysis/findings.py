@@ -18,6 +18,10 @@ MISSING = None
 """A field absent from an event is a value of its own: ``None`` here, ``null`` in JSON."""
 
 
+WHOLE_DETAIL = ("suspect",)
+"""Kinds whose detail is the whole finding (a change event: no field, shares or counts)."""
+
+
 @dataclass
 class Finding:
     """One thing that differs between the selection and the baseline."""
@@ -38,6 +42,8 @@ class Finding:
     detail: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
+        if self.kind in WHOLE_DETAIL:
+            return {"kind": self.kind, **self.detail}
         out: dict[str, Any] = {"kind": self.kind}
         if self.conditions is not None:
             out["conditions"] = self.conditions

@@ -86,9 +86,11 @@ def investigate(
     timestamp_at: str = "start",
     alpha: float = ALPHA,
     count_field: str | None = None,
+    changes: str | None = None,
 ) -> Investigation:
     """Find the dataset's anomalous region and explain it (see the module docstring);
-    ``count_field``: each row stands for that many identical events."""
+    ``count_field``: each row stands for that many identical events; ``changes``: a
+    dataset of change events, ranked as suspects of the region's onset (onset_suspects.py)."""
     if timestamp_at not in ("start", "end"):
         raise UsageError(f"--timestamp-at must be start or end, not {timestamp_at!r}")
     if not 0 < alpha < 1:
@@ -108,10 +110,22 @@ def investigate(
     out = Investigation(dataset, None, [])
     found = _find(frame, measure, start, end, alpha, out.method, out.regions)
     out.anomaly = found
+    if changes is not None and changes not in {d.name for d in backend.datasets()}:
+        from rootsift.analysis.changes import raise_unknown
+
+        raise_unknown(backend, changes)
     if found is not None:
         start_of = measure if timestamp_at == "end" and found.kind != "stall" else None
         _explain_region(frame, found, alpha, sampled, start_of, out)
         _saturation(frame, found, measure, timestamp_at, alpha, out)
+        if changes is not None:
+            from rootsift.analysis.onset_suspects import onset_suspects
+
+            suspects, notes = onset_suspects(
+                backend, dataset, changes, found, start=start, end=end, where=where, alpha=alpha
+            )
+            out.findings.extend(suspects)
+            out.warnings.extend(notes)
     past = []
     for ceiling in to.given_ceilings(frame, timeouts or {}) or to.inferred_ceilings(frame, to.duration_fields(frame)):
         finding = to.past_ceiling(frame, ceiling, lambda **kw: explain_in(frame, alpha, sampled, **kw))

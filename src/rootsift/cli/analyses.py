@@ -131,6 +131,12 @@ def explain(
     help="Each row stands for this many identical events (default: the dataset's, or event_count).",
 )
 @click.option(
+    "--changes",
+    metavar="DATASET",
+    default=None,
+    help="A dataset of change events (deploys, config): ranked as suspects of the onset (docs/changes.md).",
+)
+@click.option(
     "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Findings shown in the terminal."
 )
 @click.option(
@@ -152,6 +158,7 @@ def investigate(
     timestamp_at: str,
     alpha: float,
     count_field: str | None,
+    changes: str | None,
     limit: int,
     report: Path | None,
 ) -> None:
@@ -173,6 +180,7 @@ def investigate(
         timestamp_at=timestamp_at,
         alpha=alpha,
         count_field=count_field,
+        changes=changes,
     )
     grid = None
     field = measure or (result.anomaly.measure if result.anomaly and result.anomaly.kind == "latency" else None)

@@ -70,6 +70,8 @@ def sides(f: Finding, quantiles: tuple[str, ...] | None = ("p50", "p99")) -> tup
         return f"{f.selection_count:,.0f} in stall", f"{f.baseline_count:,.0f} elsewhere"
     if f.kind == "decomposition":
         return f"mean {num(f.detail['region_mean'])}", f"mean {num(f.detail['outside_mean'])}"
+    if f.kind == "suspect":
+        return ("at the onset" if f.detail["coincides_with_onset"] else f"step z {num(f.detail['step_z'])}"), ""
     if f.kind != "measure":
         return _pct(f.selection_fraction), _pct(f.baseline_fraction)
     q = {k: v for k, v in f.detail.get("quantiles", {}).items() if quantiles is None or k in quantiles}
@@ -129,12 +131,12 @@ def investigation(console: Console, result: Investigation, limit: int = 20, grid
     warnings(console, result.warnings)
 
 
-ALWAYS_SHOWN = ("decomposition", "saturation", "timeout")
+ALWAYS_SHOWN = ("decomposition", "saturation", "timeout", "suspect")
 
 
 def q_cell(f: Finding) -> str:
     """The q-value as shown; blank for descriptive findings (a stall's events, an in-flight ceiling)."""
-    return "" if f.kind in ("stall", "saturation") else f"{f.q_value:.2g}"
+    return "" if f.kind in ("stall", "saturation", "suspect") else f"{f.q_value:.2g}"
 
 
 def part_tree(parts: list[dict[str, Any]], parent: str | None = None) -> str:
@@ -163,6 +165,10 @@ def what(f: Finding) -> str:
             f"{who}: {num(f.detail['in_flight_ceiling'])} in flight ({f.detail['duration']}) "
             f"held up to {num(f.detail['longest_at_ceiling_seconds'])} s"
         )
+    if f.kind == "suspect":
+        d = f.detail
+        when = "after the onset: not a cause" if d["relation"] == "after" else f"{d['lead']} before the shift"
+        return f"{d['event']} ({d['change_kind'] or 'change'}, {when})"
     if f.kind == "timeout":
         who = " and ".join(f"{c['field']} = {show(c['value'])}" for c in f.conditions or [])
         past = f"{f.detail['events_past']:,} past {f.detail['field']} ≈ {num(f.detail['ceiling'])}"

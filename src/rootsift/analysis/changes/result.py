@@ -123,28 +123,7 @@ class Changes:
         return found
 
     def _suspect(self, shift: Shift, s: Suspect) -> dict[str, Any]:
-        e = s.event
-        return {
-            "kind": "suspect",
-            "event": e.name,
-            "time": iso_z(e.time),
-            "change_kind": e.kind,
-            "fields": {k: v for k, v in e.fields.items() if k != "description"},
-            "relation": s.relation,
-            "changepoint": iso_z(shift.time),
-            "series": self._series_name(shift),
-            "lead": format_duration(timedelta(seconds=round(s.lead_seconds))),
-            "lead_seconds": round(s.lead_seconds, 3),
-            "step_z": _r(s.step_z),
-            "p_value": float(f"{s.step_p:.4g}"),
-            "compared": s.compared,
-            "in_scope": s.in_scope,
-            "coincides_with_onset": s.coincides,
-            "exclusivity": _r(s.exclusivity),
-            "exclusivity_z": _r(s.exclusivity_z),
-            "onset": iso_z(shift.onset) if shift.onset else None,
-            "score": score(s),
-        }
+        return suspect_finding(s, self._series_name(shift), shift.time, shift.onset)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -169,3 +148,30 @@ class Changes:
 
 def _r(x: float | None) -> float | None:
     return None if x is None else round(float(x), 6)
+
+
+def suspect_finding(s: Suspect, series: str, changepoint: datetime, onset: datetime | None) -> dict[str, Any]:
+    """A change event as a ``suspect`` finding of a shift of ``series`` at ``changepoint``
+    (``changes``, and ``investigate --changes`` at its onset)."""
+    e = s.event
+    return {
+        "kind": "suspect",
+        "event": e.name,
+        "time": iso_z(e.time),
+        "change_kind": e.kind,
+        "fields": {k: v for k, v in e.fields.items() if k != "description"},
+        "relation": s.relation,
+        "changepoint": iso_z(changepoint),
+        "series": series,
+        "lead": format_duration(timedelta(seconds=round(s.lead_seconds))),
+        "lead_seconds": round(s.lead_seconds, 3),
+        "step_z": _r(s.step_z),
+        "p_value": float(f"{s.step_p:.4g}"),
+        "compared": s.compared,
+        "in_scope": s.in_scope,
+        "coincides_with_onset": s.coincides,
+        "exclusivity": _r(s.exclusivity),
+        "exclusivity_z": _r(s.exclusivity_z),
+        "onset": iso_z(onset) if onset else None,
+        "score": score(s),
+    }
