@@ -44,6 +44,18 @@ export function renderFindings(list, findings, { onFilter, onBreakdown, limit = 
     const what = document.createElement("div");
     what.className = "what";
     const q = f.q_value != null ? ` · q ${prob(f.q_value)}` : "";
+    if (f.kind === "suspect") {
+      what.textContent = `suspect: ${f.event}`;
+      li.append(what);
+      const when = f.relation === "after" ? "after the onset: not a cause" : `${f.lead} before the shift`;
+      li.append(Object.assign(document.createElement("div"), { textContent: `${f.change_kind || "change"} at ${f.time}, ${when}${f.coincides_with_onset ? ", at the onset" : ""}` }));
+      const meta = document.createElement("div");
+      meta.className = "muted";
+      meta.textContent = `step at the event: z ${num(f.step_z)}, p ${prob(f.p_value)}`;
+      li.append(meta);
+      list.append(li);
+      continue;
+    }
     if (f.value !== undefined && f.kind !== "measure") {
       what.textContent = `${f.kind}: ${filterFor(f)}`;
       const add = document.createElement("button");

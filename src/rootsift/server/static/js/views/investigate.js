@@ -15,8 +15,9 @@ export async function investigate(main) {
     { name: "to", label: "to", value: state.get("to") },
     { name: "where", label: "where", value: state.get("where"), wide: true },
     { name: "measure", label: "measure", value: state.get("measure"), placeholder: "the duration field" },
+    { name: "changes", label: "change events (dataset)", value: state.get("changes"), placeholder: "deploys" },
   ], "Investigate", (v) => state.set({ ...v, run: "1" })));
-  const body = { dataset: name, from: state.get("from"), to: state.get("to"), where: state.get("where"), measure: state.get("measure") };
+  const body = { dataset: name, from: state.get("from"), to: state.get("to"), where: state.get("where"), measure: state.get("measure"), changes: state.get("changes") };
   footer("investigate", body);
   if (!state.get("run")) {
     main.append(h("p", "Finds when things went wrong (a latency shift, a stall, a drop), then explains that region.", "muted"));
