@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,10 +24,11 @@ import duckdb
 from rootsift.ingest import convert
 from rootsift.ingest.formats.access_common import Compiled
 from rootsift.ingest.formats.access_sql import NO_BACKSLASH, PRINTABLE, SqlPlan
-from rootsift.ingest.formats.base import TIME_KEY, numbered_lines
+from rootsift.ingest.formats.base import TIME_KEY, Item, numbered_lines
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged
+from rootsift.ingest.textslow import SlowLines, stage_slow
 from rootsift.ingest.timefield import TimeSpec
 from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal
@@ -82,6 +83,12 @@ class TextLinesReader(JsonLinesReader):
         self._types: dict[str, list[tuple[str, str]]] = {}
 
     def stage(self, block: bytes | None, first_line: int, stats: Any = None) -> Staged:
+        if isinstance(stats, SlowLines):
+            assert stats.path is not None
+            try:
+                return stage_slow(self, stats)
+            finally:
+                os.unlink(stats.path)
         if not isinstance(stats, RawLines):
             return super().stage(block, first_line, stats)
         assert stats.path is not None
@@ -107,7 +114,10 @@ class TextLinesReader(JsonLinesReader):
                 return self._in_python(raw, self._all_lines(raw, path))
         if not odd:
             return staged
-        rest = self._in_python(raw, sorted(odd))
+        return self._with_rest(staged, self._in_python(raw, sorted(odd)))
+
+    def _with_rest(self, staged: Staged, rest: Staged) -> Staged:
+        """``staged`` and ``rest`` (the rows the Python parser gave for the same block) together."""
         if staged.committed:
             # the rest is queued on the writer (committed before the next block is written)
             staged.rejects = sorted(staged.rejects + rest.rejects, key=lambda r: r.line)
@@ -217,7 +227,7 @@ class TextLinesReader(JsonLinesReader):
             odd += self.cur.execute(
                 f"SELECT n, line FROM {table} WHERE ok IS NOT TRUE AND line IS NOT NULL ORDER BY n"
             ).fetchall()
-            staged = self._written(table, plan)
+            staged = self._written(table, [name for name, _ in plan.columns])
             if staged is None:
                 fields = ", ".join(ident(name) for name, _ in plan.columns)
                 source = f"(SELECT n AS {LINE_KEY}, {fields} FROM {table} WHERE ok)"
@@ -227,14 +237,15 @@ class TextLinesReader(JsonLinesReader):
         finally:
             self.cur.execute(f"DROP TABLE IF EXISTS {table}")
 
-    def _written(self, table: str, plan: SqlPlan) -> Staged | None:
-        """The lines DuckDB read, inserted into the store in one checked statement (committed),
-        when every column has its catalog type already or is new; None otherwise (or when
-        there is no writer), and ``_stage_relation`` converts them instead."""
+    def _written(self, table: str, columns: list[str]) -> Staged | None:
+        """The ``columns`` of the rows of ``table`` where ``ok`` (events DuckDB read), inserted
+        into the store in one checked statement (committed), when every column has its catalog
+        type already or is new; None otherwise (or when there is no writer), and
+        ``_stage_relation`` converts them instead."""
         if self.writer is None or (self.time_field, self.time_format) != (TIME_KEY, "rfc3339"):
             return None
         types = {r[0]: r[1] for r in self.cur.execute(f"DESCRIBE {table}").fetchall()}
-        leaves = [([name], convert.storage_type(types[name])) for name, _ in plan.columns if name != TIME_KEY]
+        leaves = [([name], convert.storage_type(types[name])) for name in columns if name != TIME_KEY]
         names = self._names(leaves)
         if any(n in self.fields and self.fields[n].type != t for (_, t), n in zip(leaves, names)):
             return None
@@ -285,19 +296,23 @@ class TextLinesReader(JsonLinesReader):
 
     def _in_python(self, raw: RawLines, lines: list[tuple[int, str]]) -> Staged:
         """Parse ``lines`` with the format's Python parser and stage its events as JSON lines."""
+        assert raw.compiled is not None and raw.file_time is not None
+        return self.staged_items(raw.compiled.parse(lines, raw.file_time), raw.tag, raw.fmt)
+
+    def staged_items(self, items: Iterable[Item], tag: str | None, fmt: str) -> Staged:
+        """A parser's events (staged as JSON lines) and rejects (``tag``: the file's name for them)."""
         from rootsift.ingest.textrun import dumped, named  # textrun imports this module
 
-        assert raw.compiled is not None and raw.file_time is not None
         rejects: list[Reject] = []
         out: list[bytes] = []
-        for item in raw.compiled.parse(lines, raw.file_time):
+        for item in items:
             if isinstance(item, Reject):
-                rejects.append(Reject(item.line, named(item.reason, raw.tag), item.text))
+                rejects.append(Reject(item.line, named(item.reason, tag), item.text))
                 continue
             number, event = item
-            data = dumped(event, raw.fmt)
+            data = dumped(event, fmt)
             if isinstance(data, str):
-                rejects.append(Reject(number, named(data, raw.tag), ""))
+                rejects.append(Reject(number, named(data, tag), ""))
                 continue
             inner = data[1:].rstrip(b"\n")
             sep = b"" if inner.startswith(b"}") else b","
