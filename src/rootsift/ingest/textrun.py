@@ -129,7 +129,7 @@ def text_blocks(
             for raw, first, starts, ends, last in entry_blocks(lines, block_bytes):
                 slow = SlowLines(0, False, write_file(raw, tmp_dir, ".log"), first_line=first, state=state, tag=tag)
                 slow.fmt, slow.starts_entry, slow.ends_entry, slow.last = fmt.name, starts, ends, last
-                slow.whole_in_python = b"\r" in raw
+                slow.whole_in_python, slow.line_count = b"\r" in raw, raw.count(b"\n")
                 yield TextBlock(slow, [], [(0, number, label)], name_files=name_files, numbered=True,
                                 bytes_read=done_bytes + inp.position())  # fmt: skip
             done_bytes += inp.position()

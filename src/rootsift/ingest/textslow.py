@@ -29,9 +29,10 @@ import orjson
 from rootsift.ingest import convert
 from rootsift.ingest.formats.base import TIME_KEY, numbered_lines
 from rootsift.ingest.formats.mysql_slow import SlowLogBlocks
-from rootsift.ingest.formats.mysql_slow_sql import FIELDS, KEY, entries
+from rootsift.ingest.formats.mysql_slow_sql import CHECK, FIELDS, KEY, entries, lines
 from rootsift.ingest.jsonl import BlockStats
 from rootsift.ingest.staging import LINE_KEY, Staged, write_file
+from rootsift.ingest.textlines import LINES
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ class SlowLines(BlockStats):
     tag: str | None = None
     """The file's name for its rejects (directory input), or None."""
     fmt: str = ""
+    line_count: int = 0
+    """The number of lines in the block (of ``\\n``: the block ends with one)."""
     starts_entry: bool = True
     """The block starts where an entry starts (or at the input's start)."""
     ends_entry: bool = True
@@ -113,58 +116,53 @@ def stage_slow(reader: TextLinesReader, raw: SlowLines) -> Staged:
     if raw.whole_in_python or not (raw.starts_entry and raw.ends_entry and state.at_entry_start):
         return _in_python(reader, raw, raw.path)
     table = reader._table()
+    relation = f"(SELECT line FROM {LINES.format(path=literal(raw.path))})"
+    last = raw.first_line + raw.line_count - 1
     try:
-        lines = f"(SELECT line FROM read_csv({literal(raw.path)}, sep=chr(1), quote='', escape='', header=false, " \
-            "auto_detect=false, columns={'line': 'VARCHAR'}))"  # fmt: skip
-        reader.cur.execute(f"CREATE TEMP TABLE {table} AS {entries(lines, raw.first_line)}")
+        reader.cur.execute(f"CREATE TEMP TABLE {table} AS {lines(relation, raw.first_line, last)}")
     except duckdb.InvalidInputException:
         return _in_python(reader, raw, raw.path)  # not text as DuckDB reads it (invalid UTF-8, \x01)
     try:
-        row = reader.cur.execute(
-            f"SELECT count(*) FILTER (WHERE entry > 0), count(*) FILTER (WHERE entry > 0 AND NOT ok), "
-            f"coalesce(bool_and(skipped) FILTER (WHERE entry = 0), true), "
-            f"coalesce(bool_or(restarted) FILTER (WHERE entry = 0), false) FROM {table}"
-        ).fetchone()
+        row = reader.cur.execute(CHECK.replace("$table", table).replace("$last", str(last))).fetchone()
         assert row is not None
-        count, odd, skipped, restarted = row
-        if not count or odd or not skipped:
+        odd, firsts, count, ends_in_statement, restarted = row
+        if odd or not count or firsts != count or not ends_in_statement:
             return _in_python(reader, raw, raw.path)
-        return _in_duckdb(reader, raw, state, table, None if restarted else state.db, restarted)
+        staged = _in_duckdb(reader, raw, state, table, None if restarted else state.db, restarted)
+        return staged if staged is not None else _in_python(reader, raw, raw.path)
     finally:
         reader.cur.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def _in_duckdb(
-    reader: TextLinesReader, raw: SlowLines, state: SlowLogBlocks, entries: str, db: str | None, restarted: bool
-) -> Staged:
-    """The block's entries (all ``ok``) as events in the store, fingerprinted once per shape."""
+    reader: TextLinesReader, raw: SlowLines, state: SlowLogBlocks, marked: str, db: str | None, restarted: bool
+) -> Staged | None:
+    """The block's entries as events in the store, fingerprinted once per shape; None when
+    one is not ``ok`` (nothing stored)."""
     cur = reader.cur
     events = reader._table()
     fields = ", ".join(f"{sql} AS {ident(name)}" for name, sql in FIELDS)
     cur.execute(
-        f"CREATE TEMP TABLE {events} AS SELECT *, {_SHAPE} AS k FROM (SELECT n, {fields} FROM {entries} WHERE entry > 0)"
+        f"CREATE TEMP TABLE {events} AS SELECT *, {_SHAPE} AS k FROM (SELECT n, ok, {fields} FROM ({entries(marked)}))"
     )
     try:
+        row = cur.execute(f"SELECT count(*) FILTER (WHERE NOT ok) FROM {events}").fetchone()
+        if row is None or row[0]:
+            return None
+        times = cur.execute(f"SELECT arg_min({ident(TIME_KEY)}, n), arg_max({ident(TIME_KEY)}, n) FROM {events}")
+        first, last = times.fetchone() or (None, None)
         prints = _fingerprints(reader, events, state)
         try:
             extra = f", {literal(db)} AS db" if db else ""
             columns = [name for name, _ in FIELDS] + (["db"] if db else []) + ["fingerprint"]
-            table = reader._table()
-            cur.execute(
-                f"CREATE TEMP TABLE {table} AS SELECT e.*{extra}, f.fingerprint, true AS ok FROM {events} AS e "
-                f"JOIN {prints} AS f USING (k) ORDER BY e.n"
-            )
+            # the fingerprints joined as the rows are inserted, in the log's order
+            source = f"(SELECT e.*{extra}, f.fingerprint FROM {events} AS e JOIN {prints} AS f USING (k) ORDER BY e.n)"
+            staged = reader._written(events, columns, source)
+            if staged is None:
+                relation = f"(SELECT n AS {LINE_KEY}, {', '.join(ident(c) for c in columns)} FROM {source})"
+                staged = reader._stage_relation(relation, convert.parse_type(reader._describe(relation)), raw.path)
         finally:
             cur.execute(f"DROP TABLE IF EXISTS {prints}")
-        try:
-            times = cur.execute(f"SELECT arg_min({ident(TIME_KEY)}, n), arg_max({ident(TIME_KEY)}, n) FROM {table}")
-            first, last = times.fetchone() or (None, None)
-            staged = reader._written(table, columns)
-            if staged is None:
-                source = f"(SELECT n AS {LINE_KEY}, {', '.join(ident(c) for c in columns)} FROM {table})"
-                staged = reader._stage_relation(source, convert.parse_type(reader._describe(source)), raw.path or "")
-        finally:
-            cur.execute(f"DROP TABLE IF EXISTS {table}")
     finally:
         cur.execute(f"DROP TABLE IF EXISTS {events}")
     assert isinstance(first, datetime) and isinstance(last, datetime)  # the block has entries

@@ -28,28 +28,12 @@ from rootsift.ingest.formats.base import TIME_KEY, Item, numbered_lines
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged
+from rootsift.ingest.textlines import LINES, numbered
 from rootsift.ingest.textslow import SlowLines, stage_slow
 from rootsift.ingest.timefield import TimeSpec
 from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal
 from rootsift.store.writer import Verified
-
-LINES = (
-    "read_csv({path}, sep=chr(1), quote='', escape='', header=false, auto_detect=false, columns={{'line': 'VARCHAR'}})"
-)
-"""The file's lines in order, as one text column ``line`` (an empty line is NULL)."""
-
-
-def numbered(select: str, first_line: int) -> str:
-    """SQL: the rows of ``select`` (one per line, in file order) with ``n``, the line's number
-    when the first is ``first_line``.
-
-    The number is taken last, above everything computed from the line: DuckDB runs the
-    operators below a window in parallel but those above ``row_number() OVER ()`` on one
-    thread (a regex over the lines took 70 + 3 ticks of CPU on two threads numbered first,
-    47 + 25 numbered after). It relies, as the numbering did before, on DuckDB keeping the
-    file's order through a projection (``preserve_insertion_order``, on by default)."""
-    return f"SELECT row_number() OVER () + {first_line - 1} AS n, * FROM ({select})"
 
 
 @dataclass
@@ -237,22 +221,27 @@ class TextLinesReader(JsonLinesReader):
         finally:
             self.cur.execute(f"DROP TABLE IF EXISTS {table}")
 
-    def _written(self, table: str, columns: list[str]) -> Staged | None:
+    def _written(self, table: str, columns: list[str], source: str | None = None) -> Staged | None:
         """The ``columns`` of the rows of ``table`` where ``ok`` (events DuckDB read), inserted
         into the store in one checked statement (committed), when every column has its catalog
         type already or is new; None otherwise (or when there is no writer), and
-        ``_stage_relation`` converts them instead."""
+        ``_stage_relation`` converts them instead. ``source``, a relation with the columns of
+        ``table`` and more, is what is inserted when given; a column only it has is never all NULL."""
         if self.writer is None or (self.time_field, self.time_format) != (TIME_KEY, "rfc3339"):
             return None
-        types = {r[0]: r[1] for r in self.cur.execute(f"DESCRIBE {table}").fetchall()}
+        source = source or table
+        types = {r[0]: r[1] for r in self.cur.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
         leaves = [([name], convert.storage_type(types[name])) for name in columns if name != TIME_KEY]
         names = self._names(leaves)
         if any(n in self.fields and self.fields[n].type != t for (_, t), n in zip(leaves, names)):
             return None
-        counts = self.cur.execute(
-            "SELECT " + ", ".join([f"count({ident(p[0])})" for p, _ in leaves] or ["0"]) + f" FROM {table} WHERE ok"
+        have = {r[0] for r in self.cur.execute(f"DESCRIBE {table}").fetchall()}
+        counted = [p[0] for p, _ in leaves if p[0] in have]
+        row = self.cur.execute(
+            "SELECT " + ", ".join([f"count({ident(c)})" for c in counted] or ["0"]) + f" FROM {table} WHERE ok"
         ).fetchone()
-        kept = [(p, t, n) for ((p, t), n), c in zip(zip(leaves, names), counts or ()) if c or n in self.fields]
+        counts = dict(zip(counted, row or ()))
+        kept = [(p, t, n) for (p, t), n in zip(leaves, names) if counts.get(p[0], 1) or n in self.fields]
         ts = ident(TIME_COLUMN)
         select = f"SELECT CAST({ident(TIME_KEY)} AS TIMESTAMP) AS {ts}" + "".join(
             f", CAST({ident(p[0])} AS {t}) AS {ident(n)}" for p, t, n in kept
@@ -266,7 +255,7 @@ class TextLinesReader(JsonLinesReader):
         if self.time is None:
             self.time = TimeSpec(TIME_KEY, "rfc3339")
         verified = self.writer.write_checked(
-            f"{select} FROM {table} WHERE ok", {TIME_COLUMN: "TIMESTAMP", **{n: t for _, t, n in kept}}, new, verify
+            f"{select} FROM {source} WHERE ok", {TIME_COLUMN: "TIMESTAMP", **{n: t for _, t, n in kept}}, new, verify
         )
         if verified is None:
             return None

@@ -70,59 +70,81 @@ _SKIPPED = (
 )
 """SQL: a line the parser skips before the first entry (blank, the start-up banner)."""
 
-_ASCII_SPACE = literal("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f ")
-_TRIMMED = f"trim(body, {_ASCII_SPACE})"
-_STATEMENT = (
-    f"CASE WHEN suffix({_TRIMMED}, ';') THEN rtrim(substr({_TRIMMED}, 1, length({_TRIMMED}) - 1), {_ASCII_SPACE}) "
-    f"ELSE {_TRIMMED} END"
-)
-"""SQL: the statement as the parser's fast path has it (stripped, one ``;`` off), where it
-starts and ends with a visible ASCII character (the only case ``ok`` lets through: there
-Python's ``strip`` and this ASCII trim agree)."""
+_VISIBLE = "BETWEEN '!' AND '~'"
+_LINE_OK = """CASE kind
+  WHEN 'T' THEN (before IS NULL OR before = 'B' OR entry = 1) AND NOT contains(line, '# User@Host:')
+  WHEN 'U' THEN before = 'T' AND u.id <> ''
+  WHEN 'Q' THEN before = 'U' AND q.qt <> ''
+  WHEN 'S' THEN before = 'Q' AND s <> ''
+  WHEN 'B' THEN before IN ('S', 'B')
+  ELSE false END"""
+"""SQL: a line of an entry is where the common shape has it (each kind after the one before)."""
 
-_ENTRIES = f"""
-SELECT *, entry > 0 AND ok_head AND left(statement, 1) BETWEEN '!' AND '~'
-  AND right(statement, 1) BETWEEN '!' AND '~' AS ok
+_MARKED = f"""
+SELECT n, entry, kind, line, u3 AS u, q2 AS q, s1 AS s,
+  CASE WHEN entry = 0 THEN CASE WHEN {_SKIPPED} THEN 'skipped' ELSE 'odd' END
+    WHEN NOT ({_LINE_OK}) THEN 'odd'
+    WHEN kind = 'B' AND before = 'S' THEN 'first'
+    WHEN kind = 'B' THEN 'more' END AS role
 FROM (
-  SELECT n, entry, ok_head, skipped, restarted, u, q, s, {_STATEMENT} AS statement
-  FROM (SELECT *, CASE WHEN more_lines IS NULL THEN first_line ELSE first_line || chr(10) || more_lines END AS body FROM (
-    SELECT min(n) AS n, entry,
-      count(*) FILTER (WHERE kind = 'T') = 1 AND NOT bool_or(t_user) FILTER (WHERE kind = 'T')
-        AND count(*) FILTER (WHERE kind = 'U') = 1 AND min(n) FILTER (WHERE kind = 'U') = min(n) + 1
-        AND count(*) FILTER (WHERE kind = 'Q') = 1 AND min(n) FILTER (WHERE kind = 'Q') = min(n) + 2
-        AND count(*) FILTER (WHERE kind = 'S') = 1 AND min(n) FILTER (WHERE kind = 'S') = min(n) + 3
-        AND count(*) FILTER (WHERE kind = 'B') = count(*) - 4
-        AND any_value(u.id) FILTER (WHERE kind = 'U') <> ''
-        AND any_value(q.qt) FILTER (WHERE kind = 'Q') <> ''
-        AND any_value(s) FILTER (WHERE kind = 'S') <> ''
-        AND NOT starts_with(arg_min(coalesce(line, ''), n) FILTER (WHERE kind = 'B'), 'use ') AS ok_head,
-      -- the CASE keeps the test to entry 0's lines (a FILTER alone still computes it for every line)
-      bool_and(CASE WHEN entry = 0 THEN {_SKIPPED} END) FILTER (WHERE entry = 0) AS skipped,
-      bool_or(kind = 'V') FILTER (WHERE entry = 0) AS restarted,
-      any_value(u) FILTER (WHERE kind = 'U') AS u,
-      any_value(q) FILTER (WHERE kind = 'Q') AS q,
-      any_value(s) FILTER (WHERE kind = 'S') AS s,
-      arg_min(coalesce(line, ''), n) FILTER (WHERE kind = 'B') AS first_line,
-      -- the ordered aggregate only over the lines after a statement's first (rare: it is costly)
-      string_agg(coalesce(line, ''), chr(10) ORDER BY n) FILTER (WHERE kind = 'B' AND before = 'B') AS more_lines
-    FROM (
-      SELECT *, row_number() OVER () + $first AS n,
-        sum(CAST(kind = 'T' AS INTEGER)) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS entry,
-        lag(kind) OVER () AS before, CASE WHEN kind = 'T' THEN contains(line, '# User@Host:') END AS t_user
-      FROM ({_LINES})
-    )
-    GROUP BY entry
-  ))
+  SELECT *, row_number() OVER () + $first AS n,
+    sum(CAST(kind = 'T' AS INTEGER)) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS entry,
+    lag(kind) OVER () AS before, lag(u, 3) OVER () AS u3, lag(q, 2) OVER () AS q2, lag(s, 1) OVER () AS s1
+  FROM ({_LINES})
 )
 """
 
+_LINES_KEPT = f"""
+SELECT * FROM ({_MARKED})
+WHERE role IN ('first', 'more', 'odd') OR n = $last OR (entry = 0 AND kind = 'V')
+"""
 
-def entries(lines: str, first: int) -> str:
-    """SQL: the entries of a block (``lines``: a relation of its lines as ``line``, the first
-    numbered ``first``), with ``ok``, the header fields, the statement. Entry 0 has the lines
-    before the first ``# Time:`` (``skipped``: all of kinds the parser skips there;
-    ``restarted``: a start-up banner among them)."""
-    return _ENTRIES.replace("$lines", lines).replace("$first", str(first - 1))
+
+def lines(relation: str, first: int, last: int) -> str:
+    """SQL: the lines of a block that ``entries`` needs (``relation``: the block's lines as
+    ``line``, numbered ``first`` to ``last``), each with its ``role``: the ``first`` line of
+    an entry's statement (with the entry's header fields ``u``, ``q``, ``s``), its ``more``
+    lines, an ``odd`` line (not in the common shape: the block goes to the parser), the
+    block's last line, and the ``skipped`` lines of a start-up banner before the first entry.
+
+    One pass in file order without grouping: streaming windows number the lines, count the
+    entries (each ``# Time:`` line starts one) and look back at the lines before."""
+    return _LINES_KEPT.replace("$lines", relation).replace("$first", str(first - 1)).replace("$last", str(last))
+
+
+CHECK = """SELECT count(*) FILTER (WHERE role = 'odd'), count(*) FILTER (WHERE role = 'first'),
+  coalesce(max(entry), 0), coalesce(bool_and(kind = 'B') FILTER (WHERE n = $last), false),
+  coalesce(bool_or(kind = 'V') FILTER (WHERE entry = 0), false) FROM $table"""
+"""SQL over ``lines``' table: its odd lines, entries with a statement, entries, whether
+the block ends in a statement line, whether a start-up banner came before the first entry.
+The block is in the common shape when there is no odd line, every entry has a statement
+and the last line is one."""
+
+_BODY = "CASE WHEN more IS NULL THEN coalesce(line, '') ELSE coalesce(line, '') || chr(10) || more END"
+_ENTRIES = f"""
+SELECT n, u, q, s, CASE WHEN suffix(body, ';') THEN body[:-2] ELSE body END AS statement,
+  NOT starts_with(body, 'use ') AND left(body, 1) {_VISIBLE} AND right(body, 1) {_VISIBLE}
+    AND (NOT suffix(body, ';') OR right(body[:-2], 1) {_VISIBLE}) AS ok
+FROM (
+  SELECT f.n - 4 AS n, f.u, f.q, f.s,
+    CASE WHEN more IS NULL THEN coalesce(f.line, '') ELSE coalesce(f.line, '') || chr(10) || more END AS body
+  FROM $table AS f LEFT JOIN (
+    SELECT entry, string_agg(coalesce(line, ''), chr(10) ORDER BY n) AS more FROM $table WHERE role = 'more'
+    GROUP BY entry
+  ) AS m USING (entry)
+  WHERE f.role = 'first'
+)
+"""
+"""The statement is the entry's lines after ``SET timestamp`` joined, without its last ``;``.
+``ok`` where the parser's fast path gives the same: the statement is not after ``use``, and
+it starts and ends (before that ``;``) with a visible ASCII character, so Python's
+``strip()`` and ``rstrip()`` leave it as it is."""
+
+
+def entries(table: str) -> str:
+    """SQL: the entries of a block from ``lines``' ``table``: the first line's number, the
+    header fields, the statement and ``ok`` (``_ENTRIES``)."""
+    return _ENTRIES.replace("$table", table)
 
 
 FIELDS = [
