@@ -160,7 +160,9 @@ def _in_duckdb(
             staged = reader._written(events, columns, source)
             if staged is None:
                 relation = f"(SELECT n AS {LINE_KEY}, {', '.join(ident(c) for c in columns)} FROM {source})"
-                staged = reader._stage_relation(relation, convert.parse_type(reader._describe(relation)), raw.path)
+                staged = reader._stage_relation(
+                    relation, convert.parse_type(reader._describe(relation)), raw.path or ""
+                )
         finally:
             cur.execute(f"DROP TABLE IF EXISTS {prints}")
     finally:
