@@ -531,3 +531,19 @@ def test_whitespace_is_what_str_strip_removes() -> None:
     from rootsift.ingest.formats.mysql_slow_sql import WHITESPACE
 
     assert set(WHITESPACE) == {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
+
+
+def test_duckdb_slow_log_use_lines_carry_the_database_across_blocks(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow_routes: dict[str, int]
+) -> None:
+    # "use db;" before "SET timestamp" (MySQL writes it when the database changes): the entry
+    # and every later one, in this block and the next, have that database, read by DuckDB
+    entries = _slow_entries(3000)
+    for i, db in ((5, "shop"), (700, "`my-db`"), (1500, "a;b"), (2900, "x")):
+        entries[i] = entries[i].replace("\nSET timestamp=", f"\nuse {db};\nSET timestamp=", 1)
+    src = tmp_path / "slow.log"
+    src.write_text("\n".join(entries) + "\n")
+    sql, py = _both_ways(rs, src, monkeypatch, format="mysql-slow", block_bytes=16 << 10)
+    assert sql == py and sql[2] == (3000, 0)
+    assert slow_routes["duckdb"] >= 10 and slow_routes["python"] == 0
+    assert ("db", "VARCHAR") in sql[1]

@@ -128,35 +128,39 @@ def stage_slow(reader: TextLinesReader, raw: SlowLines) -> Staged:
         odd, firsts, count, ends_in_statement, restarted = row
         if odd or not count or firsts != count or not ends_in_statement:
             return _in_python(reader, raw, raw.path)
-        staged = _in_duckdb(reader, raw, state, table, None if restarted else state.db, restarted)
+        staged = _in_duckdb(reader, raw, state, table, None if restarted else state.db)
         return staged if staged is not None else _in_python(reader, raw, raw.path)
     finally:
         reader.cur.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def _in_duckdb(
-    reader: TextLinesReader, raw: SlowLines, state: SlowLogBlocks, marked: str, db: str | None, restarted: bool
+    reader: TextLinesReader, raw: SlowLines, state: SlowLogBlocks, marked: str, db: str | None
 ) -> Staged | None:
     """The block's entries as events in the store, fingerprinted once per shape; None when
-    one is not ``ok`` (nothing stored)."""
+    one is not ``ok`` (nothing stored). ``db``: the database inherited from before the block."""
     cur = reader.cur
     events = reader._table()
     fields = ", ".join(f"{sql} AS {ident(name)}" for name, sql in FIELDS)
+    # the database of the entry's own "use db;" or of the last one before it (in the block, or before)
+    inherited = "last_value(use_db IGNORE NULLS) OVER (ORDER BY n ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
     cur.execute(
-        f"CREATE TEMP TABLE {events} AS SELECT *, {_SHAPE} AS k FROM (SELECT n, ok, {fields} FROM ({entries(marked)}))"
+        f"CREATE TEMP TABLE {events} AS SELECT *, {_SHAPE} AS k FROM (SELECT n, ok, use_db, {fields}, "
+        f"coalesce({inherited}, {literal(db) if db else 'NULL'}) AS db FROM ({entries(marked)}))"
     )
     try:
         row = cur.execute(f"SELECT count(*) FILTER (WHERE NOT ok) FROM {events}").fetchone()
         if row is None or row[0]:
             return None
-        times = cur.execute(f"SELECT arg_min({ident(TIME_KEY)}, n), arg_max({ident(TIME_KEY)}, n) FROM {events}")
-        first, last = times.fetchone() or (None, None)
+        ends = cur.execute(
+            f"SELECT arg_min({ident(TIME_KEY)}, n), arg_max({ident(TIME_KEY)}, n), arg_max(db, n) FROM {events}"
+        )
+        first, last, db = ends.fetchone() or (None, None, db)
         prints = _fingerprints(reader, events, state)
         try:
-            extra = f", {literal(db)} AS db" if db else ""
-            columns = [name for name, _ in FIELDS] + (["db"] if db else []) + ["fingerprint"]
+            columns = [name for name, _ in FIELDS] + ["db", "fingerprint"]
             # the fingerprints joined as the rows are inserted, in the log's order
-            source = f"(SELECT e.*{extra}, f.fingerprint FROM {events} AS e JOIN {prints} AS f USING (k) ORDER BY e.n)"
+            source = f"(SELECT e.*, f.fingerprint FROM {events} AS e JOIN {prints} AS f USING (k) ORDER BY e.n)"
             staged = reader._written(events, columns, source)
             if staged is None:
                 relation = f"(SELECT n AS {LINE_KEY}, {', '.join(ident(c) for c in columns)} FROM {source})"
@@ -168,7 +172,7 @@ def _in_duckdb(
     finally:
         cur.execute(f"DROP TABLE IF EXISTS {events}")
     assert isinstance(first, datetime) and isinstance(last, datetime)  # the block has entries
-    waiting = state.read_elsewhere(first.replace(tzinfo=UTC), last.replace(tzinfo=UTC), restarted)
+    waiting = state.read_elsewhere(first.replace(tzinfo=UTC), last.replace(tzinfo=UTC), db)
     if not waiting:
         return staged
     return reader._with_rest(staged, reader.staged_items(waiting, raw.tag, raw.fmt))

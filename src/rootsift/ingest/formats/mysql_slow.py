@@ -92,12 +92,11 @@ class SlowLogBlocks:
         if last:
             yield from self._dates.end()
 
-    def read_elsewhere(self, first: datetime, last: datetime, restarted: bool) -> list[Item]:
+    def read_elsewhere(self, first: datetime, last: datetime, db: str | None) -> list[Item]:
         """A block of whole entries, each with its own time from ``first`` to ``last``, was read
-        by DuckDB (``restarted``: after a server-restart banner): the entries waiting for a
-        time take ``first`` (returned); later ones without a time inherit ``last``."""
-        if restarted:
-            self._reader.builder.restart()
+        by DuckDB, after which later entries inherit the database ``db``: the entries waiting
+        for a time take ``first`` (returned); later ones without a time inherit ``last``."""
+        self._reader.builder.db = db
         self._reader.builder.last_time = last
         return list(self._dates.dated(first))
 

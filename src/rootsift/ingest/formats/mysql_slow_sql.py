@@ -5,6 +5,7 @@ The common shape is what MySQL 5.7+ writes for every entry, and the parser's fas
     # Time: 2024-03-01T10:00:00.339563Z
     # User@Host: app[app] @ web0 [10.0.0.18]  Id: 70239
     # Query_time: 0.016645  Lock_time: 0.001665 Rows_sent: 6  Rows_examined: 5991
+    use shop;  (optional: the database of this entry and of later ones)
     SET timestamp=1709287200;
     SELECT ... (one or more lines, none starting with ``#``);
 
@@ -15,7 +16,7 @@ statement are aggregated. ``ok`` says whether an entry is in the common shape, w
 SQL gives exactly what the parser gives (``mysql_slow_entry.EntryBuilder.finish``'s fast
 path: the time from ``SET timestamp``, the statement stripped of Python's whitespace and
 one ``;``); entry 0 holds the lines before the first ``# Time:`` (the start-up banner,
-blank lines). A block with any other entry (``use db;``, MariaDB or Percona header lines,
+blank lines). A block with any other entry (MariaDB or Percona header lines,
 ``# Time:`` without ``SET timestamp``, non-ASCII header values, a banner inside an entry)
 is parsed by the Python parser, which stays the reference.
 """
@@ -42,14 +43,14 @@ _BANNER_REST = r"(?:Tcp port|TCP Port): .*|Time +Id +Command +Argument *"
 
 
 def _kind(line: str) -> str:
-    """SQL: a line's kind: T(ime), U(ser@Host), Q(uery_time), S(ET timestamp), B(ody),
+    """SQL: a line's kind: T(ime), U(ser@Host), Q(uery_time), D (``use db;``), S(ET timestamp), B(ody),
     V (what may be a server's start-up banner: ends an entry), X (any other ``#`` line)."""
     return (
         f"CASE WHEN {line} IS NULL THEN 'B' "
         f"WHEN starts_with({line}, '#') THEN CASE WHEN starts_with({line}, '# Time:') THEN 'T' "
         f"WHEN starts_with({line}, '# User@Host:') THEN 'U' WHEN starts_with({line}, '# Query_time:') THEN 'Q' "
         "ELSE 'X' END "
-        f"WHEN starts_with({line}, 'SET timestamp=') THEN 'S' "
+        f"WHEN starts_with({line}, 'SET timestamp=') THEN 'S' WHEN starts_with({line}, 'use ') THEN 'D' "
         f"WHEN contains({line}, ', Version: ') AND contains({line}, 'started with:') THEN 'V' "
         "ELSE 'B' END"
     )
@@ -75,13 +76,15 @@ _LINE_OK = """CASE kind
   WHEN 'T' THEN (before IS NULL OR before = 'B' OR entry = 1) AND NOT contains(line, '# User@Host:')
   WHEN 'U' THEN before = 'T' AND u.id <> ''
   WHEN 'Q' THEN before = 'U' AND q.qt <> ''
-  WHEN 'S' THEN before = 'Q' AND s <> ''
+  WHEN 'D' THEN before = 'Q' AND regexp_full_match(line, 'use [!-~]+;')
+  WHEN 'S' THEN before IN ('Q', 'D') AND s <> ''
   WHEN 'B' THEN before IN ('S', 'B')
   ELSE false END"""
 """SQL: a line of an entry is where the common shape has it (each kind after the one before)."""
 
 _MARKED = f"""
-SELECT n, entry, kind, line, u3 AS u, q2 AS q, s1 AS s,
+SELECT n, entry, kind, line, s1 AS s, CASE WHEN kind2 = 'D' THEN u4 ELSE u3 END AS u,
+  CASE WHEN kind2 = 'D' THEN q3 ELSE q2 END AS q, CASE WHEN kind2 = 'D' THEN line2 END AS use_line,
   CASE WHEN entry = 0 THEN CASE WHEN {_SKIPPED} THEN 'skipped' ELSE 'odd' END
     WHEN NOT ({_LINE_OK}) THEN 'odd'
     WHEN kind = 'B' AND before = 'S' THEN 'first'
@@ -89,7 +92,9 @@ SELECT n, entry, kind, line, u3 AS u, q2 AS q, s1 AS s,
 FROM (
   SELECT *, row_number() OVER () + $first AS n,
     sum(CAST(kind = 'T' AS INTEGER)) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS entry,
-    lag(kind) OVER () AS before, lag(u, 3) OVER () AS u3, lag(q, 2) OVER () AS q2, lag(s, 1) OVER () AS s1
+    lag(kind) OVER () AS before, lag(kind, 2) OVER () AS kind2, lag(line, 2) OVER () AS line2,
+    lag(u, 3) OVER () AS u3, lag(u, 4) OVER () AS u4, lag(q, 2) OVER () AS q2, lag(q, 3) OVER () AS q3,
+    lag(s, 1) OVER () AS s1
   FROM ({_LINES})
 )
 """
@@ -122,11 +127,12 @@ and the last line is one."""
 
 _BODY = "CASE WHEN more IS NULL THEN coalesce(line, '') ELSE coalesce(line, '') || chr(10) || more END"
 _ENTRIES = f"""
-SELECT n, u, q, s, CASE WHEN suffix(body, ';') THEN body[:-2] ELSE body END AS statement,
+SELECT n, u, q, s, use_db, CASE WHEN suffix(body, ';') THEN body[:-2] ELSE body END AS statement,
   NOT starts_with(body, 'use ') AND left(body, 1) {_VISIBLE} AND right(body, 1) {_VISIBLE}
     AND (NOT suffix(body, ';') OR right(body[:-2], 1) {_VISIBLE}) AS ok
 FROM (
-  SELECT f.n - 4 AS n, f.u, f.q, f.s,
+  SELECT f.n - CASE WHEN f.use_line IS NULL THEN 4 ELSE 5 END AS n, f.u, f.q, f.s,
+    trim(f.use_line[5:-2], '`') AS use_db,
     CASE WHEN more IS NULL THEN coalesce(f.line, '') ELSE coalesce(f.line, '') || chr(10) || more END AS body
   FROM $table AS f LEFT JOIN (
     SELECT entry, string_agg(coalesce(line, ''), chr(10) ORDER BY n) AS more FROM $table WHERE role = 'more'
@@ -135,7 +141,8 @@ FROM (
   WHERE f.role = 'first'
 )
 """
-"""The statement is the entry's lines after ``SET timestamp`` joined, without its last ``;``.
+"""The statement is the entry's lines after ``SET timestamp`` joined, without its last ``;``;
+``use_db`` the database of its ``use db;`` line (backquotes trimmed), if it has one.
 ``ok`` where the parser's fast path gives the same: the statement is not after ``use``, and
 it starts and ends (before that ``;``) with a visible ASCII character, so Python's
 ``strip()`` and ``rstrip()`` leave it as it is."""
