@@ -1,4 +1,4 @@
-"""MySQL slow logs read by DuckDB: lines grouped into entries in SQL, for the common shape.
+"""MySQL slow logs read by DuckDB: lines placed into entries in SQL, for the common shape.
 
 The common shape is what MySQL 5.7+ writes for every entry, and the parser's fast path::
 
@@ -9,16 +9,19 @@ The common shape is what MySQL 5.7+ writes for every entry, and the parser's fas
     SET timestamp=1709287200;
     SELECT ... (one or more lines, none starting with ``#``);
 
-``ENTRIES`` reads a block of such lines in one query: each line is classified and its
-header fields extracted (in parallel), the lines are numbered and each ``# Time:`` line
-starts an entry (a running sum, streamed in file order), and each entry's fields and
-statement are aggregated. ``ok`` says whether an entry is in the common shape, where the
-SQL gives exactly what the parser gives (``mysql_slow_entry.EntryBuilder.finish``'s fast
-path: the time from ``SET timestamp``, the statement stripped of Python's whitespace and
-one ``;``); entry 0 holds the lines before the first ``# Time:`` (the start-up banner,
-blank lines). A block with any other entry (MariaDB or Percona header lines,
-``# Time:`` without ``SET timestamp``, non-ASCII header values, a banner inside an entry)
-is parsed by the Python parser, which stays the reference.
+``lines`` reads a block in one pass without grouping: each line's kind and header fields
+are extracted (in parallel), then streaming windows in file order number the lines, count
+entries (each ``# Time:`` line starts one), check each line is where the shape has it
+(each kind after the one before) and, at a statement's first line, look back at the
+entry's header lines; only statement lines, odd lines and the last line are kept.
+``entries`` joins each statement's lines and says where the result is exactly the
+parser's (``mysql_slow_entry.EntryBuilder.finish``'s fast path: the time from
+``SET timestamp``, the statement without one ``;``, stripped where Python's ``strip``
+would leave it as it is). Lines before the first ``# Time:`` may only be what the parser
+skips there (the start-up banner, blank lines). A block with any other entry (MariaDB or
+Percona header lines, ``# Time:`` without ``SET timestamp``, non-ASCII header values, a
+banner inside an entry, blank lines around a statement) is parsed by the Python parser,
+which stays the reference (``ingest/textslow.py``).
 """
 
 from __future__ import annotations
