@@ -399,12 +399,13 @@ def slow_routes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     monkeypatch.setattr(textslow, "_in_duckdb", counted_duckdb)
     monkeypatch.setattr(textslow, "_in_python", counted_python)
     monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 4 << 10)
+    monkeypatch.setattr(textrun, "SQL_SLOW_LOG", True)
     return routes
 
 
 @pytest.mark.parametrize("case", SLOW, ids=lambda p: p.name.removesuffix(".expected.json"))
 def test_duckdb_reads_slow_logs_as_the_python_parser_does(
-    rs: Rootsift, case: Path, monkeypatch: pytest.MonkeyPatch
+    rs: Rootsift, case: Path, monkeypatch: pytest.MonkeyPatch, slow_routes: dict[str, int]
 ) -> None:
     import json
 

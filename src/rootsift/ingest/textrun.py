@@ -31,6 +31,11 @@ from rootsift.ingest.textsql import RawLines
 
 SQL_LINES = True
 """Let DuckDB parse the formats that have a ``SqlPlan`` (tests turn it off to compare)."""
+SQL_SLOW_LOG = False
+"""Let DuckDB read MySQL slow logs (``textslow``; also needs ``SQL_LINES``). Off: measured on
+2 cores, the parser's thread and DuckDB's JSON insert overlap better than DuckDB's streaming
+windows alone (200k entries: 1.99 s against 2.24-2.49 s wall, the same CPU seconds;
+docs/adr/0016-text-formats-in-one-duckdb-pass.md)."""
 TEXT_BLOCK_BYTES = 32 << 20
 """JSON bytes per block: big enough for DuckDB, small enough that parsing and storing overlap."""
 FIRST_BLOCK_BYTES = 2 << 20
@@ -119,7 +124,7 @@ def text_blocks(
         label = Path(inp.name).name
         tag = label if name_files else None
         plan = None if stop_at_reject or labels or not SQL_LINES else sql_reading(parser, head)
-        if isinstance(parser, MySQLSlowLog) and not (stop_at_reject or labels or not SQL_LINES):
+        if isinstance(parser, MySQLSlowLog) and SQL_SLOW_LOG and not (stop_at_reject or labels or not SQL_LINES):
             # DuckDB reads this file's entries where it can (textslow): raw blocks of whole entries
             if buf or block.rejects:
                 yield _sealed(block, buf, tmp_dir, done_bytes)

@@ -10,7 +10,9 @@ by the Python parser, which carries what later entries inherit from block to blo
 (``SlowLogBlocks``), so each entry gives the event or reject it gives in a whole-file parse,
 with its line number.
 
-Assumption: DuckDB keeps a file's line order through a projection (as ``textsql.numbered``).
+Off by default (``textrun.SQL_SLOW_LOG``): on two cores it measured no faster than the
+parser, whose thread overlaps DuckDB's insert (docs/adr/0016-text-formats-in-one-duckdb-pass.md).
+Assumption: DuckDB keeps a file's line order through a projection (as ``textlines.numbered``).
 """
 
 from __future__ import annotations
