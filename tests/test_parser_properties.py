@@ -299,3 +299,81 @@ def test_ingest_api_any_bytes(fmt: str, tmp_path: Path) -> None:
     finally:
         store.close()
     assert seen, "no example ran"
+
+
+# --- access logs with --log-format: DuckDB's split and casts give what the parser gives -------
+
+_ACCESS_VARS = {
+    "$remote_addr": st.sampled_from(["10.0.0.1", "::1", "-", "a b"]),
+    "$status": st.sampled_from(["200", "-", "099", "99999999999999999999", "2x0", ""]),
+    "$body_bytes_sent": st.sampled_from(["0", "512", "-", "123456789012345", "1234567890123456", "1.5"]),
+    "$request_time": st.sampled_from(["0.001", "12.500", "-", "1.5", "0.0001", "abc", "999999999999.999"]),
+    "$upstream_response_time": st.sampled_from(
+        ["0.004", "-", "0.001, 0.002", "1.000 : 2.000", "0.001, -", ", 0.002", "0.0x1", "12345678901.000"]
+    ),
+    "$upstream_addr": st.sampled_from(["10.0.0.2:80", "-", "a:1, b:2", "a:1, b:2 : c:3", "a:1,, b", ""]),
+    "$upstream_status": st.sampled_from(["200", "502, 200", "-", "99999999999999999999", "502 : 504"]),
+    '"$request"': st.sampled_from(
+        ['"GET /a?x=1 HTTP/1.1"', '"POST /b HTTP/2.0"', '"-"', '"\\x16\\x03\\x01"', '"GET /"', '"get /a HTTP/1.1"']
+    ),
+    '"$http_user_agent"': st.sampled_from(['"curl/8"', '"-"', '""', '"a \\"quoted\\" b"']),
+}
+_TIMES = st.sampled_from(
+    [
+        "01/Mar/2024:10:00:00 +0000",
+        "31/Dec/2023:23:59:59 -0130",
+        "31/Feb/2024:10:00:00 +0000",
+        "1/Mar/2024:10:00:00 +0000",
+    ]
+)
+
+
+@st.composite
+def access_logs(draw: st.DrawFn) -> tuple[str, bytes]:
+    """A ``log_format`` of some of ``_ACCESS_VARS`` after ``[$time_local]``, and lines for it
+    whose values have the shapes the SQL reads and others (which Python reads or rejects)."""
+    names = draw(st.lists(st.sampled_from(sorted(_ACCESS_VARS)), min_size=1, max_size=6, unique=True))
+    seps = [draw(st.sampled_from([" ", " - ", " x="])) for _ in names]
+    log_format = "[$time_local]" + "".join(sep + name for sep, name in zip(seps, names))
+    lines = []
+    for _ in range(draw(st.integers(1, 12))):
+        values = [draw(_ACCESS_VARS[name]) for name in names]
+        line = f"[{draw(_TIMES)}]" + "".join(sep + value for sep, value in zip(seps, values))
+        lines.append(line if draw(st.integers(0, 9)) else line[: draw(st.integers(0, len(line)))])
+    return log_format, ("\n".join(lines) + "\n").encode()
+
+
+@profile(30)
+@given(case=access_logs())
+def test_duckdb_casts_of_any_log_format_give_the_parsers_events(case: tuple[str, bytes], tmp_path: Path) -> None:
+    import json
+    import shutil
+    from datetime import UTC
+
+    from helpers.store import stored_rows
+    from rootsift.ingest import textrun
+    from rootsift.ingest.formats.access_nginx import compile_user
+    from rootsift.ingest.formats.access_sql import sql_plan
+
+    log_format, data = case
+    assert sql_plan(compile_user(log_format, UTC)) is not None  # DuckDB reads this format
+    src = tmp_path / "access.log"
+    src.write_bytes(data)
+    out = []
+    for sql in (True, False):
+        shutil.rmtree(tmp_path / "data", ignore_errors=True)
+        textrun.SQL_LINES = sql
+        try:
+            with time_limit(HANG_SECONDS), Rootsift(tmp_path / "data") as rs:
+                try:
+                    summary = rs.ingest(src, "web", format="nginx", log_format=log_format)
+                except RootsiftError as exc:  # every line rejected: the same error both ways
+                    out.append(str(exc))
+                    continue
+                rows = sorted(json.dumps(r, sort_keys=True, default=str) for r in stored_rows(rs, "web"))
+                types = sorted((k, v.type) for k, v in rs.backend.fields("web").items())
+                rejects = [(r["line"], r["reason"]) for r in summary.first_rejects]
+                out.append(json.dumps([rows, types, summary.events, summary.rejects, rejects]))
+        finally:
+            textrun.SQL_LINES = True
+    assert out[0] == out[1]

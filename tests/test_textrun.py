@@ -373,3 +373,178 @@ def test_duckdb_parsed_upstream_sums_past_64_bits_go_to_python_without_failing(
     sql, py = _both_ways(rs, src, monkeypatch, format="nginx", log_format=log_format)
     assert sql == py
     assert sql[2][0] + sql[2][1] == len(tails) and sql[2][0] >= 3
+
+
+# --- MySQL slow logs read by DuckDB (textslow) give what the Python parser gives ---------------
+
+SLOW = sorted((Path(__file__).parent / "golden" / "formats" / "mysql_slow").glob("*.expected.json"))
+
+
+@pytest.fixture
+def slow_routes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts the blocks of slow logs read by DuckDB and by the parser (small blocks: many of them)."""
+    from rootsift.ingest import textrun, textslow
+
+    routes = {"duckdb": 0, "python": 0}
+    in_duckdb, in_python = textslow._in_duckdb, textslow._in_python
+
+    def counted_duckdb(*args: object) -> object:
+        routes["duckdb"] += 1
+        return in_duckdb(*args)  # type: ignore[arg-type]
+
+    def counted_python(*args: object) -> object:
+        routes["python"] += 1
+        return in_python(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(textslow, "_in_duckdb", counted_duckdb)
+    monkeypatch.setattr(textslow, "_in_python", counted_python)
+    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 4 << 10)
+    monkeypatch.setattr(textrun, "SQL_SLOW_LOG", True)
+    return routes
+
+
+@pytest.mark.parametrize("case", SLOW, ids=lambda p: p.name.removesuffix(".expected.json"))
+def test_duckdb_reads_slow_logs_as_the_python_parser_does(
+    rs: Rootsift, case: Path, monkeypatch: pytest.MonkeyPatch, slow_routes: dict[str, int]
+) -> None:
+    import json
+
+    spec = json.loads(case.read_text())
+    src = case.with_name(case.name.removesuffix(".expected.json") + ".log")
+    options = {k: v for k, v in spec.get("options", {}).items() if k == "tz"}
+    sql, py = _both_ways(rs, src, monkeypatch, format="mysql-slow", **options)
+    assert sql == py
+
+
+def _slow_entries(n: int, seed: int = 3) -> list[str]:
+    import random
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+    from gen_logs import mysql_slow
+
+    text = "\n".join(mysql_slow(random.Random(seed), n))
+    head, *entries = text.split("\n# Time: ")
+    return [head] + ["# Time: " + e for e in entries]
+
+
+def test_duckdb_slow_log_blocks_mix_with_the_parsers_blocks(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow_routes: dict[str, int]
+) -> None:
+    # entries DuckDB does not read (use db, no SET timestamp, Percona header lines, a banner,
+    # non-ASCII, blank lines, no '# Time:', a truncated entry) among those it reads, in
+    # blocks of a few KiB: the parser carries the database, the last time and entries waiting
+    # for a time from block to block, and every event and reject is the whole-file parse's
+    import random
+
+    entries = _slow_entries(3000)
+    odd = [
+        "# Time: 2024-03-01T10:00:01.000000Z\n# User@Host: app[app] @ web1 [10.0.0.1]  Id: 5\n"
+        "# Query_time: 0.001000  Lock_time: 0.000100 Rows_sent: 1  Rows_examined: 1\nuse shop;\n"
+        "SET timestamp=1709287201;\nSELECT 1;",
+        "# User@Host: app[app] @ web1 [10.0.0.1]  Id: 6\n"
+        "# Query_time: 0.001000  Lock_time: 0.000100 Rows_sent: 1  Rows_examined: 1\nSELECT 'no time';",
+        "# Time: 2024-03-01T10:00:02.000000Z\n# User@Host: app[app] @ web1 [10.0.0.1]  Id: 7\n"
+        "# Query_time: 0.001000  Lock_time: 0.000100 Rows_sent: 1  Rows_examined: 1\nSELECT 'no set';",
+        "# Time: 2024-03-01T10:00:03.000000Z\n# User@Host: app[app] @ web1 [10.0.0.1]  Id: 8\n"
+        "# Schema: shop  Last_errno: 0  Killed: 0\n"
+        "# Query_time: 0.001000  Lock_time: 0.000100 Rows_sent: 1  Rows_examined: 1\nSET timestamp=1709287203;\n"
+        "SELECT 'percona';",
+        "/usr/sbin/mysqld, Version: 8.0.36 (MySQL Community Server - GPL). started with:",
+        "# Time: 2024-03-01T10:00:04.000000Z\n# User@Host: app[app] @ web1 [10.0.0.1]  Id: 9\n"
+        "# Query_time: 0.001000  Lock_time: 0.000100 Rows_sent: 1  Rows_examined: 1\nSET timestamp=1709287204;\n"
+        "SELECT 'naïve\u3000';",
+        "# Time: 2024-03-01T10:00:05.000000Z\n# User@Host: app[app] @ web1 [10.0.0.1]  Id: 10\n"
+        "# Query_time: 0.001000  Lock_time: 0.000100 Rows_sent: 1  Rows_examined: 1\nSET timestamp=1709287205;\n"
+        "\nSELECT 'blank lines' ;\n\n",
+        "# Time: 2024-03-01T10:00:06.000000Z\n# User@Host: truncated\n"
+        "# Query_time: 0.001000  Lock_time: 0.000100 Rows_sent: 1  Rows_examined: 1",
+    ]
+    rng = random.Random(8)
+    for at in sorted(rng.sample(range(1, len(entries)), 40), reverse=True):
+        entries.insert(at, rng.choice(odd))
+    src = tmp_path / "slow.log"
+    src.write_text("\n".join(entries) + "\n")
+    sql, py = _both_ways(rs, src, monkeypatch, format="mysql-slow", block_bytes=16 << 10)
+    assert sql == py
+    assert slow_routes["duckdb"] >= 10 and slow_routes["python"] >= 5
+    assert sql[2][0] > 3000 and sql[2][1] >= 1
+
+
+def test_duckdb_slow_log_reject_names_its_line_among_duckdb_blocks(
+    rs: Rootsift, tmp_path: Path, slow_routes: dict[str, int]
+) -> None:
+    entries = _slow_entries(2000)
+    at = 1200
+    line = sum(e.count("\n") + 1 for e in entries[:at]) + 1
+    entries.insert(
+        at,
+        "# Time: 2024-03-01T10:00:06.000000Z\n# User@Host: app[app] @ web1 [10.0.0.1]  Id: 1\n"
+        "# Query_time: 0.001000  Lock_time: 0.000100 Rows_sent: 1  Rows_examined: 1",
+    )
+    src = tmp_path / "slow.log"
+    src.write_text("\n".join(entries) + "\n")
+    summary = rs.ingest(src, "slow", format="mysql-slow", block_bytes=16 << 10)
+    assert (summary.events, summary.rejects) == (2000, 1)
+    assert [(r["line"], r["reason"].split(" (")[0]) for r in summary.first_rejects] == [
+        (line, "slow-log entry has a header but no statement")
+    ]
+    assert slow_routes["duckdb"] >= 5 and slow_routes["python"] >= 1
+
+
+def test_slow_log_entry_longer_than_four_blocks_is_cut_and_continued_by_the_parser(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow_routes: dict[str, int]
+) -> None:
+    entries = _slow_entries(300)
+    long = "\n".join(f"  OR id = {i}" for i in range(8000))
+    entries.insert(150, entries[150] + "\n" + long)
+    del entries[151]
+    src = tmp_path / "slow.log"
+    src.write_text("\n".join(entries) + "\n")
+    sql, py = _both_ways(rs, src, monkeypatch, format="mysql-slow", block_bytes=16 << 10)
+    assert sql == py and sql[2] == (300, 0)
+    assert slow_routes["duckdb"] >= 1 and slow_routes["python"] >= 2
+
+
+def test_entry_blocks_cut_before_a_time_line_after_a_statement() -> None:
+    from rootsift.ingest.textslow import entry_blocks
+
+    text = (
+        b"# Time: 1\n# User@Host: a\nSELECT 1;\n"  # 1-3
+        b"# Time: 2\n# Time: 3\nSELECT 2;\n"  # 4-6: the '# Time: 3' follows a header line: no cut before it
+        b"# Time: 4\nSELECT 3;\n"  # 7-8
+    )
+    got = list(entry_blocks(iter([(text, 1)]), 1 << 20))
+    assert [(b.count(b"\n"), first, starts, ends, last) for b, first, starts, ends, last in got] == [
+        (6, 1, True, True, False),
+        (2, 7, True, True, True),
+    ]
+    forced = list(entry_blocks(iter([(b"SELECT 1;\n" * 10, 1), (b"SELECT 2;\n", 11)]), 16))
+    assert [(first, starts, ends, last) for _, first, starts, ends, last in forced] == [
+        (1, True, False, False),
+        (11, False, True, True),
+    ]
+
+
+def test_whitespace_is_what_str_strip_removes() -> None:
+    import sys
+
+    from rootsift.ingest.formats.mysql_slow_sql import WHITESPACE
+
+    assert set(WHITESPACE) == {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
+
+
+def test_duckdb_slow_log_use_lines_carry_the_database_across_blocks(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow_routes: dict[str, int]
+) -> None:
+    # "use db;" before "SET timestamp" (MySQL writes it when the database changes): the entry
+    # and every later one, in this block and the next, have that database, read by DuckDB
+    entries = _slow_entries(3000)
+    for i, db in ((5, "shop"), (700, "`my-db`"), (1500, "a;b"), (2900, "x")):
+        entries[i] = entries[i].replace("\nSET timestamp=", f"\nuse {db};\nSET timestamp=", 1)
+    src = tmp_path / "slow.log"
+    src.write_text("\n".join(entries) + "\n")
+    sql, py = _both_ways(rs, src, monkeypatch, format="mysql-slow", block_bytes=16 << 10)
+    assert sql == py and sql[2] == (3000, 0)
+    assert slow_routes["duckdb"] >= 10 and slow_routes["python"] == 0
+    assert ("db", "VARCHAR") in sql[1]

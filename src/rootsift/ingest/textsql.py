@@ -2,19 +2,22 @@
 
 The reader thread only cuts the input into blocks of whole lines and writes each to a
 file (``RawLines``); ``TextLinesReader`` reads the file with ``read_csv`` as one text
-column, numbers the lines, splits them with the plan's regex, and stages the typed
-columns through ``Stager._stage_relation`` (the catalog's types, new fields and
-``#raw``, as for any input). The lines the plan does not read (``SqlPlan.ok``) are parsed
-by the format's Python parser and staged as JSON lines, so every line gives the event or
-the reject it gave before, with its line number. A block DuckDB cannot read as text
-(invalid UTF-8, a stray control byte, ``\\r`` line ends) is parsed in Python whole.
+column, splits the lines with the plan's regex, converts the values and numbers the lines
+(``textlines.numbered``). After a plan's first block, that is one statement
+(``_one_pass``): a checked insert into the store of the lines the SQL reads, while the
+others reach ``odd_line`` and are parsed by the format's Python parser (staged as JSON
+lines), so every line gives the event or the reject it gave before, with its line number.
+The first block goes through a temp table (``_two_passes``), where DuckDB counts which
+fields have values before any is added. A block DuckDB cannot read as text (invalid UTF-8,
+a stray control byte, ``\\r`` line ends) is parsed in Python whole. Slow logs: ``textslow``.
+See docs/adr/0016-text-formats-in-one-duckdb-pass.md.
 """
 
 from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,20 +27,16 @@ import duckdb
 from rootsift.ingest import convert
 from rootsift.ingest.formats.access_common import Compiled
 from rootsift.ingest.formats.access_sql import NO_BACKSLASH, PRINTABLE, SqlPlan
-from rootsift.ingest.formats.base import TIME_KEY, numbered_lines
+from rootsift.ingest.formats.base import TIME_KEY, Item, numbered_lines
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged
+from rootsift.ingest.textlines import LINES, numbered
+from rootsift.ingest.textslow import SlowLines, stage_slow
 from rootsift.ingest.timefield import TimeSpec
 from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal
 from rootsift.store.writer import Verified
-
-_LINES = (
-    "SELECT line, row_number() OVER () AS n FROM read_csv({path}, sep=chr(1), quote='', escape='', "
-    "header=false, auto_detect=false, columns={{'line': 'VARCHAR'}})"
-)
-"""The file's lines in order, numbered from 1 (an empty line is a NULL line)."""
 
 
 @dataclass
@@ -61,7 +60,22 @@ class RawLines(BlockStats):
 class TextLinesReader(JsonLinesReader):
     """The JSON-lines reader, which also stages ``RawLines`` blocks (see the module)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._odd: list[tuple[int, str]] | None = None
+        """Where ``odd_line`` puts the lines of the statement running now."""
+        self._odd_name: str | None = None
+        self._settled: set[str] = set()
+        """The plans (by regex) whose fields were decided by a block in ``_two_passes``."""
+        self._types: dict[str, list[tuple[str, str]]] = {}
+
     def stage(self, block: bytes | None, first_line: int, stats: Any = None) -> Staged:
+        if isinstance(stats, SlowLines):
+            assert stats.path is not None
+            try:
+                return stage_slow(self, stats)
+            finally:
+                os.unlink(stats.path)
         if not isinstance(stats, RawLines):
             return super().stage(block, first_line, stats)
         assert stats.path is not None
@@ -75,39 +89,22 @@ class TextLinesReader(JsonLinesReader):
         assert plan is not None
         if raw.whole_in_python:
             return self._in_python(raw, self._all_lines(raw, path))
-        table = self._table()
-        try:
-            # One pass: split, convert, and keep the text of only the lines left to Python.
-            split = (
-                f"SELECT n, line, regexp_extract(line, {literal(plan.regex)}, {plan.names!r}) AS m "
-                f"FROM ({_LINES.format(path=literal(path))})"
-            )
-            if plan.derived:
-                split = f"SELECT *, {', '.join(plan.derived)} FROM ({split})"
-            columns = ", ".join(f"{sql} AS {ident(name)}" for name, sql in plan.columns)
-            self.cur.execute(
-                f"CREATE TEMP TABLE {table} AS SELECT n + {raw.first_line - 1} AS n, ok, "
-                f"CASE WHEN ok IS NOT TRUE THEN line END AS line, {columns} "
-                f"FROM (SELECT *, ({plan.ok}) AND {NO_BACKSLASH if raw.clean else PRINTABLE} AS ok FROM ({split}))"
-            )
-        except duckdb.InvalidInputException:
-            # not text as DuckDB reads it (invalid UTF-8, a \x01, a line over its limit);
-            # any other error is a bug to show, not to hide behind the slower path
-            return self._in_python(raw, self._all_lines(raw, path))
-        try:
-            odd = self.cur.execute(
-                f"SELECT n, line FROM {table} WHERE ok IS NOT TRUE AND line IS NOT NULL ORDER BY n"
-            ).fetchall()
-            staged = self._written(table, plan)
-            if staged is None:
-                fields = ", ".join(ident(name) for name, _ in plan.columns)
-                source = f"(SELECT n AS {LINE_KEY}, {fields} FROM {table} WHERE ok)"
-                staged = self._stage_relation(source, convert.parse_type(self._describe(source)), path)
-        finally:
-            self.cur.execute(f"DROP TABLE IF EXISTS {table}")
+        odd: list[tuple[int, str]] = []
+        staged = self._one_pass(raw, plan, path, odd)
+        if staged is None:
+            odd = []
+            try:
+                staged = self._two_passes(raw, plan, path, odd)
+            except duckdb.InvalidInputException:
+                # not text as DuckDB reads it (invalid UTF-8, a \x01, a line over its limit);
+                # any other error is a bug to show, not to hide behind the slower path
+                return self._in_python(raw, self._all_lines(raw, path))
         if not odd:
             return staged
-        rest = self._in_python(raw, [(int(n), str(line)) for n, line in odd])
+        return self._with_rest(staged, self._in_python(raw, sorted(odd)))
+
+    def _with_rest(self, staged: Staged, rest: Staged) -> Staged:
+        """``staged`` and ``rest`` (the rows the Python parser gave for the same block) together."""
         if staged.committed:
             # the rest is queued on the writer (committed before the next block is written)
             staged.rejects = sorted(staged.rejects + rest.rejects, key=lambda r: r.line)
@@ -122,21 +119,132 @@ class TextLinesReader(JsonLinesReader):
         finally:
             self.cur.execute(f"DROP TABLE IF EXISTS {rest.table}")
 
-    def _written(self, table: str, plan: SqlPlan) -> Staged | None:
-        """The lines DuckDB read, inserted into the store in one checked statement (committed),
-        when every column has its catalog type already or is new; None otherwise (or when
-        there is no writer), and ``_stage_relation`` converts them instead."""
+    def _split(self, raw: RawLines, plan: SqlPlan, path: str) -> str:
+        """SQL: every line of the block (``n``, numbered in the log, ``line``), the plan's columns
+        by field name and ``ok``, true where they are the Python parser's event."""
+        split = (
+            f"SELECT line, regexp_extract(line, {literal(plan.regex)}, {plan.names!r}) AS m "
+            f"FROM {LINES.format(path=literal(path))}"
+        )
+        if plan.derived:
+            split = f"SELECT *, {', '.join(plan.derived)} FROM ({split})"
+        columns = ", ".join(f"{sql} AS {ident(name)}" for name, sql in plan.columns)
+        ok = f"({plan.ok}) AND {NO_BACKSLASH if raw.clean else PRINTABLE}"
+        return numbered(f"SELECT line, {columns}, {ok} AS ok FROM ({split})", raw.first_line)
+
+    def _one_pass(self, raw: RawLines, plan: SqlPlan, path: str, odd: list[tuple[int, str]]) -> Staged | None:
+        """The block in one statement: split, convert and insert into the store (checked,
+        committed) the lines the SQL reads, while ``odd_line`` hands the others to ``odd``.
+
+        Only the fields the catalog has are inserted, with its types: a line with a value
+        for a field it has not (yet) is left to Python too, which adds the field. None when
+        that does not hold (the plan's first block, which has every field new, goes through
+        ``_two_passes``, as do blocks whose fields have other types in the catalog)."""
         if self.writer is None or (self.time_field, self.time_format) != (TIME_KEY, "rfc3339"):
             return None
-        types = {r[0]: r[1] for r in self.cur.execute(f"DESCRIBE {table}").fetchall()}
-        leaves = [([name], convert.storage_type(types[name])) for name, _ in plan.columns if name != TIME_KEY]
+        leaves = [([name], t) for name, t in self._plan_types(plan, raw, path) if name != TIME_KEY]
         names = self._names(leaves)
         if any(n in self.fields and self.fields[n].type != t for (_, t), n in zip(leaves, names)):
             return None
-        counts = self.cur.execute(
-            "SELECT " + ", ".join([f"count({ident(p[0])})" for p, _ in leaves] or ["0"]) + f" FROM {table} WHERE ok"
+        new = [p[0] for (p, _), n in zip(leaves, names) if n not in self.fields]
+        if new and plan.regex not in self._settled:
+            return None
+        kept = [(p[0], t, n) for (p, t), n in zip(leaves, names) if n in self.fields]
+        keep = " AND ".join(["ok", *(f"{ident(name)} IS NULL" for name in new)])
+        ts = ident(TIME_COLUMN)
+        select = f"SELECT CAST({ident(TIME_KEY)} AS TIMESTAMP) AS {ts}" + "".join(
+            f", CAST({ident(p)} AS {t}) AS {ident(n)}" for p, t, n in kept
+        )
+        source = f"(SELECT *, coalesce({keep}, false) AS keep FROM ({self._split(raw, plan, path)}))"
+
+        def verify(rel: str) -> Verified | None:
+            row = self.cur.execute(f"SELECT count(*), min({ts}), max({ts}) FROM {rel} AS r").fetchone()
+            return Verified(int(row[0]), (row[1], row[2])) if row else None
+
+        if self.time is None:
+            self.time = TimeSpec(TIME_KEY, "rfc3339")
+        self._odd = odd
+        try:
+            verified = self.writer.write_checked(
+                f"{select} FROM {source} WHERE keep OR {self._odd_line()}(n, line, keep)",
+                {TIME_COLUMN: "TIMESTAMP", **{n: t for _, t, n in kept}},
+                [],
+                verify,
+            )
+        finally:
+            self._odd = None
+        if verified is None:
+            return None
+        return self._done(Staged("", verified.rows, verified.span, [], committed=True))
+
+    def _odd_line(self) -> str:
+        """The name of this cursor's ``odd_line(n, line, keep)``: false, and the line kept for
+        Python when ``keep`` is false. It runs only where ``keep`` is false (``keep OR ...``)."""
+        if self._odd_name is None:
+            self._odd_name = f"rootsift_odd_line_{id(self):x}"
+
+            def odd_line(n: int, line: str, keep: bool) -> bool:
+                if not keep and self._odd is not None:
+                    self._odd.append((n, line))  # list.append is atomic: DuckDB's threads may call it
+                return False
+
+            self.cur.create_function(
+                self._odd_name, odd_line, ["BIGINT", "VARCHAR", "BOOLEAN"], "BOOLEAN", side_effects=True
+            )
+        return self._odd_name
+
+    def _plan_types(self, plan: SqlPlan, raw: RawLines, path: str) -> list[tuple[str, str]]:
+        """Each column of ``plan`` with its storage type (asked of DuckDB once per plan)."""
+        types = self._types.get(plan.regex)
+        if types is None:
+            described = self.cur.execute(f"DESCRIBE {self._split(raw, plan, path)}").fetchall()
+            kind = {r[0]: r[1] for r in described}
+            types = self._types[plan.regex] = [(name, convert.storage_type(kind[name])) for name, _ in plan.columns]
+        return types
+
+    def _two_passes(self, raw: RawLines, plan: SqlPlan, path: str, odd: list[tuple[int, str]]) -> Staged:
+        """The block split and converted into a temp table, then inserted into the store from it
+        (which fields have values is known before they are added); the odd lines go to ``odd``."""
+        table = self._table()
+        self.cur.execute(
+            f"CREATE TEMP TABLE {table} AS SELECT n, ok, CASE WHEN ok IS NOT TRUE THEN line END AS line, "
+            f"{', '.join(ident(name) for name, _ in plan.columns)} FROM ({self._split(raw, plan, path)})"
+        )
+        try:
+            odd += self.cur.execute(
+                f"SELECT n, line FROM {table} WHERE ok IS NOT TRUE AND line IS NOT NULL ORDER BY n"
+            ).fetchall()
+            staged = self._written(table, [name for name, _ in plan.columns])
+            if staged is None:
+                fields = ", ".join(ident(name) for name, _ in plan.columns)
+                source = f"(SELECT n AS {LINE_KEY}, {fields} FROM {table} WHERE ok)"
+                staged = self._stage_relation(source, convert.parse_type(self._describe(source)), path)
+            self._settled.add(plan.regex)
+            return staged
+        finally:
+            self.cur.execute(f"DROP TABLE IF EXISTS {table}")
+
+    def _written(self, table: str, columns: list[str], source: str | None = None) -> Staged | None:
+        """The ``columns`` of the rows of ``table`` where ``ok`` (events DuckDB read), inserted
+        into the store in one checked statement (committed), when every column has its catalog
+        type already or is new; None otherwise (or when there is no writer), and
+        ``_stage_relation`` converts them instead. ``source``, a relation with the columns of
+        ``table`` and more, is what is inserted when given; a column only it has is never all NULL."""
+        if self.writer is None or (self.time_field, self.time_format) != (TIME_KEY, "rfc3339"):
+            return None
+        source = source or table
+        types = {r[0]: r[1] for r in self.cur.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+        leaves = [([name], convert.storage_type(types[name])) for name in columns if name != TIME_KEY]
+        names = self._names(leaves)
+        if any(n in self.fields and self.fields[n].type != t for (_, t), n in zip(leaves, names)):
+            return None
+        have = {r[0] for r in self.cur.execute(f"DESCRIBE {table}").fetchall()}
+        counted = [p[0] for p, _ in leaves if p[0] in have]
+        row = self.cur.execute(
+            "SELECT " + ", ".join([f"count({ident(c)})" for c in counted] or ["0"]) + f" FROM {table} WHERE ok"
         ).fetchone()
-        kept = [(p, t, n) for ((p, t), n), c in zip(zip(leaves, names), counts or ()) if c or n in self.fields]
+        counts = dict(zip(counted, row or ()))
+        kept = [(p, t, n) for (p, t), n in zip(leaves, names) if counts.get(p[0], 1) or n in self.fields]
         ts = ident(TIME_COLUMN)
         select = f"SELECT CAST({ident(TIME_KEY)} AS TIMESTAMP) AS {ts}" + "".join(
             f", CAST({ident(p[0])} AS {t}) AS {ident(n)}" for p, t, n in kept
@@ -150,7 +258,7 @@ class TextLinesReader(JsonLinesReader):
         if self.time is None:
             self.time = TimeSpec(TIME_KEY, "rfc3339")
         verified = self.writer.write_checked(
-            f"{select} FROM {table} WHERE ok", {TIME_COLUMN: "TIMESTAMP", **{n: t for _, t, n in kept}}, new, verify
+            f"{select} FROM {source} WHERE ok", {TIME_COLUMN: "TIMESTAMP", **{n: t for _, t, n in kept}}, new, verify
         )
         if verified is None:
             return None
@@ -180,19 +288,23 @@ class TextLinesReader(JsonLinesReader):
 
     def _in_python(self, raw: RawLines, lines: list[tuple[int, str]]) -> Staged:
         """Parse ``lines`` with the format's Python parser and stage its events as JSON lines."""
+        assert raw.compiled is not None and raw.file_time is not None
+        return self.staged_items(raw.compiled.parse(lines, raw.file_time), raw.tag, raw.fmt)
+
+    def staged_items(self, items: Iterable[Item], tag: str | None, fmt: str) -> Staged:
+        """A parser's events (staged as JSON lines) and rejects (``tag``: the file's name for them)."""
         from rootsift.ingest.textrun import dumped, named  # textrun imports this module
 
-        assert raw.compiled is not None and raw.file_time is not None
         rejects: list[Reject] = []
         out: list[bytes] = []
-        for item in raw.compiled.parse(lines, raw.file_time):
+        for item in items:
             if isinstance(item, Reject):
-                rejects.append(Reject(item.line, named(item.reason, raw.tag), item.text))
+                rejects.append(Reject(item.line, named(item.reason, tag), item.text))
                 continue
             number, event = item
-            data = dumped(event, raw.fmt)
+            data = dumped(event, fmt)
             if isinstance(data, str):
-                rejects.append(Reject(number, named(data, raw.tag), ""))
+                rejects.append(Reject(number, named(data, tag), ""))
                 continue
             inner = data[1:].rstrip(b"\n")
             sep = b"" if inner.startswith(b"}") else b","

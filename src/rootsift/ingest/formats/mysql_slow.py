@@ -10,12 +10,13 @@ describes every field and rule.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import datetime
 
 from rootsift.ingest.fingerprint_cache import MySQLCache
 from rootsift.ingest.formats import register
 from rootsift.ingest.formats.base import TIME_KEY, FormatOptions, Item, Lines, TextFormat
-from rootsift.ingest.formats.mysql_slow_entry import Entry, EntryBuilder, backfill
+from rootsift.ingest.formats.mysql_slow_entry import Backfill, Entry, EntryBuilder, backfill
 from rootsift.ingest.formats.mysql_slow_fields import FieldReader
 from rootsift.ingest.formats.mysql_slow_time import TimeReader
 from rootsift.ingest.rejects import Reject
@@ -55,6 +56,50 @@ class MySQLSlowLog(TextFormat):
         """Yield one event per entry (numbered by its first header line) and rejects."""
         return backfill(_Reader(self.options).run(lines), self.options.file_time)
 
+    def blocks(self) -> SlowLogBlocks:
+        """A reader of one input given in blocks of lines, some read by the parser, some by DuckDB."""
+        return SlowLogBlocks(_Reader(self.options), Backfill(self.options.file_time))
+
+
+class SlowLogBlocks:
+    """One input read in blocks, in order: each either parsed here (``parse``) or read by
+    DuckDB (``read_elsewhere``); what later entries inherit (the ``use`` database, the last
+    time, entries waiting for a time, an entry cut by a block's end) goes from block to block."""
+
+    def __init__(self, reader: _Reader, dates: Backfill) -> None:
+        self._reader = reader
+        self._dates = dates
+
+    @property
+    def db(self) -> str | None:
+        """The database an entry without ``use``/``Schema`` inherits here."""
+        return self._reader.builder.db
+
+    @property
+    def fingerprint(self) -> Callable[[str], str]:
+        """The fingerprint of a statement (cached, as for the parser's events)."""
+        return self._reader.builder.fingerprint
+
+    @property
+    def at_entry_start(self) -> bool:
+        """No entry is open (cut by the previous block's end)."""
+        return self._reader.state == _IDLE
+
+    def parse(self, lines: Lines, entry_ends: bool, last: bool) -> Iterator[Item]:
+        """The events and rejects of a block of ``lines``; ``entry_ends``: the block ends at an
+        entry's end (its last entry is finished here); ``last``: the input's last block."""
+        yield from self._dates.feed(self._reader.run(lines, final=entry_ends or last))
+        if last:
+            yield from self._dates.end()
+
+    def read_elsewhere(self, first: datetime, last: datetime, db: str | None) -> list[Item]:
+        """A block of whole entries, each with its own time from ``first`` to ``last``, was read
+        by DuckDB, after which later entries inherit the database ``db``: the entries waiting
+        for a time take ``first`` (returned); later ones without a time inherit ``last``."""
+        self._reader.builder.db = db
+        self._reader.builder.last_time = last
+        return list(self._dates.dated(first))
+
 
 class _Reader:
     """One pass over one input: the line-by-line state machine."""
@@ -63,14 +108,17 @@ class _Reader:
         self.times = TimeReader(options.zone())
         self.fields = FieldReader()
         self.builder = EntryBuilder(self.times, MySQLCache())
+        self.state = _IDLE
+        self.entry = Entry(0)
 
-    def run(self, lines: Lines) -> Iterator[Item]:
+    def run(self, lines: Lines, final: bool = True) -> Iterator[Item]:
+        """The items of ``lines``; with ``final`` false, an entry still open at their end stays
+        open for the next call (its lines continue there)."""
         builder = self.builder
         finish, start, header = builder.finish, self._start, self._header
         query_time, user_host = self.fields.query_time, self.fields.user_host
         entry_fields = self.fields.entry_fields
-        state = _IDLE
-        entry = Entry(0)
+        state, entry = self.state, self.entry
         body = entry.body
         for number, line in lines:
             if state == _BODY:
@@ -142,8 +190,10 @@ class _Reader:
                 builder.restart()
             else:
                 yield Reject(number, _OUTSIDE, line)
-        if state != _IDLE:
+        if final and state != _IDLE:
             yield finish(entry)
+            state = _IDLE
+        self.state, self.entry = state, entry
 
     def _start(self, number: int, line: str) -> Entry:
         entry = Entry(number)

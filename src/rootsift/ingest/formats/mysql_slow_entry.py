@@ -8,14 +8,14 @@ The body is the statement, possibly preceded by the lines the server adds itself
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
 from rootsift.ingest.formats.base import TIME_KEY, Event, Item
 from rootsift.ingest.formats.mysql_slow_time import TimeReader
 from rootsift.ingest.rejects import Reject
 
-__all__ = ["Entry", "EntryBuilder"]
+__all__ = ["Backfill", "Entry", "EntryBuilder", "backfill"]
 
 _SET = re.compile(r"SET\s+((?:[A-Za-z_]+=[0-9]+(?:\.[0-9]+)?,)*[A-Za-z_]+=[0-9]+(?:\.[0-9]+)?)\s*;\s*", re.I)
 _SET_KEYS = frozenset({"timestamp", "insert_id", "last_insert_id"})
@@ -164,19 +164,41 @@ def backfill(items: Iterator[Item], file_time: Callable[[], datetime], limit: in
     so an entry before a file's first time ran at or before it and takes it
     (``timestamp_source: next``). When no time follows (or ``limit`` wait), they take the
     file's modification time (``file_mtime``), the latest they can have run."""
-    waiting: list[tuple[int, Event]] = []
-    for item in items:
-        if isinstance(item, tuple) and item[1].get(TIME_KEY) is None:
-            waiting.append(item)
-            if len(waiting) >= limit:
-                yield from _dated(waiting, file_time(), "file_mtime")
-                waiting = []
-            continue
-        if waiting and isinstance(item, tuple):
-            yield from _dated(waiting, item[1][TIME_KEY], "next")  # type: ignore[arg-type]
-            waiting = []
-        yield item
-    yield from _dated(waiting, file_time(), "file_mtime")
+    dates = Backfill(file_time, limit)
+    yield from dates.feed(items)
+    yield from dates.end()
+
+
+class Backfill:
+    """``backfill`` over an input given in parts: the entries waiting for a time stay here
+    from one part to the next."""
+
+    def __init__(self, file_time: Callable[[], datetime], limit: int = 10_000) -> None:
+        self.file_time = file_time
+        self.limit = limit
+        self.waiting: list[tuple[int, Event]] = []
+
+    def feed(self, items: Iterable[Item]) -> Iterator[Item]:
+        """``items`` with the events before them that waited for a time, dated (see ``backfill``)."""
+        for item in items:
+            if isinstance(item, tuple) and item[1].get(TIME_KEY) is None:
+                self.waiting.append(item)
+                if len(self.waiting) >= self.limit:
+                    yield from self.end()
+                continue
+            if self.waiting and isinstance(item, tuple):
+                yield from self.dated(item[1][TIME_KEY])  # type: ignore[arg-type]
+            yield item
+
+    def dated(self, when: datetime) -> Iterator[Item]:
+        """The waiting events, given the time of the event after them."""
+        waiting, self.waiting = self.waiting, []
+        return _dated(waiting, when, "next")
+
+    def end(self) -> Iterator[Item]:
+        """The input ended: the waiting events take the file's time."""
+        waiting, self.waiting = self.waiting, []
+        return _dated(waiting, self.file_time(), "file_mtime")
 
 
 def _dated(events: list[tuple[int, Event]], when: datetime, source: str) -> Iterator[Item]:
