@@ -132,6 +132,7 @@ def test_every_command_is_documented() -> None:
 
     doc = (ROOT / "docs" / "cli.md").read_text()
     for name, command in main.commands.items():
+        assert command.name == name, f"COMMANDS names {name} for the command {command.name}"
         assert re.search(rf"^## `rootsift {name}", doc, re.M), f"docs/cli.md lacks a section for {name}"
         for param in command.params:
             for opt in getattr(param, "opts", []):

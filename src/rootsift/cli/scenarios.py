@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -154,7 +155,8 @@ def _in_process(rs: Rootsift, command: click.Command, argv: list[str], capture: 
     return got[-1] if got else None
 
 
-def registered() -> dict[str, click.Command]:
-    """The commands of the ``rootsift`` group running this command, by name."""
+def registered() -> Mapping[str, click.Command]:
+    """The commands of the ``rootsift`` group running this command, by name (its own
+    mapping: the ``rootsift`` group imports a command's module when it is looked up)."""
     root = click.get_current_context().find_root().command
-    return dict(root.commands) if isinstance(root, click.Group) else {}
+    return root.commands if isinstance(root, click.Group) else {}
