@@ -99,7 +99,7 @@ def run_server(work: Path, bodies: list[bytes], clients: int) -> dict[str, float
     port, otlp_port = free_port(), free_port()
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     argv = [sys.executable, "-m", "rootsift", "serve", "--data", str(work / "served")]
-    argv += ["--port", str(port), "--otlp-port", str(otlp_port), "--apply-every", "0.5"]
+    argv += ["--port", str(port), "--otlp-port", str(otlp_port), "--apply-every", os.environ.get("APPLY_EVERY", "0.5")]
     proc = subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     for _ in range(300):

@@ -57,27 +57,35 @@ class Applier:
             self._idle.wait_for(lambda: self.wal.backlog_bytes == 0 or self._stop.is_set(), timeout)
 
     def _loop(self) -> None:
+        moved = False
         while True:
-            self._wake.wait(self.every)
+            # under load, the next move starts as soon as this one ends: a batch is what
+            # arrived meanwhile (it grows with the ingest's own time, as group commit does);
+            # idle, the log is looked at every `every` seconds
+            if not moved:
+                self._wake.wait(self.every)
             self._wake.clear()
             stopping = self._stop.is_set()
-            self.apply_sealed()
+            moved = self.apply_sealed()
             with self._idle:
                 self._idle.notify_all()
             if stopping:
                 return
 
-    def apply_sealed(self) -> None:
+    def apply_sealed(self) -> bool:
         """Move every sealed log file into the store: one ingest per dataset over all of
-        them (an ingest has a fixed cost; many small ones would fall behind)."""
+        them (an ingest has a fixed cost; many small ones would fall behind). True when
+        something was moved."""
         files = self.wal.seal()
         if not files:
-            return
+            return False
         try:
             self._apply(files)
         except (RootsiftError, OSError) as exc:  # the store is busy or the disk full: retry later
             self.failures += 1
             log.warning("could not move the write-ahead log into the store (will retry): %s", exc)
+            return False
+        return True
 
     def _apply(self, files: list[Path]) -> None:
         state = self.wal.directory / "apply.state"
