@@ -12,31 +12,22 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rootsift.analysis.defaults import ALPHA, TOP_VALUES
+from rootsift.api_analyses import Analyses
 from rootsift.errors import UsageError
 from rootsift.ingest import COMMIT_EVERY
 from rootsift.query.spec import QuerySpec
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, DatasetInfo
 from rootsift.store.duckdb import DuckDBBackend, weight_sql
 from rootsift.store.sqltext import ident
-from rootsift.timeutil import format_duration, parse_time
+from rootsift.timeutil import format_duration
 
 if TYPE_CHECKING:
-    from rootsift.analysis.changes import Changes
-    from rootsift.analysis.compare import Comparison, Metric
-    from rootsift.analysis.explain import Explanation
-    from rootsift.analysis.investigate import Investigation
-    from rootsift.analysis.profiles import ProfileDiff
-    from rootsift.analysis.trends import Trends
     from rootsift.ingest.collect import CollectSummary
     from rootsift.ingest.pipeline import IngestSummary, Progress
     from rootsift.query.engine import QueryOutput
 
 # The analyses (numpy, scipy) and the ingest machinery are imported by the methods that
 # use them: a command that only lists or queries datasets starts without loading them.
-
-Moment = str | datetime | None
-"""A time argument: RFC 3339, epoch seconds, relative (``-2h``), or a datetime (naive = UTC)."""
 
 DEFAULT_DATA = Path(".rootsift")
 
@@ -46,8 +37,10 @@ def default_data_dir() -> Path:
     return Path(os.environ.get("ROOTSIFT_DATA") or DEFAULT_DATA)
 
 
-class Rootsift:
-    """One data directory, opened once; safe to use from several threads."""
+class Rootsift(Analyses):
+    """One data directory, opened once; safe to use from several threads. The analyses'
+    methods (explain, investigate, compare, profile_diff, trends, changes) are in
+    ``api_analyses.Analyses``."""
 
     def __init__(self, data_dir: str | Path | None = None, *, read_only: bool = False, **backend: Any) -> None:
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
@@ -208,240 +201,6 @@ class Rootsift:
 
         return run_query(self.backend, spec, now)
 
-    def explain(
-        self,
-        dataset: str,
-        *,
-        start: Moment = None,
-        end: Moment = None,
-        where: str | None = None,
-        select: str | None = None,
-        select_from: Moment = None,
-        select_to: Moment = None,
-        baseline: str | None = None,
-        alpha: float = ALPHA,
-        top_values: int = TOP_VALUES,
-        sampled: bool = False,
-        select_start_of: str | None = None,
-        count_field: str | None = None,
-        now: datetime | None = None,
-    ) -> Explanation:
-        """What is different about the selected events: ``select`` (a filter) and/or the
-        ``select_from``…``select_to`` sub-range, against the rest of ``start``…``end`` (the
-        whole dataset by default) or the events matching ``baseline``; ``sampled`` reads
-        the baseline from the store's uniform sample; ``count_field``: each row stands for
-        that many identical events (default: the dataset's setting). docs/explain.md."""
-        from rootsift.analysis.explain import explain
-
-        now = now or datetime.now(UTC)
-        return explain(
-            self.backend,
-            dataset,
-            start=_moment(start, now),
-            end=_moment(end, now),
-            where=where,
-            select=select,
-            select_from=_moment(select_from, now),
-            select_to=_moment(select_to, now),
-            baseline=baseline,
-            alpha=alpha,
-            top_values=top_values,
-            sampled=sampled,
-            select_start_of=select_start_of,
-            count_field=count_field,
-        )
-
-    def compare(
-        self,
-        dataset: str,
-        *,
-        a: str | None = None,
-        b: str | None = None,
-        a_from: Moment = None,
-        a_to: Moment = None,
-        b_from: Moment = None,
-        b_to: Moment = None,
-        where: str | None = None,
-        metrics: str | list[Metric] | None = None,
-        tolerance: dict[str, float] | None = None,
-        better: dict[str, str] | None = None,
-        weights: dict[str, float] | None = None,
-        per: str | None = None,
-        alpha: float = ALPHA,
-        count_field: str | None = None,
-        now: datetime | None = None,
-    ) -> Comparison:
-        """Cohort A (filter ``a`` and/or ``a_from``…``a_to``) against cohort B on each metric
-        (``p50(duration_ms),rate(status >= 500)``…), with a verdict; ``count_field``: each
-        row stands for that many identical events (default: the dataset's setting).
-        docs/compare.md."""
-        from rootsift.analysis.compare import compare, parse_metrics
-
-        now = now or datetime.now(UTC)
-        return compare(
-            self.backend,
-            dataset,
-            a=a,
-            b=b,
-            a_range=(_moment(a_from, now), _moment(a_to, now)),
-            b_range=(_moment(b_from, now), _moment(b_to, now)),
-            where=where,
-            metrics=parse_metrics(metrics) if isinstance(metrics, str) else metrics,
-            tolerance=tolerance,
-            better=better,
-            weights=weights,
-            per=per,
-            alpha=alpha,
-            count_field=count_field,
-        )
-
-    def profile_diff(
-        self,
-        dataset: str,
-        *,
-        a: str | None = None,
-        b: str | None = None,
-        a_from: Moment = None,
-        a_to: Moment = None,
-        b_from: Moment = None,
-        b_to: Moment = None,
-        where: str | None = None,
-        profile_type: str | None = None,
-        value: str | None = None,
-        focus: str | None = None,
-        alpha: float = ALPHA,
-        now: datetime | None = None,
-    ) -> ProfileDiff:
-        """Which functions take a different share of the stack samples in cohort B than in A,
-        with a significance that treats each profile as a unit. docs/profiles.md."""
-        from rootsift.analysis.profiles import profile_diff
-
-        now = now or datetime.now(UTC)
-        return profile_diff(
-            self.backend,
-            dataset,
-            a=a,
-            b=b,
-            a_range=(_moment(a_from, now), _moment(a_to, now)),
-            b_range=(_moment(b_from, now), _moment(b_to, now)),
-            where=where,
-            profile_type=profile_type,
-            value=value,
-            focus=focus,
-            alpha=alpha,
-        )
-
-    def investigate(
-        self,
-        dataset: str,
-        *,
-        start: Moment = None,
-        end: Moment = None,
-        where: str | None = None,
-        measure: str | None = None,
-        timeouts: dict[str, float] | None = None,
-        timestamp_at: str = "start",
-        alpha: float = ALPHA,
-        count_field: str | None = None,
-        changes: str | None = None,
-        now: datetime | None = None,
-    ) -> Investigation:
-        """Find the anomalous region of ``dataset`` (a latency or error-rate shift, or a
-        stall) and explain it; ``timeouts`` are configured limits per duration field, in
-        the field's own unit (else they are inferred); ``timestamp_at`` says whether an
-        event's timestamp is its start or its end; ``count_field``: each row stands for
-        that many identical events (default: the dataset's setting); ``changes``: a
-        dataset of change events ranked as suspects of the onset. docs/investigate.md."""
-        from rootsift.analysis.investigate import investigate
-
-        now = now or datetime.now(UTC)
-        return investigate(
-            self.backend,
-            dataset,
-            start=_moment(start, now),
-            end=_moment(end, now),
-            where=where,
-            measure=measure,
-            timeouts=timeouts,
-            timestamp_at=timestamp_at,
-            alpha=alpha,
-            count_field=count_field,
-            changes=changes,
-        )
-
-    def trends(
-        self,
-        dataset: str,
-        *,
-        measure: str | None = None,
-        by: str | None = "auto",
-        limit: float | str | None = None,
-        parts: list[str] | None = None,
-        start: Moment = None,
-        end: Moment = None,
-        where: str | None = None,
-        horizon: timedelta | None = None,
-        alpha: float = ALPHA,
-        now: datetime | None = None,
-    ) -> Trends:
-        """What is leaking, where, and when it runs out: the trend of ``measure`` (every
-        numeric field when None) per group of ``by`` (``auto``: ``host`` when present;
-        None: one series), the ``parts`` that drive it, the label values that separate the
-        trending groups, and the time until ``limit`` (a number or a field) within
-        ``horizon`` (default 90 days). docs/trends.md."""
-        from rootsift.analysis.trends import HORIZON_HOURS, trends
-
-        now = now or datetime.now(UTC)
-        return trends(
-            self.backend,
-            dataset,
-            measure=measure,
-            by=by,
-            limit=limit,
-            parts=parts,
-            start=_moment(start, now),
-            end=_moment(end, now),
-            where=where,
-            horizon_hours=horizon.total_seconds() / 3600 if horizon is not None else HORIZON_HOURS,
-            alpha=alpha,
-        )
-
-    def changes(
-        self,
-        dataset: str,
-        *,
-        measure: str = "count",
-        by: str | None = None,
-        events: str | None = None,
-        related: str | None = None,
-        start: Moment = None,
-        end: Moment = None,
-        where: str | None = None,
-        granularity: str | None = None,
-        alpha: float = ALPHA,
-        now: datetime | None = None,
-    ) -> Changes:
-        """Change points of ``measure`` per bucket (``p50(duration_ms)``, ``rate(status >= 500)``,
-        a bare field: its p50) per ``by`` group, the change events of dataset ``events``
-        ranked as suspects of each, and the series of dataset ``related`` that changed
-        near the largest shift. docs/changes.md."""
-        from rootsift.analysis.changes import changes
-
-        now = now or datetime.now(UTC)
-        return changes(
-            self.backend,
-            dataset,
-            measure=measure,
-            by=by,
-            events=events,
-            related=related,
-            start=_moment(start, now),
-            end=_moment(end, now),
-            where=where,
-            granularity=granularity,
-            alpha=alpha,
-        )
-
     def retention(
         self, dataset: str, keep: timedelta, now: datetime | None = None, *, dry_run: bool = False
     ) -> dict[str, Any]:
@@ -467,14 +226,6 @@ class Rootsift:
         weight = self.backend.weight_field(dataset)
         agg = f"sum({weight_sql(weight)})" if weight else "count(*)"
         return int(self.backend.execute_sql(f"SELECT coalesce({agg}, 0) FROM {rel}", []).rows[0][0])
-
-
-def _moment(value: Moment, now: datetime) -> datetime | None:
-    """A time argument as a naive UTC datetime (how the store keeps time)."""
-    if value is None:
-        return None
-    moment = parse_time(value, now) if isinstance(value, str) else value
-    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
 
 
 def _cutoff(now: datetime, keep: timedelta) -> datetime:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from rootsift.analysis.defaults import ALPHA, TOP_VALUES
-from rootsift.cli.common import Probability, common, emit_json, out
+from rootsift.cli.common import Probability, common, emit_json, findings_limit, out
 from rootsift.errors import RootsiftError, UsageError
 from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.timeutil import parse_duration
@@ -49,9 +49,7 @@ if TYPE_CHECKING:
     default=None,
     help="Each row stands for this many identical events (default: the dataset's, or event_count).",
 )
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Findings shown in the terminal."
-)
+@findings_limit()
 @common(read_only=True)
 def explain(
     rs: Rootsift,
@@ -136,9 +134,7 @@ def explain(
     default=None,
     help="A dataset of change events (deploys, config): ranked as suspects of the onset (docs/changes.md).",
 )
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Findings shown in the terminal."
-)
+@findings_limit()
 @click.option(
     "--report",
     type=click.Path(dir_okay=False, path_type=Path),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rootsift.cli.common import Probability, common, emit_json, out
+from rootsift.cli.common import Probability, common, emit_json, findings_limit, out
 from rootsift.errors import RootsiftError, UsageError
 
 if TYPE_CHECKING:
@@ -52,9 +52,7 @@ WIDTH = 72
 @click.option(
     "--alpha", type=Probability(), default=0.05, show_default=True, help="False discovery rate over change points."
 )
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=10, show_default=True, help="Findings shown in the terminal."
-)
+@findings_limit(10)
 @click.option(
     "--report",
     type=click.Path(dir_okay=False, path_type=Path),

@@ -258,3 +258,19 @@ def cohort_options(command: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         command = option(command)
     return command
+
+
+class FindingsShown(click.Option):
+    """``--limit``: how many findings an analysis shows in the terminal (``--json`` has
+    them all). Its own class, so ``demo`` can shorten exactly this option."""
+
+
+def findings_limit(default: int = 20) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--limit",
+        cls=FindingsShown,
+        type=click.IntRange(min=1),
+        default=default,
+        show_default=True,
+        help="Findings shown in the terminal.",
+    )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rootsift.cli.common import common, emit_json, fail, out
+from rootsift.cli.common import FindingsShown, common, emit_json, fail, out
 from rootsift.errors import RootsiftError, UsageError
 
 if TYPE_CHECKING:
@@ -137,8 +137,8 @@ def _in_process(rs: Rootsift, command: click.Command, argv: list[str], capture: 
     from rootsift.cli.common import served
 
     args = list(argv[1:])
-    shortens = any(p.name == "limit" and "shown" in (getattr(p, "help", "") or "") for p in command.params)
-    if not capture and shortens and "--limit" not in args:  # a --limit of findings shown, not trends' limit
+    shortens = any(isinstance(p, FindingsShown) for p in command.params)
+    if not capture and shortens and "--limit" not in args:
         args += ["--limit", DEMO_LIMIT]
     got: list[Any] = []
     with served(rs, got.append if capture else None):

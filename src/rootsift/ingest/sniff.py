@@ -16,6 +16,7 @@ from rootsift.errors import InputFormatError, UnknownFormatError, UsageError
 from rootsift.ingest import formats
 from rootsift.ingest.formats.base import FormatOptions
 from rootsift.ingest.formats.pprof import is_pprof
+from rootsift.ingest.protowire import varint
 from rootsift.ingest.sources import open_input, sniff_format
 
 HEAD_BYTES = 64 << 10
@@ -170,18 +171,18 @@ def _protobuf_fields(data: bytes, max_field: int = 1 << 29) -> int:
     before it stops making sense; every field up to the end of ``data`` counts."""
     pos, fields = 0, 0
     while pos < len(data):
-        tag, pos = _varint(data, pos)
+        tag, pos = varint(data, pos)
         if tag is None or not 1 <= tag >> 3 <= max_field:
             return fields
         wire = tag & 7
         if wire == 0:
-            value, pos = _varint(data, pos)
+            value, pos = varint(data, pos)
             if value is None:
                 return fields
         elif wire in (1, 5):
             pos += 8 if wire == 1 else 4
         elif wire == 2:
-            size, pos = _varint(data, pos)
+            size, pos = varint(data, pos)
             if size is None:
                 return fields
             pos += size
@@ -189,15 +190,3 @@ def _protobuf_fields(data: bytes, max_field: int = 1 << 29) -> int:
             return fields
         fields += 1
     return fields
-
-
-def _varint(data: bytes, pos: int) -> tuple[int | None, int]:
-    value, shift = 0, 0
-    while pos < len(data) and shift < 64:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-    return None, pos

@@ -56,7 +56,7 @@ def argv(command: click.Command, body: dict[str, Any]) -> list[str]:
     """The command line ``body`` stands for; BadRequest for an unknown or refused key."""
     known: dict[str, click.Parameter] = {}
     for param in command.params:
-        if param.name in ("as_json",) or param.name == "help":
+        if param.name == "as_json":  # every command answers with its --json
             continue
         for key in keys(param):
             known[key] = param
@@ -69,7 +69,7 @@ def argv(command: click.Command, body: dict[str, Any]) -> list[str]:
     for key, value in body.items():
         param = known[key]
         name = keys(param)[0]
-        if name in NOT_OVER_HTTP or (param.name or "") in ("data_dir",):
+        if name in NOT_OVER_HTTP:
             raise BadRequest(f"{name!r} is not taken over HTTP: {NOT_OVER_HTTP.get(name, 'the server chooses it')}")
         if isinstance(param, click.Argument):
             positional += [str(v) for v in value] if isinstance(value, list) else [str(value)]
@@ -137,7 +137,7 @@ def openapi(group: click.Group, extra: dict[str, Any]) -> dict[str, Any]:
         required = []
         for param in cmd.params:
             key = keys(param)[0]
-            if param.name == "as_json" or key in NOT_OVER_HTTP or param.name == "data_dir":
+            if param.name == "as_json" or key in NOT_OVER_HTTP:
                 continue
             props[key] = _schema(param)
             if param.required:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import secrets
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -54,15 +53,11 @@ def load(data_dir: Path) -> list[Key]:
 
 
 def _save(data_dir: Path, keys: list[Key]) -> None:
+    from rootsift.store.files import write_json_atomic
+
     path = keys_file(data_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # secrets' hashes: owner only
-    with os.fdopen(fd, "w") as f:
-        json.dump([asdict(k) for k in keys], f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_json_atomic(path, [asdict(k) for k in keys], mode=0o600, indent=1)  # secrets' hashes: owner only
 
 
 def create(data_dir: Path, dataset: str, scope: str) -> tuple[Key, str]:

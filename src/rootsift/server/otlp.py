@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -122,28 +122,31 @@ def _flatten_map(value: dict[str, Any], into: Event, prefix: str) -> None:
             into[prefix + key] = v
 
 
-def _base(resource: Any, scope: Any) -> Event:
-    base = flatten(resource.attributes, {})
-    if scope.name:
-        base["otel.scope.name"] = scope.name
-    if scope.version:
-        base["otel.scope.version"] = scope.version
-    return base
+def scoped(resources: Iterable[Any], scopes: str, items: str) -> Iterator[tuple[Event, Any]]:
+    """(the fields every item shares, the item) for each item of every scope of every
+    resource: ``scoped(request.resource_spans, "scope_spans", "spans")``. The shared
+    fields are the resource's attributes and the scope's name and version."""
+    for resource in resources:
+        for scope in getattr(resource, scopes):
+            base = flatten(resource.resource.attributes, {})
+            if scope.scope.name:
+                base["otel.scope.name"] = scope.scope.name
+            if scope.scope.version:
+                base["otel.scope.version"] = scope.scope.version
+            for item in getattr(scope, items):
+                yield base, item
 
 
 def spans(request: Any) -> tuple[list[Event], int, str]:
     """Events of an ExportTraceServiceRequest, the number rejected and why."""
     events: list[Event] = []
     rejected, why = 0, ""
-    for rs in request.resource_spans:
-        for ss in rs.scope_spans:
-            base = _base(rs.resource, ss.scope)
-            for span in ss.spans:
-                if not span.start_time_unix_nano:
-                    rejected += 1
-                    why = f"span {span.name!r} has no start_time_unix_nano"
-                    continue
-                events.append(_span(span, base))
+    for base, span in scoped(request.resource_spans, "scope_spans", "spans"):
+        if not span.start_time_unix_nano:
+            rejected += 1
+            why = f"span {span.name!r} has no start_time_unix_nano"
+            continue
+        events.append(_span(span, base))
     return events, rejected, why
 
 
@@ -180,28 +183,25 @@ def logs(request: Any) -> tuple[list[Event], int, str]:
     """Events of an ExportLogsServiceRequest, the number rejected and why."""
     events: list[Event] = []
     rejected, why = 0, ""
-    for rl in request.resource_logs:
-        for sl in rl.scope_logs:
-            base = _base(rl.resource, sl.scope)
-            for record in sl.log_records:
-                nanos = record.time_unix_nano or record.observed_time_unix_nano
-                if not nanos:
-                    rejected += 1
-                    why = "a log record has neither time_unix_nano nor observed_time_unix_nano"
-                    continue
-                event = dict(base)
-                flatten(record.attributes, event)
-                event["timestamp"] = nanos_iso(nanos)
-                if record.severity_text:
-                    event["severity_text"] = record.severity_text
-                if record.severity_number:
-                    event["severity_number"] = int(record.severity_number)
-                body = any_value(record.body) if record.HasField("body") else None
-                if body is not None:
-                    event["body"] = body if isinstance(body, str) else json.dumps(body, default=str)
-                if record.trace_id:
-                    event["trace.trace_id"] = record.trace_id.hex()
-                if record.span_id:
-                    event["trace.span_id"] = record.span_id.hex()
-                events.append(event)
+    for base, record in scoped(request.resource_logs, "scope_logs", "log_records"):
+        nanos = record.time_unix_nano or record.observed_time_unix_nano
+        if not nanos:
+            rejected += 1
+            why = "a log record has neither time_unix_nano nor observed_time_unix_nano"
+            continue
+        event = dict(base)
+        flatten(record.attributes, event)
+        event["timestamp"] = nanos_iso(nanos)
+        if record.severity_text:
+            event["severity_text"] = record.severity_text
+        if record.severity_number:
+            event["severity_number"] = int(record.severity_number)
+        body = any_value(record.body) if record.HasField("body") else None
+        if body is not None:
+            event["body"] = body if isinstance(body, str) else json.dumps(body, default=str)
+        if record.trace_id:
+            event["trace.trace_id"] = record.trace_id.hex()
+        if record.span_id:
+            event["trace.span_id"] = record.span_id.hex()
+        events.append(event)
     return events, rejected, why

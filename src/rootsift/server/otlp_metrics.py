@@ -20,7 +20,7 @@ import json
 from collections import OrderedDict
 from typing import Any
 
-from rootsift.server.otlp import Event, _base, flatten, nanos_iso
+from rootsift.server.otlp import Event, flatten, nanos_iso, scoped
 
 CUMULATIVE = 2  # AggregationTemporality.AGGREGATION_TEMPORALITY_CUMULATIVE
 
@@ -51,31 +51,29 @@ def points(request: Any, series: Series | None = None) -> tuple[list[Event], int
     series = series or Series()
     events: list[Event] = []
     rejected, why = 0, ""
-    for rm in request.resource_metrics:
-        for sm in rm.scope_metrics:
-            base = _base(rm.resource, sm.scope)
-            for metric in sm.metrics:
-                kind = metric.WhichOneof("data")
-                if kind is None:
-                    continue
-                data = getattr(metric, kind)
-                for point in data.data_points:
-                    nanos = point.time_unix_nano or point.start_time_unix_nano
-                    if not nanos:
-                        rejected += 1
-                        why = f"a point of {metric.name!r} has no time_unix_nano"
-                        continue
-                    event = dict(base)
-                    flatten(point.attributes, event)
-                    event.update({"timestamp": nanos_iso(nanos), "metric.name": metric.name, "metric.type": kind})
-                    if metric.unit:
-                        event["metric.unit"] = metric.unit
-                    _values(kind, data, point, event, series, (metric.name, _key(base, event)))
-                    events.append(event)
+    for base, metric in scoped(request.resource_metrics, "scope_metrics", "metrics"):
+        kind = metric.WhichOneof("data")
+        if kind is None:
+            continue
+        data = getattr(metric, kind)
+        for point in data.data_points:
+            nanos = point.time_unix_nano or point.start_time_unix_nano
+            if not nanos:
+                rejected += 1
+                why = f"a point of {metric.name!r} has no time_unix_nano"
+                continue
+            event = dict(base)
+            flatten(point.attributes, event)
+            event.update({"timestamp": nanos_iso(nanos), "metric.name": metric.name, "metric.type": kind})
+            if metric.unit:
+                event["metric.unit"] = metric.unit
+            _values(kind, data, point, event, series, (metric.name, _key(event)))
+            events.append(event)
     return events, rejected, why
 
 
-def _key(base: Event, event: Event) -> tuple[Any, ...]:
+def _key(event: Event) -> tuple[Any, ...]:
+    """A series: every field of the point but its time."""
     return tuple(sorted((k, str(v)) for k, v in event.items() if k != "timestamp"))
 
 

@@ -18,7 +18,6 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +35,8 @@ from rootsift.store.base import (
     check_dataset_name,
 )
 from rootsift.store.driver import translate
-from rootsift.store.segment import SAMPLE_TABLE, Segment, fsync_dir, relation_sql, sample_sql, segment_file, segment_id
+from rootsift.store.files import raised_memory_limit, write_json_atomic
+from rootsift.store.segment import SAMPLE_TABLE, Segment, relation_sql, sample_sql, segment_file, segment_id
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
@@ -115,22 +115,10 @@ class DuckDBBackend(Backend):
         """A new connection to the shared instance: one per thread or per ingest."""
         return self._con.cursor()
 
-    @contextlib.contextmanager
-    def raised_memory_limit(self, limit: str) -> Iterator[None]:
+    def raised_memory_limit(self, limit: str) -> contextlib.AbstractContextManager[None]:
         """Run a block with DuckDB's memory limit raised to ``limit`` (never lowered: a limit
         lowered after opening bounds far less than one given at open), restoring it after."""
-        with self._lock:
-            row = self._con.execute("SELECT current_setting('memory_limit')").fetchone()
-            old = str(row[0]) if row else ""
-            raise_it = _size_bytes(limit) > _size_bytes(old)
-            if raise_it:
-                self._con.execute(f"SET GLOBAL memory_limit = {literal(limit)}")
-        try:
-            yield
-        finally:
-            if raise_it:
-                with self._lock:
-                    self._con.execute(f"SET GLOBAL memory_limit = {literal(old)}")
+        return raised_memory_limit(self._con, self._lock, limit)
 
     def close(self) -> None:
         with self._lock:
@@ -159,7 +147,7 @@ class DuckDBBackend(Backend):
                     known = ", ".join(sorted(self._names())) or "none yet"
                     raise DatasetNotFoundError(f"no dataset named {name!r} in {self.data_dir} (datasets: {known})")
                 (directory / "segments").mkdir(parents=True, exist_ok=True)
-                _write_json_atomic(meta, {"format_version": FORMAT_VERSION, "samplerate_field": "samplerate"})
+                write_json_atomic(meta, {"format_version": FORMAT_VERSION, "samplerate_field": "samplerate"})
             state = DatasetState(name, directory)
             state.settings = json.loads(meta.read_text())
             if not self.read_only:
@@ -294,7 +282,7 @@ class DuckDBBackend(Backend):
         state = self.state(dataset, create=True)
         with self._lock:
             state.settings["count_field"] = name
-            _write_json_atomic(state.directory / "dataset.json", state.settings)
+            write_json_atomic(state.directory / "dataset.json", state.settings)
 
     # -- reading -----------------------------------------------------------------
     def relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expr:
@@ -419,38 +407,3 @@ def weight_sql(field: str) -> str:
     """SQL for an event's weight: its sample rate when it is a number >= 1, else 1."""
     col = ident(field)
     return f"(CASE WHEN {col} >= 1 THEN {col} ELSE 1 END)"
-
-
-_UNITS = {
-    "B": 1,
-    "BYTES": 1,
-    "KB": 10**3,
-    "MB": 10**6,
-    "GB": 10**9,
-    "TB": 10**12,
-    "KIB": 2**10,
-    "MIB": 2**20,
-    "GIB": 2**30,
-    "TIB": 2**40,
-}
-
-
-def _size_bytes(text: str) -> float:
-    """Bytes in a DuckDB size such as '512MB' or '488.2 MiB'; infinity when unreadable."""
-    number = text.strip()
-    digits = "".join(ch for ch in number if ch.isdigit() or ch == ".")
-    unit = number[len(digits) :].strip().upper() if number.startswith(digits) else ""
-    try:
-        return float(digits) * _UNITS[unit or "B"]
-    except (ValueError, KeyError):
-        return float("inf")
-
-
-def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=2)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)

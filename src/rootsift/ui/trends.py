@@ -4,6 +4,7 @@ worst series with its fitted line and the limit."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -90,18 +91,40 @@ def _p(f: dict[str, Any]) -> str:
     return f"{p:.2g}" if isinstance(p, float) else ""
 
 
-def chart_lines(chart: dict[str, Any], rows: int = CHART_ROWS, cols: int = CHART_COLS) -> list[str]:
-    """The series as dots, its fitted line as ``─`` and the limit as ``═``, value (y) over time (x)."""
-    hours, values, fitted = chart["hours"], chart["values"], chart["fitted"]
-    pts = [(h, v, f) for h, v, f in zip(hours, values, fitted, strict=True) if v is not None and math.isfinite(v)]
+@dataclass
+class ChartFrame:
+    """A trend chart's points (hour, sample, fitted) and the box they are drawn in: the
+    values from ``lo`` to ``hi`` (the limit included), the hours from ``t0`` over ``span``."""
+
+    pts: list[tuple[float, float, float]]
+    limit: float | None
+    lo: float
+    hi: float
+    t0: float
+    t1: float
+    span: float
+
+
+def chart_frame(chart: dict[str, Any]) -> ChartFrame | None:
+    """The drawable points of ``trends``' ``chart`` and their box; None under two points
+    (the terminal chart and the HTML report draw from the same frame)."""
+    rows = zip(chart["hours"], chart["values"], chart["fitted"], strict=True)
+    pts = [(h, v, f) for h, v, f in rows if v is not None and math.isfinite(v)]
     if len(pts) < 2:
-        return []
+        return None
     limit = chart.get("limit")
     ys = [v for _, v, _ in pts] + [f for _, _, f in pts] + ([limit] if limit is not None else [])
     lo, hi = min(ys), max(ys)
-    hi = hi if hi > lo else lo + 1
     t0, t1 = pts[0][0], pts[-1][0]
-    span = (t1 - t0) or 1.0
+    return ChartFrame(pts, limit, lo, hi if hi > lo else lo + 1, t0, t1, (t1 - t0) or 1.0)
+
+
+def chart_lines(chart: dict[str, Any], rows: int = CHART_ROWS, cols: int = CHART_COLS) -> list[str]:
+    """The series as dots, its fitted line as ``─`` and the limit as ``═``, value (y) over time (x)."""
+    frame = chart_frame(chart)
+    if frame is None:
+        return []
+    pts, limit, lo, hi, t0, span = frame.pts, frame.limit, frame.lo, frame.hi, frame.t0, frame.span
     grid = [[" "] * cols for _ in range(rows)]
 
     def row(y: float) -> int:

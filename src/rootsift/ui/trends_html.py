@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rootsift.ui.report_html import CSS
-from rootsift.ui.trends import amount, numbers, what
+from rootsift.ui.trends import amount, chart_frame, numbers, what
 
 WIDTH, HEIGHT, PAD = 1000, 320, 48
 
@@ -60,15 +60,10 @@ def render(result: dict[str, Any], command: list[str]) -> str:
 
 def chart_svg(chart: dict[str, Any]) -> str:
     """Samples as dots, the fitted line as a line, the limit as a dashed line."""
-    pts = [(h, v, f) for h, v, f in zip(chart["hours"], chart["values"], chart["fitted"], strict=True) if v is not None]
-    if len(pts) < 2:
+    frame = chart_frame(chart)
+    if frame is None:
         return "<p class=sub>too few points to draw</p>"
-    limit = chart.get("limit")
-    ys = [v for _, v, _ in pts] + [f for _, _, f in pts] + ([limit] if limit is not None else [])
-    lo, hi = min(ys), max(ys)
-    hi = hi if hi > lo else lo + 1
-    t0, t1 = pts[0][0], pts[-1][0]
-    span = (t1 - t0) or 1.0
+    pts, limit, lo, hi, t0, t1, span = frame.pts, frame.limit, frame.lo, frame.hi, frame.t0, frame.t1, frame.span
 
     def x(h: float) -> float:
         return PAD + (h - t0) / span * (WIDTH - 2 * PAD)

@@ -33,6 +33,7 @@ from typing import Any
 
 from rootsift.ingest.formats import register
 from rootsift.ingest.formats.base import TIME_KEY, Item, Lines, TextFormat
+from rootsift.ingest.protowire import varint
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.sources import Readable
 
@@ -199,7 +200,7 @@ def is_pprof(head: bytes) -> bool:
     message ends exactly."""
     pos, fields = 0, 0
     while pos < len(head):
-        tag, pos = _varint(head, pos)
+        tag, pos = varint(head, pos)
         if tag is None:
             return False
         number, wire = tag >> 3, tag & 7
@@ -207,25 +208,13 @@ def is_pprof(head: bytes) -> bool:
         if expected is None or wire not in (expected if isinstance(expected, tuple) else (expected,)):
             return False
         if wire == 0:
-            value, pos = _varint(head, pos)
+            value, pos = varint(head, pos)
             if value is None:
                 return fields >= 3
         else:
-            size, pos = _varint(head, pos)
+            size, pos = varint(head, pos)
             if size is None:
                 return fields >= 3
             pos += size
         fields += 1
     return fields >= 3 or (fields >= 1 and pos == len(head))
-
-
-def _varint(data: bytes, pos: int) -> tuple[int | None, int]:
-    value, shift = 0, 0
-    while pos < len(data) and shift < 64:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-    return None, pos

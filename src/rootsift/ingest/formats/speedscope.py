@@ -26,11 +26,11 @@ import orjson
 
 from rootsift.ingest.formats import register
 from rootsift.ingest.formats.base import TIME_KEY, Item, Lines, TextFormat, numbered_lines
+from rootsift.ingest.formats.pprof import TIME_UNITS
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.sources import Readable
 
 SCHEMA = "speedscope.app/file-format-schema"
-TIME_UNITS = {"nanoseconds": 1e-6, "microseconds": 1e-3, "milliseconds": 1.0, "seconds": 1e3}
 MAX_BYTES = 1 << 30
 HEAD_CHARS = 64 << 10
 """A document with no sign of speedscope (its schema, ``shared``) this far in is refused, not held."""
