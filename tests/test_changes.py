@@ -420,3 +420,6 @@ def test_a_regime_recurs_holds_each_bucket_and_moves_the_level() -> None:
     assert reg.judge("version", values, once, full) is None
     stitched = reg.stitch(values, modes)
     assert np.ptp(np.log(stitched)) < 1.0 < np.ptp(np.log(values))
+    regime = reg.judge("leader", values, modes, full)
+    assert regime is not None and regime.switches == 9
+    assert regime.at_switch(30) and regime.at_switch(31) and not regime.at_switch(15)  # a's turn ends at 30

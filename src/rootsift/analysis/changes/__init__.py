@@ -19,6 +19,7 @@ from rootsift.analysis.changes import series as ser
 from rootsift.analysis.changes import suspects as sus
 from rootsift.analysis.changes.result import Changes, SeriesView, Shift
 from rootsift.analysis.stats import q_values
+from rootsift.errors import RootsiftError
 from rootsift.store.duckdb import DuckDBBackend
 
 __all__ = ["Changes", "changes"]
@@ -84,7 +85,11 @@ def changes(
         out_events = [e.time for e in evs]
         by_group = {s.group: s for s in made.series}
         level = [x for x in shifts if x.aspect == "level"]
-        regimes = reg.find(backend, dataset, made, {x.group for x in level}, start=start, end=end, where=where)
+        try:
+            regimes = reg.find(backend, dataset, made, {x.group for x in level}, start=start, end=end, where=where)
+        except RootsiftError as exc:  # the ranking stands without it
+            regimes = {}
+            warnings.append(f"regime fields not looked for: {exc}")
         for shift in level:
             s = by_group[shift.group]
             at = s.times.index(shift.time)
