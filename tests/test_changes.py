@@ -369,6 +369,7 @@ def _turns_store(data: Path) -> None:
         for _ in range(3):
             at = T0 + timedelta(minutes=minute, seconds=float(rng.uniform(0, 60)))
             row = {"timestamp": at.isoformat() + "Z", "leader": leader(hour), "server": f"s{rng.integers(5)}"}
+            row["dc"] = 'east "1"'  # one group under --by dc, a value to quote
             row.update(
                 version="v2" if hour >= cause else "v1", duration_ms=round(50 * scale * rng.lognormal(0, 0.25), 2)
             )
@@ -384,19 +385,23 @@ def _turns_store(data: Path) -> None:
         rs.ingest(data.parent / "changes.jsonl", "changes")
 
 
-def test_a_shift_that_follows_a_host_into_its_turn_is_not_a_change(tmp_path: Path) -> None:
+@pytest.mark.parametrize("by", [None, "dc"])
+def test_a_shift_that_follows_a_host_into_its_turn_is_not_a_change(tmp_path: Path, by: str | None) -> None:
     """The decoy, made at the start of a slow leader's turn, shows the larger step at its
     time; stitched at the leader's hand-overs, the series steps at the cause (inside a turn,
     on every leader) and not at the decoy: the cause is the first suspect. ``leader`` is
     found as the regime; ``server`` (spread over every bucket) and ``version`` (rolled out
-    once) are not."""
+    once) are not. The same per group (``--by``: the group's events are read through a
+    filter naming it, quoted)."""
     data = tmp_path / "data"
     _turns_store(data)
     with Rootsift(data) as rs:
-        result = rs.changes("writes", measure="p50(duration_ms)", events="changes", granularity="10m").as_dict()
+        found = rs.changes("writes", measure="p50(duration_ms)", by=by, events="changes", granularity="10m")
+        result = found.as_dict()
     assert result["method"]["regime"]["field"] == "leader"
     suspects = [f for f in result["findings"] if f["kind"] == "suspect"]
     assert suspects[0]["event"] == "cause" and suspects[0]["regime"] == "leader", suspects
+    assert not result["warnings"]
     decoy = next(s for s in suspects if s["event"] == "decoy")
     assert decoy["score"] < suspects[0]["score"]
 

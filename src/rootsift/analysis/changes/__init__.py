@@ -85,10 +85,12 @@ def changes(
         out_events = [e.time for e in evs]
         by_group = {s.group: s for s in made.series}
         level = [x for x in shifts if x.aspect == "level"]
+        regimes: dict[object, reg.Regime] = {}
         try:
-            regimes = reg.find(backend, dataset, made, {x.group for x in level}, start=start, end=end, where=where)
+            if level:
+                groups = {x.group for x in level}
+                regimes = reg.find(backend, dataset, made, groups, level[0].time, start=start, end=end, where=where)
         except RootsiftError as exc:  # the ranking stands without it
-            regimes = {}
             warnings.append(f"regime fields not looked for: {exc}")
         for shift in level:
             s = by_group[shift.group]

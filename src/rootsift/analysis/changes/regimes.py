@@ -23,7 +23,9 @@ A field is a regime of a series when, over its buckets:
   jumps measured inside turns (one-sided Mann–Whitney, p < ``P_JUMP``).
 
 Of several fields that qualify, the one whose switches jump most clearly (smallest p) is
-used. Assumption: a change that itself moves the role (an election it forces) is judged on
+used. Only the events of the groups with a level shift are read, and a field is counted
+over the whole range only when it passes a cheap screen: at most ``SCREEN_DISTINCT``
+distinct values in the median bucket of the ``SCREEN`` buckets before the largest shift. Assumption: a change that itself moves the role (an election it forces) is judged on
 what it did besides moving the role.
 """
 
@@ -45,8 +47,10 @@ from rootsift.timeutil import format_duration
 
 DOMINANT = 0.8
 COVERAGE = 0.9
-MAX_VALUES = 50
-"""Fields with more distinct values than this are not looked at as regimes."""
+SCREEN = 36
+"""Buckets before the shift whose distinct values per field screen the candidates."""
+SCREEN_DISTINCT = 2
+"""A candidate has at most this many distinct values in the median bucket of the screen."""
 MAX_FIELDS = 20
 STITCH = 6
 """Buckets either side of a switch whose medians give its jump (fewer when a turn is shorter)."""
@@ -139,53 +143,89 @@ def find(
     dataset: str,
     made: ser.SeriesSet,
     groups: Iterable[object],
+    around: datetime,
     *,
     start: datetime | None = None,
     end: datetime | None = None,
     where: str | None = None,
 ) -> dict[object, Regime]:
-    """The regime of each of ``groups`` (series of ``made``) that has one: the text fields
-    of ``dataset`` with 2 to ``MAX_VALUES`` values, counted per bucket (per group) through
-    the query model, judged on each series."""
-    wanted = {g: s for s in made.series for g in [s.group] if g in set(groups)}
+    """The regime of each of ``groups`` (series of ``made``) that has one. Through the query
+    model, restricted to those groups: first the distinct values of every text field per
+    bucket over the ``SCREEN`` buckets before ``around`` (a regime has one or two in most of
+    them: a cheap screen), then, for each field that passes, its values counted per bucket
+    (per group) over the range, judged on each series."""
+    wanted = {s.group: s for s in made.series if s.group in set(groups)}
     if not wanted:
         return {}
     by = made.by
-    fields = backend.fields(dataset)
     texty = [
         n
-        for n, f in fields.items()
+        for n, f in backend.fields(dataset).items()
         if f.type == "VARCHAR" and n != by and not n.endswith("#raw") and not n.startswith("_")
     ][:MAX_FIELDS]
     if not texty:
         return {}
-    s, e = (start.isoformat() if start else None), (end.isoformat() if end else None)
-    distinct = run_query(
-        backend, QuerySpec(dataset, s, e, where, [], [Calculation("count_distinct", n) for n in texty])
-    ).rows
-    counts = distinct[0] if distinct else [0] * len(texty)
-    candidates = [n for n, c in zip(texty, counts, strict=True) if 2 <= int(c or 0) <= MAX_VALUES]
+    only = _only(by, list(wanted))
+    filt = " and ".join(f"({x})" for x in (where, only) if x) or None
     g = format_duration(made.granularity)
+    keys = [by] if by else []
+    s, e = (start.isoformat() if start else None), (end.isoformat() if end else None)
+    lo = around - SCREEN * made.granularity
+    screen = QuerySpec(
+        dataset,
+        max(lo, start).isoformat() if start else lo.isoformat(),
+        around.isoformat(),
+        filt,
+        keys,
+        [Calculation("count_distinct", n) for n in texty],
+        granularity=g,
+        limit=ser.MAX_ROWS,
+    )
+    rows = run_query(backend, screen).rows
+    per_bucket = np.array([[float(v or 0) for v in r[1 + len(keys) :]] for r in rows]) if rows else None
+    if per_bucket is None:
+        return {}
+    candidates = [n for n, d in zip(texty, np.median(per_bucket, axis=0), strict=True) if d <= SCREEN_DISTINCT]
     found: dict[object, Regime] = {}
     for name in candidates:
-        keys = ([by] if by else []) + [name]
         spec = QuerySpec(
-            dataset, s, e, where, keys, [Calculation("count")], granularity=g, order=["time asc"], limit=ser.MAX_ROWS
+            dataset,
+            s,
+            e,
+            filt,
+            [*keys, name],
+            [Calculation("count")],
+            granularity=g,
+            order=["time asc"],
+            limit=ser.MAX_ROWS,
         )
         tops: dict[object, dict[datetime, dict[Any, float]]] = {}
         for r in run_query(backend, spec).rows:
             group = r[1] if by else None
             if group in wanted and r[-2] is not None:
                 tops.setdefault(group, {}).setdefault(r[0], {})[r[-2]] = float(r[-1] or 0)
-        for group, per_bucket in tops.items():
+        for group, counted in tops.items():
             series = wanted[group]
             modes, shares = [], []
             for t in series.times:
-                counts_at = per_bucket.get(t) or {None: 1.0}
-                top = max(counts_at, key=lambda v: counts_at[v])
+                at = counted.get(t) or {None: 1.0}
+                top = max(at, key=lambda v: at[v])
                 modes.append(top)
-                shares.append(counts_at[top] / (sum(counts_at.values()) or 1.0))
+                shares.append(at[top] / (sum(at.values()) or 1.0))
             regime = judge(name, series.values, modes, np.array(shares))
             if regime is not None and (group not in found or regime.p_value < found[group].p_value):
                 found[group] = regime
     return found
+
+
+def _only(by: str | None, groups: list[object]) -> str | None:
+    """A filter keeping the events of ``groups`` (text values of ``by``), or None (no ``by``,
+    or a value that is not text: every event is read)."""
+    if not by or not all(isinstance(v, str) for v in groups):
+        return None
+    name = "`" + by.replace("`", "``") + "`"
+    quoted = [
+        '"' + str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+        for v in groups
+    ]
+    return f"{name} in ({', '.join(quoted)})"
