@@ -23,10 +23,13 @@ A field is a regime of a series when, over its buckets:
   jumps measured inside turns (one-sided Mann–Whitney, p < ``P_JUMP``).
 
 Of several fields that qualify, the one whose switches jump most clearly (smallest p) is
-used. Only the events of the groups with a level shift are read, and a field is counted
-over the whole range only when it passes a cheap screen: at most ``SCREEN_DISTINCT``
-distinct values in the median bucket of the ``SCREEN`` buckets before the largest shift. Assumption: a change that itself moves the role (an election it forces) is judged on
-what it did besides moving the role.
+used. Only the events of the groups with a level shift are read, and a text field (the
+first ``MAX_FIELDS``) is counted over the whole range only when it passes a cheap screen:
+at most ``SCREEN_DISTINCT`` distinct values in the median bucket of the ``SCREEN`` buckets
+before the largest shift.
+
+Assumption: a change that itself moves the role (an election it forces) is judged on what
+it did besides moving the role.
 """
 
 from __future__ import annotations
