@@ -6,7 +6,8 @@
 
 The store is investigate's (bench/investigate.py): 6 hours of events, host-007 30 times
 slower for 20 minutes. Contenders alternate, a warm-up first; the medians of wall and of
-CPU time (user + sys of this process) of each, and their ratios, are printed.
+CPU time (user + sys of this process) of each, and their ratios, are printed, then the
+CPU of one more run by phase (the series through the query model; the detector).
 """
 
 from __future__ import annotations
@@ -30,6 +31,24 @@ def timed(fn):  # type: ignore[no-untyped-def]
     out = fn()
     end = os.times()
     return time.perf_counter() - wall, (end.user - cpu.user) + (end.system - cpu.system), out
+
+
+def phases(rs: Rootsift) -> dict[str, float]:
+    """CPU seconds of one ``changes`` run's phases: the series through the query model, and
+    the change-point detector over every host (analysis/changes/detect.py)."""
+    from rootsift.analysis.changes import detect as det
+    from rootsift.analysis.changes import series as ser
+
+    def cpu() -> float:
+        t = os.times()
+        return t.user + t.system
+
+    c0 = cpu()
+    made = ser.build(rs.backend, DATASET, ser.parse_measure("p50(duration_ms)"), by="host", granularity="1m")
+    c1 = cpu()
+    for s in made.series:
+        det.detect(s.values)
+    return {"series (query model)": c1 - c0, f"detect x{len(made.series)}": cpu() - c1}
 
 
 def main() -> None:
@@ -65,6 +84,7 @@ def main() -> None:
                 wall, cpu, out = timed(fn)
                 times[name].append((wall, cpu))
                 result = out if name == "changes" else result
+        split = phases(rs)
     assert result is not None
     found = [f for f in result.findings() if f["kind"] == "changepoint"]
     hit = [f for f in found if f.get("value") == "host-007"]
@@ -74,6 +94,7 @@ def main() -> None:
     for name in ("changes", "query"):
         w, c = median([t[0] for t in times[name]]), median([t[1] for t in times[name]])
         print(f"{name:8s} wall {w:7.3f} s   cpu {c:7.3f} s")
+    print("one more run, CPU by phase: " + ", ".join(f"{k} {v:.3f} s" for k, v in split.items()))
     wr = median([t[0] for t in times["changes"]]) / median([t[0] for t in times["query"]])
     cr = median([t[1] for t in times["changes"]]) / median([t[1] for t in times["query"]])
     print(f"ratio    wall {wr:7.2f}     cpu {cr:7.2f}   (changes / the same query)")

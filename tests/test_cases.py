@@ -89,12 +89,7 @@ CASES = [
 ]
 
 
-KNOWN: dict[tuple[str, int], str] = {
-    ("consul-culprit", 1): (
-        "the streaming change falls inside a slow leader's term, so the writes' p50 makes no step at it; "
-        "a decoy at the start of that term shows the larger day-over-day step"
-    ),
-}
+KNOWN: dict[tuple[str, int], str] = {}
 """Cases whose command exists but does not yet find the truth: strict xfail with the reason."""
 
 

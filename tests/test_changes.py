@@ -329,7 +329,11 @@ def test_investigate_ranks_change_events_as_suspects_of_its_onset(tmp_path: Path
     (tmp_path / "req.jsonl").write_text("\n".join(rows) + "\n")
     events = [
         {"timestamp": (onset - _td(hours=2)).isoformat(), "change": {"kind": "flag"}, "description": "flip flag x"},
-        {"timestamp": (onset - _td(minutes=10)).isoformat(), "change": {"kind": "deploy"}, "description": "deploy api 2.1"},
+        {
+            "timestamp": (onset - _td(minutes=10)).isoformat(),
+            "change": {"kind": "deploy"},
+            "description": "deploy api 2.1",
+        },
         {"timestamp": (onset + _td(hours=1)).isoformat(), "change": {"kind": "config"}, "description": "raise pool"},
     ]
     (tmp_path / "changes.jsonl").write_text("\n".join(_json.dumps(e) for e in events) + "\n")
@@ -342,3 +346,85 @@ def test_investigate_ranks_change_events_as_suspects_of_its_onset(tmp_path: Path
     later = next(s for s in suspects if s["event"] == "raise pool")
     assert later["relation"] == "after" and suspects.index(later) == len(suspects) - 1
     assert {"flip flag x", "deploy api 2.1", "raise pool"} == {s["event"] for s in suspects}
+
+
+def _turns_store(data: Path) -> None:
+    """Three days of writes, a few a minute, served by whichever server leads: ``slow`` (4x
+    the others' latency) leads in recurring turns. A decoy is made 6 minutes into a slow
+    turn (a large step at its time); the cause, inside the next slow turn, raises every
+    leader's latency 1.5x; 10 hours later latency jumps 5x. ``server`` (where the request
+    landed) is spread over every bucket, ``version`` is rolled out once, at the cause."""
+    rng = np.random.default_rng(12)
+    turns = [(0, "a"), (5, "slow"), (9, "b"), (14, "c"), (18, "slow"), (22, "a"), (27, "b"), (31, "slow")]
+    turns += [(35, "c"), (40, "a"), (44, "slow"), (50.5, "b"), (55, "c"), (58, "slow"), (62, "a"), (66, "b")]
+    decoy, cause, jump = 44.1, 48.0, 58.5
+
+    def leader(hour: float) -> str:
+        return [name for start, name in turns if start <= hour][-1]
+
+    rows = []
+    for minute in range(72 * 60):
+        hour = minute / 60
+        scale = (4 if leader(hour) == "slow" else 1) * (1.5 if hour >= cause else 1) * (5 if hour >= jump else 1)
+        for _ in range(3):
+            at = T0 + timedelta(minutes=minute, seconds=float(rng.uniform(0, 60)))
+            row = {"timestamp": at.isoformat() + "Z", "leader": leader(hour), "server": f"s{rng.integers(5)}"}
+            row["dc"] = 'east "1"'  # one group under --by dc, a value to quote
+            row.update(
+                version="v2" if hour >= cause else "v1", duration_ms=round(50 * scale * rng.lognormal(0, 0.25), 2)
+            )
+            rows.append(row)
+    (data.parent / "writes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    changes = [
+        {"timestamp": (T0 + timedelta(hours=h)).isoformat() + "Z", "change.kind": "config", "description": d}
+        for h, d in [(decoy, "decoy"), (cause, "cause"), (20.3, "early")]
+    ]
+    (data.parent / "changes.jsonl").write_text("".join(json.dumps(c) + "\n" for c in changes))
+    with Rootsift(data) as rs:
+        rs.ingest(data.parent / "writes.jsonl", "writes")
+        rs.ingest(data.parent / "changes.jsonl", "changes")
+
+
+@pytest.mark.parametrize("by", [None, "dc"])
+def test_a_shift_that_follows_a_host_into_its_turn_is_not_a_change(tmp_path: Path, by: str | None) -> None:
+    """The decoy, made at the start of a slow leader's turn, shows the larger step at its
+    time; stitched at the leader's hand-overs, the series steps at the cause (inside a turn,
+    on every leader) and not at the decoy: the cause is the first suspect. ``leader`` is
+    found as the regime; ``server`` (spread over every bucket) and ``version`` (rolled out
+    once) are not. The same per group (``--by``: the group's events are read through a
+    filter naming it, quoted)."""
+    data = tmp_path / "data"
+    _turns_store(data)
+    with Rootsift(data) as rs:
+        found = rs.changes("writes", measure="p50(duration_ms)", by=by, events="changes", granularity="10m")
+        result = found.as_dict()
+    assert result["method"]["regime"]["field"] == "leader"
+    suspects = [f for f in result["findings"] if f["kind"] == "suspect"]
+    assert suspects[0]["event"] == "cause" and suspects[0]["regime"] == "leader", suspects
+    assert not result["warnings"]
+    decoy = next(s for s in suspects if s["event"] == "decoy")
+    assert decoy["score"] < suspects[0]["score"]
+
+
+def test_a_regime_recurs_holds_each_bucket_and_moves_the_level() -> None:
+    """``judge`` takes a field that alternates and moves the level at its switches; not one
+    rolled out once, not one spread over each bucket, not one whose switches move nothing."""
+    from rootsift.analysis.changes import regimes as reg
+
+    rng = np.random.default_rng(1)
+    modes = [
+        name for name, n in zip("abacabacab", [30, 20, 25, 30, 20, 25, 30, 20, 25, 30], strict=True) for _ in range(n)
+    ]
+    level = np.array([3.0 if m == "b" else 1.0 for m in modes])
+    values = np.exp(level + rng.normal(0, 0.1, len(modes)))
+    full = np.ones(len(modes))
+    assert reg.judge("leader", values, modes, full) is not None
+    assert reg.judge("leader", np.exp(rng.normal(0, 0.1, len(modes))), modes, full) is None  # no jump at switches
+    assert reg.judge("leader", values, modes, np.full(len(modes), 0.4)) is None  # spread over each bucket
+    once = ["v1"] * 130 + ["v2"] * 125
+    assert reg.judge("version", values, once, full) is None
+    stitched = reg.stitch(values, modes)
+    assert np.ptp(np.log(stitched)) < 1.0 < np.ptp(np.log(values))
+    regime = reg.judge("leader", values, modes, full)
+    assert regime is not None and regime.switches == 9
+    assert regime.at_switch(30) and regime.at_switch(31) and not regime.at_switch(15)  # a's turn ends at 30

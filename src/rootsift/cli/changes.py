@@ -147,7 +147,8 @@ def show(result: Changes, limit: int) -> None:
         if f["kind"] == "suspect":
             out.print(
                 f"suspect     {f['time']}  {f['event']}  ({f['lead']} before the change at {f['changepoint']}; "
-                f"step at the event z={f['step_z']:.2f}, {f['compared']})"
+                f"step at the event z={f['step_z']:.2f}, {f['compared']}"
+                + (f", {f['regime']} hand-overs stitched out)" if f.get("regime") else ")")
             )
         elif f["kind"] == "related":
             out.print(

@@ -13,11 +13,13 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from rootsift.analysis.changes import detect as det
+from rootsift.analysis.changes import regimes as reg
 from rootsift.analysis.changes import related as rel
 from rootsift.analysis.changes import series as ser
 from rootsift.analysis.changes import suspects as sus
 from rootsift.analysis.changes.result import Changes, SeriesView, Shift
 from rootsift.analysis.stats import q_values
+from rootsift.errors import RootsiftError
 from rootsift.store.duckdb import DuckDBBackend
 
 __all__ = ["Changes", "changes"]
@@ -74,6 +76,7 @@ def changes(
     # recoveries last
     shifts = [x for _, x in sorted(shifts, key=lambda ds: (ds[1].aspect != "level", -ds[0], -ds[1].size))]
     out_events: list[datetime] = []
+    regime_info: dict[str, object] | None = None
     warnings = list(made.warnings)
     if events is not None:
         lo = start - timedelta(days=sus.MAX_LAG_DAYS) if start else None
@@ -81,14 +84,36 @@ def changes(
         warnings += more
         out_events = [e.time for e in evs]
         by_group = {s.group: s for s in made.series}
-        for shift in (x for x in shifts if x.aspect == "level"):
+        level = [x for x in shifts if x.aspect == "level"]
+        regimes: dict[object, reg.Regime] = {}
+        try:
+            if level:
+                groups = {x.group for x in level}
+                regimes = reg.find(backend, dataset, made, groups, level[0].time, start=start, end=end, where=where)
+        except RootsiftError as exc:  # the ranking stands without it
+            warnings.append(f"regime fields not looked for: {exc}")
+        for shift in level:
             s = by_group[shift.group]
             at = s.times.index(shift.time)
             group = (by, shift.group) if by else None
             onsets = creep(shift, shifts)
             others = [(o.times, o.values) for o in made.series if o.group != shift.group] if by else None
-            shift.suspects = sus.rank(evs, s.times, s.values, at, shift.direction, group, onsets[:-1], others)
+            values, early = s.values, onsets[:-1]
+            regime = regimes.get(shift.group)
+            if regime is not None:  # judged on the series stitched at the role's hand-overs
+                values = regime.stitched(s.values)
+                early = [o for o in early if not regime.at_switch(s.times.index(o))]
+            shift.suspects = sus.rank(evs, s.times, values, at, shift.direction, group, early, others)
+            for x in shift.suspects:
+                x.regime = regime.field if regime is not None else None
             shift.onset = onsets[0]
+        main_regime = regimes.get(shifts[0].group) if shifts else None
+        if main_regime is not None:
+            regime_info = {
+                "field": main_regime.field,
+                "switches": main_regime.switches,
+                "p_value": float(f"{main_regime.p_value:.4g}"),
+            }
     near: list[rel.Related] = []
     if related is not None:
         if related not in {d.name for d in backend.datasets()}:
@@ -122,6 +147,7 @@ def changes(
             "groups": len(made.series),
             "deseasoned_groups": sum(d.seasonal for d in detections),
             "noise": [{"sigma": round(d.sigma, 4), "rho": round(d.rho, 4)} for d in detections[:SERIES_SHOWN]],
+            "regime": regime_info,
         },
     )
 

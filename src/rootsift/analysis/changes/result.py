@@ -172,6 +172,7 @@ def suspect_finding(s: Suspect, series: str, changepoint: datetime, onset: datet
         "coincides_with_onset": s.coincides,
         "exclusivity": _r(s.exclusivity),
         "exclusivity_z": _r(s.exclusivity_z),
+        "regime": s.regime,
         "onset": iso_z(onset) if onset else None,
         "score": score(s),
     }

@@ -192,29 +192,40 @@ def _build(
     else:
         assert measure.calc is not None
         calcs = [measure.calc] if measure.calc.op == "count" else [measure.calc, count]
-        rows = [list(r) for r in run_query(backend, spec(calcs, where)).rows]
+        rows = run_query(backend, spec(calcs, where)).rows
         if measure.calc.op == "count":
             rows = [[*r, r[-1]] for r in rows]
-    groups: dict[object, list[tuple[datetime, float, float]]] = {}
+    # the query orders rows by time: each group's buckets are appended in order
+    groups: dict[object, tuple[list[datetime], list[float], list[float]]] = {}
+    nk = len(keys)
     for r in rows:
-        key = (r[1] if len(keys) == 1 else tuple(r[1 : 1 + len(keys)])) if keys else None
-        value, n = r[-2], r[-1]
+        value = r[-2]
         if value is None:
             continue
-        groups.setdefault(key, []).append((r[0], float(value), float(n or 0)))
-    ranked = sorted(groups.items(), key=lambda kv: -sum(n for _, _, n in kv[1]))
+        key = (r[1] if nk == 1 else tuple(r[1 : 1 + nk])) if nk else None
+        into = groups.get(key)
+        if into is None:
+            into = groups[key] = ([], [], [])
+        into[0].append(r[0])
+        into[1].append(value)
+        into[2].append(r[-1] or 0)
+    ranked = sorted(groups.items(), key=lambda kv: -sum(kv[1][2]))
     if len(ranked) > max_groups:
         out.warnings.append(
             f"{dataset} by {', '.join(keys)}: {len(ranked)} groups; the {max_groups} with the most events are looked at"
         )
     grid = _grid(rows, width) if measure.calc is not None and measure.calc.op == "count" else None
-    for key, points in ranked[:max_groups]:
-        if grid is not None:  # a bucket without events counts 0
-            have = {p[0] for p in points}
-            points += [(t, 0.0, 0.0) for t in grid if t not in have]
-        points.sort(key=lambda p: p[0])
-        times = [p[0] for p in points]
-        out.series.append(Series(key, times, np.array([p[1] for p in points]), np.array([p[2] for p in points])))
+    for key, (times, values, counts) in ranked[:max_groups]:
+        if grid is not None or any(b < a for a, b in zip(times, times[1:], strict=False)):
+            # a count's bucket without events counts 0; rows out of time order are sorted
+            have = set(times)
+            zeros = [(t, 0.0, 0.0) for t in grid or [] if t not in have]
+            points = sorted(
+                [*zip(times, values, counts, strict=True), *zeros],
+                key=lambda p: p[0],
+            )
+            times, values, counts = [p[0] for p in points], [p[1] for p in points], [p[2] for p in points]
+        out.series.append(Series(key, times, np.array(values, dtype=np.float64), np.array(counts, dtype=np.float64)))
     return out
 
 

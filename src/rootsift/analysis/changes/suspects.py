@@ -103,6 +103,9 @@ class Suspect:
     exclusivity: float | None = None
     """In scope: the step here less the median step of the other groups (shift's direction)."""
     exclusivity_z: float | None = None
+    regime: str | None = None
+    """The field whose hand-overs were stitched out of the series before the step was measured
+    (``regimes``), or None."""
 
 
 def deseasoned(times: list[datetime], values: np.ndarray) -> tuple[np.ndarray, bool]:
