@@ -84,7 +84,7 @@ def bic_binseg(x: np.ndarray) -> list[int]:
 
 def ours(x: np.ndarray) -> list[int]:
     found = det.detect(x)
-    return sorted({p.index for p in found.points + found.spread})
+    return sorted({p.index for p in found.points + found.spread + found.slope})
 
 
 def no_change(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, int | None]:

@@ -13,6 +13,18 @@ variance of an AR(1) noise. ``BETA`` is calibrated so that a series without chan
 freedom; 60 to 2,000 points) shows a false change point in at most ``FALSE_ALARM_RATE``
 of series (tests/test_changes.py checks it over many seeds; bench/changepoints.py
 prints the rates).
+
+A series that wanders or trends (population, prices, a filling disk) has no level to
+shift: a level model cuts its slope into a staircase of steps. Each series is therefore
+also read as *integrated*: its increments (deseasoned, rank scores) get the same
+detector, so a change of slope is a change point of the increments' level and a change of
+volatility one of their spread. Which reading holds is a penalised model comparison on
+the robustly standardised values (``integrated``): BIC of the level model (segment means
+plus AR(1) residuals) against BIC of the integrated one (segment drifts of the increments
+plus AR(1) residuals), each with the cuts its own calibrated detector chose. On the
+no-change series of the calibration the level model wins (white noise, AR(1), Student-t,
+a daily cycle); on a random walk or a trend with kinks the integrated one does, and its
+change points are ``Detection.slope`` (and ``spread``: the increments' volatility).
 """
 
 from __future__ import annotations
@@ -73,7 +85,14 @@ class Detection:
     seasonal: bool
     spread: list[Point] = field(default_factory=list)
     """Change points in spread: ``before``/``after`` are the median distance of the values
-    from their level segment's median."""
+    from their level segment's median (for an integrated series: of the increments from
+    their segment's median increment, a change of volatility)."""
+    slope: list[Point] = field(default_factory=list)
+    """Changes of slope of an integrated series: ``before``/``after`` are the median
+    increment per bucket either side; ``index`` the first bucket after the kink."""
+    model: str = "level"
+    """``level`` (steps around constant levels) or ``integrated`` (the series wanders: its
+    increments carry the change points); see the module doc."""
 
 
 def scores(values: np.ndarray) -> np.ndarray:
@@ -193,27 +212,91 @@ def best_subset(z: np.ndarray, candidates: list[int], penalty: float) -> list[in
 
 def detect(values: np.ndarray, period: int | None = None, beta: float = BETA) -> Detection:
     """Change points in level of ``values`` (one per bucket, no gaps), and in spread
-    (``Detection.spread``); ``period``: buckets per day when a daily cycle may be present."""
+    (``Detection.spread``); ``period``: buckets per day when a daily cycle may be present.
+    When the series is better read as integrated (module doc), its changes of slope
+    (``Detection.slope``) and of volatility instead, and no level steps."""
     x = np.asarray(values, dtype=np.float64)
     n = len(x)
     if n < MIN_POINTS:
         return Detection([], 0.0, 0.0, 0.0, False)
     z, seasonal = deseason(scores(x), period)
     cuts, sigma, rho, lrv, penalty = _segment(z, beta)
-    level = np.empty(n)
-    for a, b in zip([0, *cuts[:-1]], cuts, strict=True):
-        level[a:b] = np.median(x[a:b])
+    y = standardized(x, period if seasonal else None)
+    dy = np.diff(y)
+    if n > MIN_POINTS:
+        d_scores = scores(dy)
+        d_cuts, d_sigma, d_rho, d_lrv, d_penalty = _segment(d_scores, beta)
+        if integrated(y, cuts, d_cuts):
+            dx = np.diff(x)
+            slope = _shifted(_points(d_scores, dx, d_cuts, d_lrv, np.median))
+            spread = _shifted(_spread(d_scores, dx, d_cuts, beta))
+            return Detection([], d_sigma, d_rho, d_penalty, seasonal, spread, slope, "integrated")
     points = _points(z, x, cuts, lrv, np.median)
-    # spread: the same detector on the scores of the residuals' size (around the level
-    # segments), with its own penalty factor so both together keep the stated rate
+    return Detection(points, sigma, rho, penalty, seasonal, _spread(z, x, cuts, beta))
+
+
+def _spread(z: np.ndarray, x: np.ndarray, cuts: list[int], beta: float) -> list[Point]:
+    """Change points of spread: the same detector on the scores of the residuals' size
+    (around the level segments ``cuts``), with its own penalty factor so that level and
+    spread together keep the stated rate."""
     r = z.copy()
+    level = np.empty(len(x))
     for a, b in zip([0, *cuts[:-1]], cuts, strict=True):
         r[a:b] -= r[a:b].mean()
+        level[a:b] = np.median(x[a:b])
     size = scores(np.abs(r))
     s_cuts, _, _, s_lrv, _ = _segment(size, beta * SPREAD_FACTOR)
-    dev = np.abs(x - level)
-    spread = _points(size, dev, s_cuts, s_lrv, np.median)
-    return Detection(points, sigma, rho, penalty, seasonal, spread)
+    return _points(size, np.abs(x - level), s_cuts, s_lrv, np.median)
+
+
+def standardized(x: np.ndarray, period: int | None) -> np.ndarray:
+    """``x`` less its median over its MAD (its standard deviation when the MAD is 0), less
+    each phase's median when ``period`` is given: the scale on which the level and the
+    integrated readings are compared (raw values, so a trend keeps its shape)."""
+    y = x - np.median(x)
+    scale = 1.4826 * float(np.median(np.abs(y))) or float(np.std(y)) or 1.0
+    y = y / scale
+    if period:
+        phase = np.arange(len(y)) % period
+        y = y - np.array([np.median(y[phase == k]) for k in range(period)])[phase]
+    return y
+
+
+def _innovations(r: np.ndarray) -> float:
+    """The variance of ``r``'s innovations under an AR(1) fitted by least squares."""
+    den = float(np.dot(r[:-1], r[:-1]))
+    phi = min(max(float(np.dot(r[1:], r[:-1])) / den, -0.99), 0.99) if den > 0 else 0.0
+    e = r[1:] - phi * r[:-1]
+    return float(np.mean(e * e)) + 1e-300
+
+
+def _demeaned(y: np.ndarray, cuts: list[int]) -> np.ndarray:
+    r = y.copy()
+    for a, b in zip([0, *cuts[:-1]], cuts, strict=True):
+        r[a:b] -= r[a:b].mean()
+    return r
+
+
+def integrated(y: np.ndarray, level_cuts: list[int], slope_cuts: list[int]) -> bool:
+    """Whether ``y`` is better read as integrated (segment drifts of its increments cut at
+    ``slope_cuts``) than as levels (segment means cut at ``level_cuts``): the lower BIC,
+    each model with AR(1) residuals (a mean or a drift and a position per segment, and the
+    AR coefficient), over the same n − 2 innovations. Both readings give the same
+    likelihood scale: the increments' model is the values' model given the first value."""
+    m = len(y) - 2
+    level = m * math.log(_innovations(_demeaned(y, level_cuts)[1:])) + 2 * len(level_cuts) * math.log(m)
+    drift = m * math.log(_innovations(_demeaned(np.diff(y), slope_cuts))) + 2 * len(slope_cuts) * math.log(m)
+    return drift < level
+
+
+def _shifted(points: list[Point]) -> list[Point]:
+    """Points found on the increments as indices of the values: increment k is
+    x[k + 1] − x[k], so the new regime's first value is k + 1."""
+    for p in points:
+        p.index += 1
+        p.segment_before = (p.segment_before[0] + 1, p.segment_before[1] + 1)
+        p.segment_after = (p.segment_after[0] + 1, p.segment_after[1] + 1)
+    return points
 
 
 def _segment(z: np.ndarray, beta: float) -> tuple[list[int], float, float, float, float]:
