@@ -60,7 +60,7 @@ MAX_CANDIDATES = 30
 """Binary segmentation's first splits, among which the penalised best set is chosen."""
 SPREAD_FACTOR = 2.2
 """The spread channel's penalty over the level's (calibrated with it: module doc)."""
-THEIL_POINTS = 500
+THEIL_POINTS = 150
 """The trend reading's Theil–Sen slope is taken over at most about this many points."""
 
 
@@ -206,20 +206,19 @@ def best_subset(z: np.ndarray, candidates: list[int], penalty: float) -> list[in
     c1 = np.concatenate([[0.0], np.cumsum(z)])
     c2 = np.concatenate([[0.0], np.cumsum(z * z)])
 
-    def cost(a: int, b: int) -> float:
-        return float(c2[b] - c2[a] - (c1[b] - c1[a]) ** 2 / (b - a))
-
-    points = [0, *sorted(candidates), n]
-    best = [0.0] + [math.inf] * (len(points) - 1)
+    points = np.array([0, *sorted(candidates), n])
+    best = np.full(len(points), math.inf)
+    best[0] = 0.0
     back = [0] * len(points)
-    for j in range(1, len(points)):
-        for i in range(j):
-            total = best[i] + cost(points[i], points[j]) + (penalty if i > 0 else 0.0)
-            if total < best[j]:
-                best[j], back[j] = total, i
+    for j in range(1, len(points)):  # every segment ending at points[j] at once
+        a, b = points[:j], points[j]
+        cost = c2[b] - c2[a] - (c1[b] - c1[a]) ** 2 / (b - a)
+        total = best[:j] + cost + np.where(np.arange(j) > 0, penalty, 0.0)
+        back[j] = int(np.argmin(total))
+        best[j] = total[back[j]]
     cuts, j = [], len(points) - 1
     while j > 0:
-        cuts.append(points[j])
+        cuts.append(int(points[j]))
         j = back[j]
     return sorted(cuts)
 
@@ -236,29 +235,29 @@ def detect(values: np.ndarray, period: int | None = None, beta: float = BETA) ->
         return Detection([], 0.0, 0.0, 0.0, False)
     z, seasonal = deseason(scores(x), period)
     y = standardized(x, period if seasonal else None)
-    cuts, sigma, rho, lrv, penalty = _segment(z, beta)
-    best = (fit(z, z), "level")
+    # each reading: the series its detector cuts, its binary segmentation, its BIC
+    path = binseg(z, MAX_CANDIDATES, MIN_SIZE)
+    readings = {"level": (z, path, fit(path, z))}
     if n > MIN_POINTS:
         d_scores = scores(np.diff(y))
-        d_cuts, d_sigma, d_rho, d_lrv, d_penalty = _segment(d_scores, beta)
-        best = min(best, (fit(d_scores, np.diff(z), increments=True), "integrated"))
+        path = binseg(d_scores, MAX_CANDIDATES, MIN_SIZE)
+        readings["integrated"] = (d_scores, path, fit(path, np.diff(z), increments=True))
         t = np.arange(n, dtype=np.float64)
         stride = max(1, n // THEIL_POINTS)
-        y_t = y - float(sps.theilslopes(y[::stride], t[::stride])[0]) * t
+        t_scores = scores(y - float(sps.theilslopes(y[::stride], t[::stride])[0]) * t)
         z_t = z - float(sps.theilslopes(z[::stride], t[::stride])[0]) * t
-        t_scores = scores(y_t)
-        t_cuts, t_sigma, t_rho, t_lrv, t_penalty = _segment(t_scores, beta)
-        best = min(best, (fit(t_scores, z_t, 1), "trend"))
-    if best[1] == "integrated":
+        path = binseg(t_scores, MAX_CANDIDATES, MIN_SIZE)
+        readings["trend"] = (t_scores, path, fit(path, z_t, 1))
+    model = min(readings, key=lambda name: readings[name][2])
+    w, path, _ = readings[model]
+    cuts, sigma, rho, lrv, penalty = _segment(w, beta, path)
+    if model == "integrated":
         dx = np.diff(x)
-        slope = _shifted(_points(d_scores, dx, d_cuts, d_lrv, np.median))
-        spread = _shifted(_spread(d_scores, dx, d_cuts, beta))
-        return Detection([], d_sigma, d_rho, d_penalty, seasonal, spread, slope, "integrated")
-    if best[1] == "trend":
-        points = _points(t_scores, x, t_cuts, t_lrv, np.median)
-        spread = _spread(t_scores, x, t_cuts, beta)
-        return Detection(points, t_sigma, t_rho, t_penalty, seasonal, spread, [], "trend")
-    return Detection(_points(z, x, cuts, lrv, np.median), sigma, rho, penalty, seasonal, _spread(z, x, cuts, beta))
+        slope = _shifted(_points(w, dx, cuts, lrv, np.median))
+        spread = _shifted(_spread(w, dx, cuts, beta))
+        return Detection([], sigma, rho, penalty, seasonal, spread, slope, model)
+    points, spread = _points(w, x, cuts, lrv, np.median), _spread(w, x, cuts, beta)
+    return Detection(points, sigma, rho, penalty, seasonal, spread, [], model)
 
 
 def _spread(z: np.ndarray, x: np.ndarray, cuts: list[int], beta: float) -> list[Point]:
@@ -297,10 +296,10 @@ def _innovations(r: np.ndarray) -> float:
 
 
 def _demeaned(y: np.ndarray, cuts: list[int]) -> np.ndarray:
-    r = y.copy()
-    for a, b in zip([0, *cuts[:-1]], cuts, strict=True):
-        r[a:b] -= r[a:b].mean()
-    return r
+    """``y`` less the mean of its segment (cut at ``cuts``, ending with ``len(y)``)."""
+    segment = np.searchsorted(np.asarray(cuts), np.arange(len(y)), side="right")
+    means = np.bincount(segment, weights=y) / np.bincount(segment)
+    return y - means[segment]
 
 
 def bic(z: np.ndarray, cuts: list[int], extra: int = 0, increments: bool = False) -> float:
@@ -316,12 +315,11 @@ def bic(z: np.ndarray, cuts: list[int], extra: int = 0, increments: bool = False
     return m * math.log(_innovations(r)) + (2 * len(cuts) + extra) * math.log(m)
 
 
-def fit(proposal: np.ndarray, z: np.ndarray, extra: int = 0, increments: bool = False) -> float:
-    """The lowest ``bic`` of ``z`` over the first k = 0 … ``MAX_CANDIDATES`` cuts of the
-    binary segmentation of ``proposal``: how well a reading can explain the series at its
-    best complexity (not at the calibrated one, which is for claiming change points: a
-    series switching between many short regimes is still a level series)."""
-    path = binseg(proposal, MAX_CANDIDATES, MIN_SIZE)
+def fit(path: list[int], z: np.ndarray, extra: int = 0, increments: bool = False) -> float:
+    """The lowest ``bic`` of ``z`` over the first k = 0 … ``MAX_CANDIDATES`` cuts of a
+    binary segmentation ``path``: how well a reading can explain the series at its best
+    complexity (not at the calibrated one, which is for claiming change points: a series
+    switching between many short regimes is still a level series)."""
     n = len(z)
     return min(bic(z, [*sorted(path[:k]), n], extra, increments) for k in range(len(path) + 1))
 
@@ -336,10 +334,14 @@ def _shifted(points: list[Point]) -> list[Point]:
     return points
 
 
-def _segment(z: np.ndarray, beta: float) -> tuple[list[int], float, float, float, float]:
-    """(cuts ending with n, sigma, rho, long-run variance, penalty) of ``z``."""
+def _segment(
+    z: np.ndarray, beta: float, candidates: list[int] | None = None
+) -> tuple[list[int], float, float, float, float]:
+    """(cuts ending with n, sigma, rho, long-run variance, penalty) of ``z``, chosen among
+    ``candidates`` (binary segmentation's first cuts of ``z`` when not given)."""
     n = len(z)
-    candidates = binseg(z, MAX_CANDIDATES, MIN_SIZE)
+    if candidates is None:
+        candidates = binseg(z, MAX_CANDIDATES, MIN_SIZE)
     sigma, rho = noise(z)
     for _ in range(REFINE):  # the noise around the segments found, then cut again
         lrv = sigma**2 * (1 + rho) / (1 - rho)
