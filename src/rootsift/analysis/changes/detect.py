@@ -29,10 +29,10 @@ The reading kept is the one with the lowest BIC on the scores (``fit``: segment 
 AR(1) residuals, a mean and a position per segment, each reading at the number of its
 binary segmentation's cuts that suits it best); its change points are then the ones its
 calibrated detector claims. On the no-change series of the calibration the level reading
-wins and the rates hold. A random walk (with or without drift), which the level reading
-alone cut into steps in 35–100 % of series, shows a false change point in 0–22 %, and a
-straight trend in AR(1) noise (98–100 % before) in 0–17 % (bench/changepoints.py
---false-alarms prints both).
+wins and the rates hold. A random walk, which the level reading alone cut into steps in
+35–100 % of series, shows a false change point in 1–13 % (4–10 % with a drift), and a
+straight trend in AR(1) noise (98–100 % before) in 0–12 % (bench/changepoints.py
+--false-alarms prints them).
 """
 
 from __future__ import annotations
