@@ -243,9 +243,8 @@ def detect(values: np.ndarray, period: int | None = None, beta: float = BETA) ->
         path = binseg(d_scores, MAX_CANDIDATES, MIN_SIZE)
         readings["integrated"] = (d_scores, path, fit(path, np.diff(z), increments=True))
         t = np.arange(n, dtype=np.float64)
-        stride = max(1, n // THEIL_POINTS)
-        t_scores = scores(y - float(sps.theilslopes(y[::stride], t[::stride])[0]) * t)
-        z_t = z - float(sps.theilslopes(z[::stride], t[::stride])[0]) * t
+        t_scores = scores(y - _theil(y) * t)
+        z_t = z - _theil(z) * t
         path = binseg(t_scores, MAX_CANDIDATES, MIN_SIZE)
         readings["trend"] = (t_scores, path, fit(path, z_t, 1))
     model = min(readings, key=lambda name: readings[name][2])
@@ -287,21 +286,6 @@ def standardized(x: np.ndarray, period: int | None) -> np.ndarray:
     return y
 
 
-def _innovations(r: np.ndarray) -> float:
-    """The variance of ``r``'s innovations under an AR(1) fitted by least squares."""
-    den = float(np.dot(r[:-1], r[:-1]))
-    phi = min(max(float(np.dot(r[1:], r[:-1])) / den, -MAX_RHO), MAX_RHO) if den > 0 else 0.0
-    e = r[1:] - phi * r[:-1]
-    return float(np.mean(e * e)) + 1e-300
-
-
-def _demeaned(y: np.ndarray, cuts: list[int]) -> np.ndarray:
-    """``y`` less the mean of its segment (cut at ``cuts``, ending with ``len(y)``)."""
-    segment = np.searchsorted(np.asarray(cuts), np.arange(len(y)), side="right")
-    means = np.bincount(segment, weights=y) / np.bincount(segment)
-    return y - means[segment]
-
-
 def bic(z: np.ndarray, cuts: list[int], extra: int = 0, increments: bool = False) -> float:
     """BIC of ``z`` as segment means (cut at ``cuts``, ending with ``len(z)``) plus AR(1)
     residuals (coefficient within ±``MAX_RHO``, the detector's noise model): a mean and a
@@ -309,10 +293,7 @@ def bic(z: np.ndarray, cuts: list[int], extra: int = 0, increments: bool = False
     last n − 2 innovations of the series either way: values lose their first residual to
     the AR's lag, ``increments`` (one fewer) none, so the readings of one series compare
     (the increments' model is the values' model given the first value)."""
-    r = _demeaned(z, cuts)
-    r = r if increments else r[1:]
-    m = len(r) - 1
-    return m * math.log(_innovations(r)) + (2 * len(cuts) + extra) * math.log(m)
+    return float(_bics(z, [cuts], extra, increments)[0])
 
 
 def fit(path: list[int], z: np.ndarray, extra: int = 0, increments: bool = False) -> float:
@@ -321,7 +302,34 @@ def fit(path: list[int], z: np.ndarray, extra: int = 0, increments: bool = False
     complexity (not at the calibrated one, which is for claiming change points: a series
     switching between many short regimes is still a level series)."""
     n = len(z)
-    return min(bic(z, [*sorted(path[:k]), n], extra, increments) for k in range(len(path) + 1))
+    return float(np.min(_bics(z, [[*sorted(path[:k]), n] for k in range(len(path) + 1)], extra, increments)))
+
+
+def _bics(z: np.ndarray, cut_sets: list[list[int]], extra: int, increments: bool) -> np.ndarray:
+    """``bic`` of ``z`` for each set of cuts, in one pass (a row of residuals per set)."""
+    n, rows = len(z), len(cut_sets)
+    at = np.arange(n)
+    ids = np.stack([np.searchsorted(np.asarray(c), at, side="right") for c in cut_sets])
+    flat = (ids + (n + 1) * np.arange(rows)[:, None]).ravel()
+    sums = np.bincount(flat, weights=np.tile(z, rows), minlength=rows * (n + 1))
+    counts = np.bincount(flat, minlength=rows * (n + 1))
+    means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+    r = (np.tile(z, rows) - means[flat]).reshape(rows, n)
+    r = r if increments else r[:, 1:]
+    den, num = np.sum(r[:, :-1] ** 2, axis=1), np.sum(r[:, 1:] * r[:, :-1], axis=1)
+    phi = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 0), -MAX_RHO, MAX_RHO)
+    e = r[:, 1:] - phi[:, None] * r[:, :-1]
+    m = r.shape[1] - 1
+    params = 2 * np.array([len(c) for c in cut_sets]) + extra
+    return m * np.log(np.mean(e * e, axis=1) + 1e-300) + params * math.log(m)
+
+
+def _theil(y: np.ndarray) -> float:
+    """Theil–Sen's slope of ``y`` per index: the median slope over pairs of at most about
+    ``THEIL_POINTS`` evenly spaced points."""
+    t = np.arange(0, len(y), max(1, len(y) // THEIL_POINTS))
+    i, j = np.triu_indices(len(t), 1)
+    return float(np.median((y[t[j]] - y[t[i]]) / (t[j] - t[i])))
 
 
 def _shifted(points: list[Point]) -> list[Point]:
