@@ -1,0 +1,468 @@
+"""The embedded ClickHouse backend (chdb): one MergeTree table per dataset.
+
+Layout (docs/clickhouse.md, ADR 0022)::
+
+    DATA/clickhouse/                 chdb's data directory (database ``rootsift``, one table a dataset)
+    DATA/<dataset>/rejects/*.jsonl   rejected input lines, as with DuckDB
+
+A dataset's table is ``ORDER BY ("timestamp", "#sample") SAMPLE BY "#sample"``: time-range
+scans read only the granules of the range, and ``"#sample"`` (a hash of the row's ordinal,
+independent of its content: ADR 0008) is the sampling key that ``sample_relation`` reads
+as ``SAMPLE 1/64``. Fields are explicit ``Nullable`` columns, added with ``ALTER TABLE ADD
+COLUMN`` as they appear; a column's comment holds its JSON path, the table's comment the
+dataset's settings. chdb opens one data directory per process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import threading
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from rootsift.errors import DatasetNotFoundError, StoreError, UsageError
+from rootsift.store.base import (
+    RAW_SUFFIX,
+    TIME_COLUMN,
+    Backend,
+    DatasetInfo,
+    FieldInfo,
+    QueryResult,
+    check_dataset_name,
+)
+from rootsift.store.dialects import DIALECTS, number_placeholders, render
+from rootsift.store.sqltext import ident, literal
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from sqlglot import exp
+
+    from rootsift.store.chdb_writer import ArrowWriter
+
+DATABASE = "rootsift"
+SAMPLE_KEY = "#sample"
+SAMPLE_EVERY = 64
+PENDING = "#pending-"
+"""Tables named ``<dataset>#pending-<id>`` hold an input being read (chdb_writer)."""
+FORMAT_VERSION = 1
+_TYPES = DIALECTS["clickhouse"].storage_types
+_STORAGE = {v.removeprefix("Nullable(").removesuffix(")"): k for k, v in _TYPES.items()}
+_ARROW = {"double": "DOUBLE", "int64": "BIGINT", "bool": "BOOLEAN", "string": "VARCHAR", "large_string": "VARCHAR"}
+
+
+def _chdb_session(path: Path) -> Any:
+    try:
+        from chdb.session import Session
+    except ImportError:
+        raise UsageError(
+            "--backend chdb needs the chdb package: pip install 'rootsift[clickhouse]'"
+        ) from None
+    try:
+        return Session(str(path))
+    except Exception as exc:  # chdb raises RuntimeError for every failure
+        raise StoreError(f"opening the chdb store {path}: {_first_line(exc)} (chdb opens one store per process)") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().split("\n")[0]
+
+
+class ChdbBackend(Backend):
+    """Datasets as MergeTree tables of an embedded ClickHouse under ``DATA/clickhouse``."""
+
+    dialect = "clickhouse"
+    segment_rows = 1 << 62  # what the ingest runner reads of a backend: MergeTree has no segments
+
+    def __init__(self, data_dir: Path, *, read_only: bool = False) -> None:
+        self.data_dir = Path(data_dir)
+        self.read_only = read_only
+        if self.data_dir.exists() and not self.data_dir.is_dir():
+            raise UsageError(f"{self.data_dir} is a file, not a data directory (see --data, $ROOTSIFT_DATA)")
+        (self.data_dir / "clickhouse").mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._session = _chdb_session(self.data_dir / "clickhouse")
+        self._parser: duckdb.DuckDBPyConnection | None = None
+        self._query(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
+        if not read_only:
+            for name in self._tables(pending=True):  # inputs a crashed ingest left half-read
+                self._query(f"DROP TABLE IF EXISTS {self._table(name)}")
+
+    # -- running SQL --------------------------------------------------------------
+    def _query(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
+        with self._lock:
+            try:
+                return self._session.query(sql, "ArrowTable", params=params or {})
+            except Exception as exc:  # chdb raises ChdbError (a RuntimeError) for every failure
+                raise StoreError(f"query failed: {_first_line(exc)}") from exc
+
+    def execute(self, query: exp.Expr, params: list[Any]) -> QueryResult:
+        """Render ``query`` for ClickHouse with its positional parameters bound by name."""
+        named_query, named = number_placeholders(query, params)
+        return _result(self._query(render(named_query, self.dialect), named))
+
+    def execute_sql(self, sql: str, params: list[Any]) -> QueryResult:
+        """Run SQL text written for DuckDB (what the analyses still write, until they build
+        sqlglot expressions): parsed as DuckDB's dialect and rendered as ClickHouse's. A
+        statement that does not translate is a StoreError naming the failure."""
+        import sqlglot
+
+        from rootsift.store.dialects import DuckDB
+
+        try:
+            query = sqlglot.parse_one(sql, dialect=DuckDB)
+        except sqlglot.errors.ParseError as exc:
+            raise StoreError(f"query failed: cannot read DuckDB SQL to render it for ClickHouse: {exc}") from exc
+        return self.execute(query, params)
+
+    def relation_text(
+        self, dataset: str, start: datetime | None, end: datetime | None, table: str = "events"
+    ) -> str | None:
+        """``relation`` as SQL text (for ``execute_sql``); None for the sample (``table``
+        ``events_sample``), which text cannot name: such a caller runs exact."""
+        from rootsift.store.dialects import DuckDB
+
+        return self.relation(dataset, start, end).sql(dialect=DuckDB) if table == "events" else None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._parser is not None:
+                self._parser.close()
+                self._parser = None
+            self._session.close()
+
+    # -- datasets -----------------------------------------------------------------
+    def _table(self, name: str) -> str:
+        return f"{DATABASE}.{ident(name)}"
+
+    def _tables(self, pending: bool = False) -> list[str]:
+        rows = self._query(
+            "SELECT name FROM system.tables WHERE database = {db:String} ORDER BY name", {"db": DATABASE}
+        ).column("name")
+        return [n for n in rows.to_pylist() if (PENDING in n) == pending]
+
+    def dataset_dir(self, name: str) -> Path:
+        return self.data_dir / check_dataset_name(name)
+
+    def exists(self, name: str) -> bool:
+        return check_dataset_name(name) in self._tables()
+
+    def state(self, name: str, create: bool = False) -> str:
+        """Check that ``name`` exists (creating its table with ``create``); return it."""
+        if self.exists(name):
+            return name
+        if not create or self.read_only:
+            known = ", ".join(self._tables()) or "none yet"
+            raise DatasetNotFoundError(f"no dataset named {name!r} in {self.data_dir} (datasets: {known})")
+        settings = json.dumps({"format_version": FORMAT_VERSION, "samplerate_field": "samplerate"})
+        self._query(
+            f"CREATE TABLE IF NOT EXISTS {self._table(name)} "
+            f"({ident(TIME_COLUMN)} DateTime64(6, 'UTC'), {ident(SAMPLE_KEY)} UInt32) "
+            f"ENGINE = MergeTree ORDER BY ({ident(TIME_COLUMN)}, {ident(SAMPLE_KEY)}) SAMPLE BY {ident(SAMPLE_KEY)} "
+            f"COMMENT {literal(settings)}"
+        )
+        return name
+
+    def settings(self, dataset: str) -> dict[str, Any]:
+        """The dataset's settings (samplerate and count field), kept as its table's comment."""
+        rows = self._query(
+            "SELECT comment FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+            {"db": DATABASE, "t": self.state(dataset)},
+        ).column("comment")
+        text = rows[0].as_py() if len(rows) else ""
+        return json.loads(text) if text else {}
+
+    def datasets(self) -> list[DatasetInfo]:
+        out = []
+        for name in self._tables():
+            weight = self.weight_field(name)
+            events = f"sum(if({ident(weight)} >= 1, {ident(weight)}, 1))" if weight else "count()"
+            t = ident(TIME_COLUMN)
+            rows, total, first, last = _result(
+                self._query(f"SELECT count(), {events}, min({t}), max({t}) FROM {self._table(name)}")
+            ).rows[0]
+            parts, size = self._parts(name)
+            out.append(
+                DatasetInfo(
+                    name=name,
+                    events=int(total or 0),
+                    stored_rows=int(rows),
+                    first=first if rows else None,
+                    last=last if rows else None,
+                    bytes_on_disk=size + super().dataset_bytes(name),
+                    segments=parts,
+                )
+            )
+        return out
+
+    def _parts(self, dataset: str) -> tuple[int, int]:
+        """(active parts, their bytes on disk) of the dataset's table."""
+        row = _result(
+            self._query(
+                "SELECT count(), sum(bytes_on_disk) FROM system.parts "
+                "WHERE database = {db:String} AND table = {t:String} AND active",
+                {"db": DATABASE, "t": dataset},
+            )
+        ).rows[0]
+        return int(row[0]), int(row[1] or 0)
+
+    def dataset_bytes(self, dataset: str) -> int:
+        return self._parts(self.state(dataset))[1] + super().dataset_bytes(dataset)
+
+    def span(self, dataset: str) -> tuple[datetime | None, datetime | None]:
+        t = ident(TIME_COLUMN)
+        rows, lo, hi = _result(self._query(f"SELECT count(), min({t}), max({t}) FROM {self._table(dataset)}")).rows[0]
+        return (lo, hi) if rows else (None, None)
+
+    def fields(self, dataset: str) -> dict[str, FieldInfo]:
+        rows = _result(
+            self._query(
+                "SELECT name, type, comment FROM system.columns WHERE database = {db:String} AND table = {t:String} "
+                "ORDER BY position",
+                {"db": DATABASE, "t": self.state(dataset)},
+            )
+        ).rows
+        out = {TIME_COLUMN: FieldInfo(TIME_COLUMN, "TIMESTAMP", [TIME_COLUMN])}
+        for name, ctype, comment in rows:
+            if name in (TIME_COLUMN, SAMPLE_KEY) or name.endswith(RAW_SUFFIX):
+                continue
+            inner = ctype.removeprefix("Nullable(").removesuffix(")")
+            out[name] = FieldInfo(name, _STORAGE.get(inner, "VARCHAR"), json.loads(comment) if comment else [name])
+        return out
+
+    def weight_field(self, dataset: str) -> str | None:
+        return self._number_field(dataset, self.settings(dataset).get("samplerate_field") or "samplerate")
+
+    def count_field(self, dataset: str) -> str | None:
+        from rootsift.store.duckdb import COUNT_FIELD
+
+        return self._number_field(dataset, self.settings(dataset).get("count_field") or COUNT_FIELD)
+
+    def _number_field(self, dataset: str, name: str) -> str | None:
+        info = self.fields(dataset).get(name)
+        return name if info is not None and info.type in ("DOUBLE", "BIGINT") else None
+
+    def set_count_field(self, dataset: str, name: str) -> None:
+        settings = {**self.settings(self.state(dataset, create=True)), "count_field": name}
+        self._query(f"ALTER TABLE {self._table(dataset)} MODIFY COMMENT {literal(json.dumps(settings))}")
+
+    # -- reading ------------------------------------------------------------------
+    def relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expr:
+        """The dataset's table: its primary key (time first) prunes what a range does not need."""
+        from sqlglot import exp
+
+        self.state(dataset)
+        return exp.Table(this=exp.to_identifier(dataset, quoted=True), db=exp.to_identifier(DATABASE))
+
+    def sample_relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expr | None:
+        """The table read through its sampling key: about one event in ``SAMPLE_EVERY``."""
+        from sqlglot import exp
+
+        table = self.relation(dataset, start, end)
+        table.set("sample", exp.TableSample(size=exp.Literal.number(1 / SAMPLE_EVERY)))
+        return table
+
+    # -- retention ----------------------------------------------------------------
+    def count_before(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
+        total, before = self._count(dataset, cutoff)
+        size = self.dataset_bytes(dataset)
+        return before, round(size * before / total) if total else 0
+
+    def _count(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
+        sql = f"SELECT count(), countIf({ident(TIME_COLUMN)} < {{c:DateTime64(6, 'UTC')}}) FROM {self._table(dataset)}"
+        total, before = _result(self._query(sql, {"c": cutoff.strftime("%Y-%m-%d %H:%M:%S.%f")})).rows[0]
+        return int(total), int(before)
+
+    def drop_before(self, dataset: str, cutoff: datetime) -> int:
+        """Delete the events before ``cutoff`` (a mutation rewriting the parts that hold
+        some; waits for it), then drop the replaced parts so the disk is given back."""
+        _, before = self._count(dataset, cutoff)
+        if before:
+            stamp = literal(cutoff.strftime("%Y-%m-%d %H:%M:%S.%f"))
+            self._query(
+                f"ALTER TABLE {self._table(dataset)} DELETE WHERE {ident(TIME_COLUMN)} < toDateTime64({stamp}, 6, 'UTC') "
+                "SETTINGS mutations_sync = 2"
+            )
+        return before
+
+    def drop_dataset(self, dataset: str) -> None:
+        self._query(f"DROP TABLE IF EXISTS {self._table(self.state(dataset))}")
+        shutil.rmtree(self.dataset_dir(dataset), ignore_errors=True)
+
+    # -- ingest -------------------------------------------------------------------
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection to parse and check input with (DuckDB is the parser here, not the store)."""
+        with self._lock:
+            if self._parser is None:
+                from rootsift.store.duckdb import WRITER_MEMORY_LIMIT
+
+                self._parser = duckdb.connect(":memory:", config={"memory_limit": WRITER_MEMORY_LIMIT})
+                self._parser.execute("SET GLOBAL TimeZone = 'UTC'")
+            return self._parser.cursor()
+
+    def raised_memory_limit(self, limit: str) -> contextlib.AbstractContextManager[None]:
+        from rootsift.store.files import raised_memory_limit
+
+        self.cursor().close()
+        assert self._parser is not None
+        return raised_memory_limit(self._parser, self._lock, limit)
+
+    def writer(self, dataset: str, cur: duckdb.DuckDBPyConnection) -> ArrowWriter:
+        from rootsift.store.chdb_writer import ArrowWriter
+
+        return ArrowWriter(self, self.state(dataset, create=True), cur)
+
+    def release(self, dataset: str) -> None:
+        """Nothing to release: chdb keeps its directory for the process's life."""
+
+    def release_all(self) -> None:
+        """Nothing to release (see ``release``)."""
+
+    def create_pending(self, dataset: str) -> str:
+        """A new empty table shaped like the dataset's, for one input being read."""
+        name = f"{dataset}{PENDING}{uuid.uuid4().hex[:12]}"
+        self._query(f"CREATE TABLE {self._table(name)} AS {self._table(dataset)}")
+        return name
+
+    def publish_pending(self, dataset: str, pending: str) -> None:
+        """Move a pending table's rows into the dataset (one INSERT … SELECT), then drop it."""
+        with self._lock:
+            columns = ", ".join(ident(c) for c in self._columns(pending))
+            self._query(f"INSERT INTO {self._table(dataset)} ({columns}) SELECT {columns} FROM {self._table(pending)}")
+            self.drop_pending(pending)
+
+    def drop_pending(self, pending: str) -> None:
+        self._query(f"DROP TABLE IF EXISTS {self._table(pending)}")
+
+    def _columns(self, table: str) -> dict[str, str]:
+        rows = self._query(
+            "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = {t:String}",
+            {"db": DATABASE, "t": table},
+        )
+        return dict(zip(rows.column("name").to_pylist(), rows.column("type").to_pylist()))
+
+    def append_arrow(
+        self,
+        dataset: str,
+        batches: pa.RecordBatchReader,
+        new_fields: list[FieldInfo],
+        table: str | None = None,
+    ) -> int:
+        """Insert Arrow record batches into the dataset (or its pending ``table``) in one
+        INSERT, adding a Nullable column for each field it has not seen; return the rows."""
+        import pyarrow as pa
+
+        target = table or dataset
+        with self._lock:
+            paths = {f.name: f.path for f in new_fields}
+            have = self._columns(target)
+            schema = batches.schema
+            for col in schema:
+                if col.name not in have:
+                    ctype = _TYPES[_storage_type(col.type)]
+                    comment = literal(json.dumps(paths.get(col.name, [col.name])))
+                    for name in {dataset, target}:  # the pending table and the dataset keep one shape
+                        self._query(
+                            f"ALTER TABLE {self._table(name)} ADD COLUMN IF NOT EXISTS {ident(col.name)} {ctype} "
+                            f"COMMENT {comment}"
+                        )
+            first = int(_result(self._query(f"SELECT count() FROM {self._table(dataset)}")).rows[0][0])
+            if table is not None:
+                first += int(_result(self._query(f"SELECT count() FROM {self._table(table)}")).rows[0][0])
+            out_schema = pa.schema([*(_plain(f) for f in schema), pa.field(SAMPLE_KEY, pa.uint32())])
+            columns = ", ".join(ident(f.name) for f in out_schema)
+            written = 0
+            try:
+                with self._session.send_insert(f"INSERT INTO {self._table(target)} ({columns})", "ArrowStream") as ins:
+                    with pa.ipc.new_stream(pa.PythonFile(_Sink(ins.append), mode="w"), out_schema) as stream:
+                        for batch in _batches(batches):
+                            keys = _sample_keys(first + written, batch.num_rows)
+                            arrays = [_plain_array(a) for a in batch.columns]
+                            stream.write_batch(pa.record_batch([*arrays, keys], schema=out_schema))
+                            written += batch.num_rows
+                    ins.finish()
+            except StoreError:
+                raise
+            except Exception as exc:
+                raise StoreError(f"writing to dataset {dataset!r}: {_first_line(exc)}") from exc
+            return written
+
+
+class _Sink:
+    """A file-like object whose writes go to a streaming INSERT (``append``)."""
+
+    def __init__(self, append: Any) -> None:
+        self.append = append
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        self.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _batches(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+    while True:
+        try:
+            yield reader.read_next_batch()
+        except StopIteration:
+            return
+
+
+def _sample_keys(first: int, rows: int) -> pa.Array:
+    """The sampling key of rows ``first`` … ``first + rows - 1`` of a dataset: a Fibonacci
+    hash of the ordinal, so every 64th slice of the key space holds one row in 64, whatever the content."""
+    import numpy as np
+    import pyarrow as pa
+
+    ordinal = np.arange(first, first + rows, dtype=np.uint64)
+    return pa.array(((ordinal * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)).astype(np.uint32))
+
+
+def _storage_type(arrow_type: pa.DataType) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(arrow_type):
+        return "TIMESTAMP"
+    return _ARROW.get(str(arrow_type), "VARCHAR")
+
+
+def _plain(field: pa.Field) -> pa.Field:
+    """The Arrow type a column is sent as: string views as strings, other kinds as text."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(field.type):
+        return pa.field(field.name, pa.timestamp("us"))
+    if str(field.type) in _ARROW:
+        return field
+    return pa.field(field.name, pa.string())
+
+
+def _plain_array(array: pa.Array) -> pa.Array:
+    import pyarrow as pa
+
+    target = _plain(pa.field("x", array.type)).type
+    return array if array.type == target else array.cast(target)
+
+
+def _result(table: pa.Table) -> QueryResult:
+    """Rows of an Arrow result as Python values; times as naive UTC datetimes (as DuckDB gives them)."""
+    import pyarrow as pa
+
+    columns = []
+    for col in table.columns:
+        if pa.types.is_timestamp(col.type) and col.type.tz is not None:
+            col = col.cast(pa.timestamp(col.type.unit))
+        columns.append(col.to_pylist())
+    return QueryResult(list(table.column_names), list(zip(*columns)) if columns else [])
