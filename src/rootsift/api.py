@@ -219,14 +219,13 @@ class Rootsift(Analyses):
         ``keep`` that is negative, or reaches back before year 1, is a usage error."""
         now = now or datetime.now(UTC)
         cutoff = _cutoff(now, keep)
-        directory = self.backend.dataset_dir(dataset)
-        before = _size(directory)
+        before = self.backend.dataset_bytes(dataset)
         done = {"dataset": dataset, "cutoff": cutoff.isoformat() + "Z", "dry_run": dry_run, "bytes_before": before}
         if dry_run:
             rows, freed = self.backend.count_before(dataset, cutoff)
             return {**done, "would_delete_events": rows, "would_free_bytes": freed}
         dropped = self.backend.drop_before(dataset, cutoff)
-        return {**done, "deleted_events": dropped, "bytes_after": _size(directory)}
+        return {**done, "deleted_events": dropped, "bytes_after": self.backend.dataset_bytes(dataset)}
 
     def events(self, dataset: str) -> int:
         """Weighted event count of ``dataset``."""
@@ -249,9 +248,6 @@ def _cutoff(now: datetime, keep: timedelta) -> datetime:
             "(the longest keep deletes nothing)"
         ) from None
 
-
-def _size(directory: Path) -> int:
-    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
 
 
 __all__ = ["Rootsift", "QuerySpec", "TIME_COLUMN", "default_data_dir"]

@@ -118,5 +118,6 @@ class ArrowWriter(SegmentWriter):
         self._queued = []
 
     def _move(self, select_sql: str, new_fields: list[FieldInfo]) -> int:
+        self.cur.complete()  # the statement before (a CREATE, verify's last query) must be done first
         reader = self.cur.sql(select_sql).to_arrow_reader(ARROW_BATCH_ROWS)
         return self.chdb.append_arrow(self.dataset, reader, new_fields, table=self._pending_table)

@@ -78,9 +78,10 @@ class ClickHouse(_ClickHouse):
         TRANSFORMS = {
             **_ClickHouse.Generator.TRANSFORMS,
             TimeBucket: _ch_bucket,
-            # quantileExactLow: the stored value at sorted position floor(q·n) (lower median at 0.5);
-            # DuckDB's quantile_disc takes position ceil(q·n) - 1: the same value unless q·n is whole.
-            exp.Quantile: lambda self, e: f"quantileExactLow({self.sql(e, 'quantile')})({self.sql(e, 'this')})",
+            # quantileExactWeighted with weight 1 is the inverted CDF, as DuckDB's quantile_disc:
+            # the smallest x whose cumulative count reaches ceil(q·n). quantileExact/Low/High take
+            # position floor(q·n) instead (another value when q·n is whole); quantile() samples.
+            exp.Quantile: lambda self, e: f"quantileExactWeighted({self.sql(e, 'quantile')})({self.sql(e, 'this')}, 1)",
             exp.Log: _log,
             exp.TryCast: lambda self, e: self.func("accurateCastOrNull", e.this, exp.Literal.string(_ch_type(e.to))),
         }
@@ -137,7 +138,7 @@ DIALECTS = {
     "clickhouse": DialectInfo(
         name="clickhouse",
         dialect=ClickHouse,
-        quantile="quantileExactLow(q)(x): the value at sorted position floor(q·n) (0-based; lower median at 0.5)",
+        quantile="quantileExactWeighted(q)(x, 1): inverted CDF, as DuckDB's (a hash table of distinct values)",
         sampling="SAMPLE 1/64 on the table's sampling key (#sample, a hash of the row's ordinal)",
         params="{pN:Type} (named, typed; bound by the server)",
         time_bucket="fromUnixTimestamp64Micro(floor(toUnixTimestamp64Micro(ts) / w) * w)",
