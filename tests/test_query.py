@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from helpers.backends import BACKENDS
 from helpers.store import iso, schema_map, write_jsonl
-from test_backend_chdb import BACKENDS
 from rootsift import Calculation, QuerySpec, Rootsift
 from rootsift.errors import (
     FilterSyntaxError,

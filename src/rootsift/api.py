@@ -51,7 +51,9 @@ class Rootsift(Analyses):
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
         if self.data_dir.exists() and not self.data_dir.is_dir():
             raise UsageError(f"{self.data_dir} is a file, not a data directory (see --data, $ROOTSIFT_DATA)")
-        opened = open_backend(engine or os.environ.get("ROOTSIFT_BACKEND"), self.data_dir, read_only=read_only, **backend)
+        opened = open_backend(
+            engine or os.environ.get("ROOTSIFT_BACKEND"), self.data_dir, read_only=read_only, **backend
+        )
         # Typed as DuckDB's: the analyses still call its SQL-text methods, which chdb refuses
         # with a usage error at run time (docs/clickhouse.md); the query path runs on both.
         self.backend = cast("DuckDBBackend", opened)
@@ -247,7 +249,6 @@ def _cutoff(now: datetime, keep: timedelta) -> datetime:
             f"--keep {format_duration(keep)} reaches back before year 1: keep at most {most:,}d "
             "(the longest keep deletes nothing)"
         ) from None
-
 
 
 __all__ = ["Rootsift", "QuerySpec", "TIME_COLUMN", "default_data_dir"]

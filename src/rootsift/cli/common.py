@@ -260,7 +260,9 @@ def common(read_only: bool | Callable[[dict[str, Any]], bool]) -> Callable[[Call
                     return
                 reads = read_only(kwargs) if callable(read_only) else read_only
                 engine = _engine(backend, clickhouse_url)
-                with Rootsift(data_dir or default_data_dir(), read_only=reads and _exists(data_dir), engine=engine) as rs:
+                with Rootsift(
+                    data_dir or default_data_dir(), read_only=reads and _exists(data_dir), engine=engine
+                ) as rs:
                     func(rs, as_json=as_json, **kwargs)
             except RootsiftError as exc:
                 fail(exc, as_json)

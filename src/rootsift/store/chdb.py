@@ -61,13 +61,13 @@ def _chdb_session(path: Path) -> Any:
     try:
         from chdb.session import Session
     except ImportError:
-        raise UsageError(
-            "--backend chdb needs the chdb package: pip install 'rootsift[clickhouse]'"
-        ) from None
+        raise UsageError("--backend chdb needs the chdb package: pip install 'rootsift[clickhouse]'") from None
     try:
         return Session(str(path))
     except Exception as exc:  # chdb raises RuntimeError for every failure
-        raise StoreError(f"opening the chdb store {path}: {_first_line(exc)} (chdb opens one store per process)") from exc
+        raise StoreError(
+            f"opening the chdb store {path}: {_first_line(exc)} (chdb opens one store per process)"
+        ) from exc
 
 
 def _first_line(exc: BaseException) -> str:

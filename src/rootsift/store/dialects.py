@@ -21,6 +21,8 @@ from sqlglot import exp
 from sqlglot.dialects.clickhouse import ClickHouse as _ClickHouse
 from sqlglot.dialects.duckdb import DuckDB as _DuckDB
 from sqlglot.generator import Generator
+from sqlglot.generators.clickhouse import ClickHouseGenerator
+from sqlglot.generators.duckdb import DuckDBGenerator
 
 from rootsift.errors import UsageError
 
@@ -62,9 +64,9 @@ def _ch_bucket(self: Generator, e: TimeBucket) -> str:
 class DuckDB(_DuckDB):
     """DuckDB as rootsift renders it: the embedded store's dialect."""
 
-    class Generator(_DuckDB.Generator):
+    class Generator(DuckDBGenerator):
         TRANSFORMS = {
-            **_DuckDB.Generator.TRANSFORMS,
+            **DuckDBGenerator.TRANSFORMS,
             TimeBucket: _duck_bucket,
             exp.Quantile: lambda self, e: self.func("QUANTILE_DISC", e.this, e.args.get("quantile")),
             exp.Log: _log,
@@ -74,9 +76,9 @@ class DuckDB(_DuckDB):
 class ClickHouse(_ClickHouse):
     """ClickHouse (chdb, a server): the differences from DuckDB, as renderings."""
 
-    class Generator(_ClickHouse.Generator):
+    class Generator(ClickHouseGenerator):
         TRANSFORMS = {
-            **_ClickHouse.Generator.TRANSFORMS,
+            **ClickHouseGenerator.TRANSFORMS,
             TimeBucket: _ch_bucket,
             # quantileExactWeighted with weight 1 is the inverted CDF, as DuckDB's quantile_disc:
             # the smallest x whose cumulative count reaches ceil(q·n). quantileExact/Low/High take
@@ -166,7 +168,7 @@ def placeholder_order(query: exp.Expr) -> list[exp.Placeholder]:
         node.meta["rootsift_param"] = i  # the generator renders a copy: find the nodes back by this
     seen: list[int] = []
 
-    class _Recording(DuckDB.Generator):  # type: ignore[misc,valid-type]
+    class _Recording(DuckDB.Generator):
         def placeholder_sql(self, expression: exp.Placeholder) -> str:
             seen.append(expression.meta["rootsift_param"])
             return "?"
