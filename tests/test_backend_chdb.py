@@ -289,3 +289,43 @@ def test_clickhouse_url_is_a_usage_error_until_it_exists(tmp_path: Path) -> None
     )
     assert result.exit_code == 2
     assert "not implemented yet" in json.loads(result.stdout)["error"]["message"]
+
+
+def _incident() -> list[dict[str, Any]]:
+    """Requests where one zone's upstream turns slow: what explain and compare must find."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for k in range(4000):
+        zone, upstream = str(rng.choice(["a", "b", "c"])), str(rng.choice(["spectator", "lobby", "auth"]))
+        slow = zone == "b" and upstream == "spectator" and k > 2000
+        rows.append(
+            {
+                "timestamp": iso(T0 + timedelta(seconds=k)),
+                "zone": zone,
+                "upstream": upstream,
+                "version": str(rng.choice(["1.4", "1.5"])),
+                "duration_ms": round(float(rng.lognormal(7 if slow else 4, 0.5)), 3),
+            }
+        )
+    return rows
+
+
+@needs_chdb
+def test_explain_and_compare_find_the_same_on_both_backends(tmp_path: Path) -> None:
+    """The analyses still write DuckDB SQL text: on chdb it is parsed and rendered for
+    ClickHouse (``ChdbBackend.execute_sql``), and the findings must be the same."""
+    path = write_jsonl(tmp_path / "incident.jsonl", _incident())
+    found: dict[str, Any] = {}
+    for engine in ("duckdb", "chdb"):
+        with _open(tmp_path / engine, engine) as rs:
+            rs.ingest(path, dataset="api")
+            explained = rs.explain("api", select="duration_ms > 500").as_dict()
+            compared = rs.compare("api", a="version = '1.4'", b="version = '1.5'").as_dict()
+            found[engine] = (explained, compared)
+    (duck_explain, duck_compare), (ch_explain, ch_compare) = found["duckdb"], found["chdb"]
+    top = duck_explain["findings"][0]
+    assert top["kind"] == "combination"
+    assert {(c["field"], c["value"]) for c in top["conditions"]} == {("zone", "b"), ("upstream", "spectator")}
+    _same(duck_explain["findings"], ch_explain["findings"], "explain.findings")
+    assert ch_compare["verdict"] == duck_compare["verdict"]
+    _same(duck_compare["metrics"], ch_compare["metrics"], "compare.metrics")

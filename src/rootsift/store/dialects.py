@@ -35,7 +35,13 @@ class TimeBucket(exp.Expression, exp.Func):
     _sql_names = ["ROOTSIFT_TIME_BUCKET"]  # a dialect that does not render it fails loudly
 
 
-DUCKDB_ONLY = ("json_extract_string", "json_exists", "json_keys", "list_", "epoch_us", "make_timestamp")
+CLICKHOUSE_NAMES = {
+    "epoch_us": "toUnixTimestamp64Micro",
+    "epoch_ms": "toUnixTimestamp64Milli",
+    "make_timestamp": "fromUnixTimestamp64Micro",  # the one-argument form: microseconds since 1970
+}
+"""DuckDB functions sqlglot keeps as anonymous calls, by ClickHouse's name for the same function."""
+DUCKDB_ONLY = ("json_extract_string", "json_exists", "json_keys", "list_")
 """Prefixes of DuckDB function names that ClickHouse has not; rendering one for ClickHouse
 is an error naming it (the code that built it must build a neutral node instead)."""
 
@@ -48,6 +54,31 @@ def _log(self: Generator, e: exp.Log) -> str:
     if isinstance(base, exp.Literal) and base.this == "2":
         return self.func("LOG2", x)
     return f"(LN({self.sql(x)}) / LN({self.sql(base)}))"
+
+
+def _ch_quantiles(family: str, weighted: bool) -> Any:
+    """DuckDB's ``quantile_cont(x, q)`` / ``quantile_disc(x, q)`` (``q`` a number or a list)
+    as ClickHouse's exact ``quantile…`` (``quantiles…`` for a list) of the same definition."""
+
+    def render(self: Generator, e: exp.Expr) -> str:
+        x, q = e.this, e.args.get("expression")
+        if q is None:
+            raise UsageError(f"{e.sql('duckdb')} has no ClickHouse form here: write quantile_…(x, q)")
+        levels = q.expressions if isinstance(q, exp.Array) else [q]
+        name = ("quantiles" if isinstance(q, exp.Array) else "quantile") + family
+        args = f"{self.sql(x)}, 1" if weighted else self.sql(x)
+        return f"{name}({', '.join(self.sql(v) for v in levels)})({args})"
+
+    return render
+
+
+def _ch_sample(self: Generator, e: exp.TableSample) -> str:
+    """``SAMPLE k``: a fraction of the rows by the table's sampling key (a percentage as its
+    fraction; a row count as an approximate count, as ClickHouse reads ``SAMPLE n``)."""
+    percent = e.args.get("percent")
+    if percent is not None:
+        return f" SAMPLE {float(percent.name) / 100!r}"
+    return f" SAMPLE {self.sql(e, 'size')}"
 
 
 def _duck_bucket(self: Generator, e: TimeBucket) -> str:
@@ -86,12 +117,21 @@ class ClickHouse(_ClickHouse):
             exp.Quantile: lambda self, e: f"quantileExactWeighted({self.sql(e, 'quantile')})({self.sql(e, 'this')}, 1)",
             exp.Log: _log,
             exp.TryCast: lambda self, e: self.func("accurateCastOrNull", e.this, exp.Literal.string(_ch_type(e.to))),
+            # R7 (linear between the two nearest ranks) on both; the inverted CDF on both
+            exp.PercentileCont: _ch_quantiles("ExactInclusive", weighted=False),
+            exp.PercentileDisc: _ch_quantiles("ExactWeighted", weighted=True),
+            exp.TableSample: _ch_sample,
         }
 
         def anonymous_sql(self, expression: exp.Anonymous) -> str:
             name = str(expression.this).lower()
             if name.startswith(DUCKDB_ONLY):
                 raise UsageError(f"{name}() is DuckDB's; this query cannot run on ClickHouse yet")
+            if name in CLICKHOUSE_NAMES:
+                args = list(expression.expressions)
+                if name == "make_timestamp" and len(args) == 1:
+                    args.append(exp.Literal.string("UTC"))
+                return self.func(CLICKHOUSE_NAMES[name], *args)
             return super().anonymous_sql(expression)
 
         def placeholder_sql(self, expression: exp.Placeholder) -> str:
