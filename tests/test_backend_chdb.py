@@ -226,7 +226,7 @@ def test_an_input_in_many_blocks_is_published_whole_and_survives_a_reopen(jsonl:
         summary = rs.ingest(jsonl, dataset="api", block_bytes=64 * 1024)
         assert summary.blocks > 3 and summary.events == N
         backend: Any = rs.backend
-        assert backend._tables(pending=True) == []  # the pending table was moved in and dropped
+        assert backend.tables(pending=True) == []  # the pending table was moved in and dropped
         fields = backend.fields("api")
         assert fields["http.route"].path == ["http", "route"] and fields["status"].type == "DOUBLE"
     with _open(tmp_path / "data", "chdb") as rs:

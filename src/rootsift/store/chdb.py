@@ -20,7 +20,6 @@ import json
 import shutil
 import threading
 import uuid
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,9 +51,8 @@ SAMPLE_EVERY = 64
 PENDING = "#pending-"
 """Tables named ``<dataset>#pending-<id>`` hold an input being read (chdb_writer)."""
 FORMAT_VERSION = 1
-_TYPES = DIALECTS["clickhouse"].storage_types
-_STORAGE = {v.removeprefix("Nullable(").removesuffix(")"): k for k, v in _TYPES.items()}
-_ARROW = {"double": "DOUBLE", "int64": "BIGINT", "bool": "BOOLEAN", "string": "VARCHAR", "large_string": "VARCHAR"}
+COLUMN_TYPES = DIALECTS["clickhouse"].storage_types
+_STORAGE = {v.removeprefix("Nullable(").removesuffix(")"): k for k, v in COLUMN_TYPES.items()}
 
 
 def _chdb_session(path: Path) -> Any:
@@ -87,25 +85,25 @@ class ChdbBackend(Backend):
             raise UsageError(f"{self.data_dir} is a file, not a data directory (see --data, $ROOTSIFT_DATA)")
         (self.data_dir / "clickhouse").mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._session = _chdb_session(self.data_dir / "clickhouse")
+        self.session = _chdb_session(self.data_dir / "clickhouse")
         self._parser: duckdb.DuckDBPyConnection | None = None
-        self._query(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
+        self.run(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
         if not read_only:
-            for name in self._tables(pending=True):  # inputs a crashed ingest left half-read
-                self._query(f"DROP TABLE IF EXISTS {self._table(name)}")
+            for name in self.tables(pending=True):  # inputs a crashed ingest left half-read
+                self.run(f"DROP TABLE IF EXISTS {self.table_sql(name)}")
 
     # -- running SQL --------------------------------------------------------------
-    def _query(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
+    def run(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
         with self._lock:
             try:
-                return self._session.query(sql, "ArrowTable", params=params or {})
+                return self.session.query(sql, "ArrowTable", params=params or {})
             except Exception as exc:  # chdb raises ChdbError (a RuntimeError) for every failure
                 raise StoreError(f"query failed: {_first_line(exc)}") from exc
 
     def execute(self, query: exp.Expr, params: list[Any]) -> QueryResult:
         """Render ``query`` for ClickHouse with its positional parameters bound by name."""
         named_query, named = number_placeholders(query, params)
-        return _result(self._query(render(named_query, self.dialect), named))
+        return rows_of(self.run(render(named_query, self.dialect), named))
 
     def execute_sql(self, sql: str, params: list[Any]) -> QueryResult:
         """Run SQL text written for DuckDB (what the analyses still write, until they build
@@ -135,14 +133,14 @@ class ChdbBackend(Backend):
             if self._parser is not None:
                 self._parser.close()
                 self._parser = None
-            self._session.close()
+            self.session.close()
 
     # -- datasets -----------------------------------------------------------------
-    def _table(self, name: str) -> str:
+    def table_sql(self, name: str) -> str:
         return f"{DATABASE}.{ident(name)}"
 
-    def _tables(self, pending: bool = False) -> list[str]:
-        rows = self._query(
+    def tables(self, pending: bool = False) -> list[str]:
+        rows = self.run(
             "SELECT name FROM system.tables WHERE database = {db:String} ORDER BY name", {"db": DATABASE}
         ).column("name")
         names = [n for n in rows.to_pylist() if not n.endswith("#retain")]
@@ -152,18 +150,18 @@ class ChdbBackend(Backend):
         return self.data_dir / check_dataset_name(name)
 
     def exists(self, name: str) -> bool:
-        return check_dataset_name(name) in self._tables()
+        return check_dataset_name(name) in self.tables()
 
     def state(self, name: str, create: bool = False) -> str:
         """Check that ``name`` exists (creating its table with ``create``); return it."""
         if self.exists(name):
             return name
         if not create or self.read_only:
-            known = ", ".join(self._tables()) or "none yet"
+            known = ", ".join(self.tables()) or "none yet"
             raise DatasetNotFoundError(f"no dataset named {name!r} in {self.data_dir} (datasets: {known})")
         settings = json.dumps({"format_version": FORMAT_VERSION, "samplerate_field": "samplerate"})
-        self._query(
-            f"CREATE TABLE IF NOT EXISTS {self._table(name)} "
+        self.run(
+            f"CREATE TABLE IF NOT EXISTS {self.table_sql(name)} "
             f"({ident(TIME_COLUMN)} DateTime64(6, 'UTC'), {ident(SAMPLE_KEY)} UInt32) "
             f"ENGINE = MergeTree ORDER BY ({ident(TIME_COLUMN)}, {ident(SAMPLE_KEY)}) SAMPLE BY {ident(SAMPLE_KEY)} "
             f"COMMENT {literal(settings)}"
@@ -172,7 +170,7 @@ class ChdbBackend(Backend):
 
     def settings(self, dataset: str) -> dict[str, Any]:
         """The dataset's settings (samplerate and count field), kept as its table's comment."""
-        rows = self._query(
+        rows = self.run(
             "SELECT comment FROM system.tables WHERE database = {db:String} AND name = {t:String}",
             {"db": DATABASE, "t": self.state(dataset)},
         ).column("comment")
@@ -181,12 +179,12 @@ class ChdbBackend(Backend):
 
     def datasets(self) -> list[DatasetInfo]:
         out = []
-        for name in self._tables():
+        for name in self.tables():
             weight = self.weight_field(name)
             events = f"sum(if({ident(weight)} >= 1, {ident(weight)}, 1))" if weight else "count()"
             t = ident(TIME_COLUMN)
-            rows, total, first, last = _result(
-                self._query(f"SELECT count(), {events}, min({t}), max({t}) FROM {self._table(name)}")
+            rows, total, first, last = rows_of(
+                self.run(f"SELECT count(), {events}, min({t}), max({t}) FROM {self.table_sql(name)}")
             ).rows[0]
             parts, size = self._parts(name)
             out.append(
@@ -204,8 +202,8 @@ class ChdbBackend(Backend):
 
     def _parts(self, dataset: str) -> tuple[int, int]:
         """(active parts, their bytes on disk) of the dataset's table."""
-        row = _result(
-            self._query(
+        row = rows_of(
+            self.run(
                 "SELECT count(), sum(bytes_on_disk) FROM system.parts "
                 "WHERE database = {db:String} AND table = {t:String} AND active",
                 {"db": DATABASE, "t": dataset},
@@ -218,12 +216,12 @@ class ChdbBackend(Backend):
 
     def span(self, dataset: str) -> tuple[datetime | None, datetime | None]:
         t = ident(TIME_COLUMN)
-        rows, lo, hi = _result(self._query(f"SELECT count(), min({t}), max({t}) FROM {self._table(dataset)}")).rows[0]
+        rows, lo, hi = rows_of(self.run(f"SELECT count(), min({t}), max({t}) FROM {self.table_sql(dataset)}")).rows[0]
         return (lo, hi) if rows else (None, None)
 
     def fields(self, dataset: str) -> dict[str, FieldInfo]:
-        rows = _result(
-            self._query(
+        rows = rows_of(
+            self.run(
                 "SELECT name, type, comment FROM system.columns WHERE database = {db:String} AND table = {t:String} "
                 "ORDER BY position",
                 {"db": DATABASE, "t": self.state(dataset)},
@@ -251,7 +249,7 @@ class ChdbBackend(Backend):
 
     def set_count_field(self, dataset: str, name: str) -> None:
         settings = {**self.settings(self.state(dataset, create=True)), "count_field": name}
-        self._query(f"ALTER TABLE {self._table(dataset)} MODIFY COMMENT {literal(json.dumps(settings))}")
+        self.run(f"ALTER TABLE {self.table_sql(dataset)} MODIFY COMMENT {literal(json.dumps(settings))}")
 
     # -- reading ------------------------------------------------------------------
     def relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expr:
@@ -276,8 +274,10 @@ class ChdbBackend(Backend):
         return before, round(size * before / total) if total else 0
 
     def _count(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
-        sql = f"SELECT count(), countIf({ident(TIME_COLUMN)} < {{c:DateTime64(6, 'UTC')}}) FROM {self._table(dataset)}"
-        total, before = _result(self._query(sql, {"c": cutoff.strftime("%Y-%m-%d %H:%M:%S.%f")})).rows[0]
+        sql = (
+            f"SELECT count(), countIf({ident(TIME_COLUMN)} < {{c:DateTime64(6, 'UTC')}}) FROM {self.table_sql(dataset)}"
+        )
+        total, before = rows_of(self.run(sql, {"c": cutoff.strftime("%Y-%m-%d %H:%M:%S.%f")})).rows[0]
         return int(total), int(before)
 
     def drop_before(self, dataset: str, cutoff: datetime) -> int:
@@ -289,22 +289,22 @@ class ChdbBackend(Backend):
         total, before = self._count(dataset, cutoff)
         if not before:
             return 0
-        table, kept = self._table(dataset), self._table(f"{dataset}#retain")
+        table, kept = self.table_sql(dataset), self.table_sql(f"{dataset}#retain")
         t = ident(TIME_COLUMN)
         with self._lock:
-            self._query(f"DROP TABLE IF EXISTS {kept} SYNC")
-            self._query(f"CREATE TABLE {kept} AS {table}")
+            self.run(f"DROP TABLE IF EXISTS {kept} SYNC")
+            self.run(f"CREATE TABLE {kept} AS {table}")
             if before < total:
-                self._query(
+                self.run(
                     f"INSERT INTO {kept} SELECT * FROM {table} WHERE {t} >= {{c:DateTime64(6, 'UTC')}}",
                     {"c": cutoff.strftime("%Y-%m-%d %H:%M:%S.%f")},
                 )
-            self._query(f"EXCHANGE TABLES {table} AND {kept}")
-            self._query(f"DROP TABLE {kept} SYNC")
+            self.run(f"EXCHANGE TABLES {table} AND {kept}")
+            self.run(f"DROP TABLE {kept} SYNC")
         return before
 
     def drop_dataset(self, dataset: str) -> None:
-        self._query(f"DROP TABLE IF EXISTS {self._table(self.state(dataset))}")
+        self.run(f"DROP TABLE IF EXISTS {self.table_sql(self.state(dataset))}")
         shutil.rmtree(self.dataset_dir(dataset), ignore_errors=True)
 
     # -- ingest -------------------------------------------------------------------
@@ -339,136 +339,40 @@ class ChdbBackend(Backend):
     def create_pending(self, dataset: str) -> str:
         """A new empty table shaped like the dataset's, for one input being read."""
         name = f"{dataset}{PENDING}{uuid.uuid4().hex[:12]}"
-        self._query(f"CREATE TABLE {self._table(name)} AS {self._table(dataset)}")
+        self.run(f"CREATE TABLE {self.table_sql(name)} AS {self.table_sql(dataset)}")
         return name
 
     def publish_pending(self, dataset: str, pending: str) -> None:
         """Move a pending table's rows into the dataset (one INSERT … SELECT), then drop it."""
         with self._lock:
-            columns = ", ".join(ident(c) for c in self._columns(pending))
-            self._query(f"INSERT INTO {self._table(dataset)} ({columns}) SELECT {columns} FROM {self._table(pending)}")
+            columns = ", ".join(ident(c) for c in self.columns_of(pending))
+            self.run(
+                f"INSERT INTO {self.table_sql(dataset)} ({columns}) SELECT {columns} FROM {self.table_sql(pending)}"
+            )
             self.drop_pending(pending)
 
     def drop_pending(self, pending: str) -> None:
-        self._query(f"DROP TABLE IF EXISTS {self._table(pending)}")
+        self.run(f"DROP TABLE IF EXISTS {self.table_sql(pending)}")
 
-    def _columns(self, table: str) -> dict[str, str]:
-        rows = self._query(
+    def columns_of(self, table: str) -> dict[str, str]:
+        rows = self.run(
             "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = {t:String}",
             {"db": DATABASE, "t": table},
         )
         return dict(zip(rows.column("name").to_pylist(), rows.column("type").to_pylist()))
 
     def append_arrow(
-        self,
-        dataset: str,
-        batches: pa.RecordBatchReader,
-        new_fields: list[FieldInfo],
-        table: str | None = None,
+        self, dataset: str, batches: pa.RecordBatchReader, new_fields: list[FieldInfo], table: str | None = None
     ) -> int:
         """Insert Arrow record batches into the dataset (or its pending ``table``) in one
         INSERT, adding a Nullable column for each field it has not seen; return the rows."""
-        import pyarrow as pa
+        from rootsift.store.chdb_arrow import append_arrow
 
-        target = table or dataset
         with self._lock:
-            paths = {f.name: f.path for f in new_fields}
-            have = self._columns(target)
-            schema = batches.schema
-            for col in schema:
-                if col.name not in have:
-                    ctype = _TYPES[_storage_type(col.type)]
-                    comment = literal(json.dumps(paths.get(col.name, [col.name])))
-                    for name in {dataset, target}:  # the pending table and the dataset keep one shape
-                        self._query(
-                            f"ALTER TABLE {self._table(name)} ADD COLUMN IF NOT EXISTS {ident(col.name)} {ctype} "
-                            f"COMMENT {comment}"
-                        )
-            first = int(_result(self._query(f"SELECT count() FROM {self._table(dataset)}")).rows[0][0])
-            if table is not None:
-                first += int(_result(self._query(f"SELECT count() FROM {self._table(table)}")).rows[0][0])
-            out_schema = pa.schema([*(_plain(f) for f in schema), pa.field(SAMPLE_KEY, pa.uint32())])
-            columns = ", ".join(ident(f.name) for f in out_schema)
-            written = 0
-            try:
-                with self._session.send_insert(f"INSERT INTO {self._table(target)} ({columns})", "ArrowStream") as ins:
-                    with pa.ipc.new_stream(pa.PythonFile(_Sink(ins.append), mode="w"), out_schema) as stream:
-                        for batch in _batches(batches):
-                            keys = _sample_keys(first + written, batch.num_rows)
-                            arrays = [_plain_array(a) for a in batch.columns]
-                            stream.write_batch(pa.record_batch([*arrays, keys], schema=out_schema))
-                            written += batch.num_rows
-                    ins.finish()
-            except StoreError:
-                raise
-            except Exception as exc:
-                raise StoreError(f"writing to dataset {dataset!r}: {_first_line(exc)}") from exc
-            return written
+            return append_arrow(self, dataset, batches, new_fields, table)
 
 
-class _Sink:
-    """A file-like object whose writes go to a streaming INSERT (``append``)."""
-
-    def __init__(self, append: Any) -> None:
-        self.append = append
-        self.closed = False
-
-    def write(self, data: bytes) -> int:
-        self.append(bytes(data))
-        return len(data)
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-
-
-def _batches(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
-    while True:
-        try:
-            yield reader.read_next_batch()
-        except StopIteration:
-            return
-
-
-def _sample_keys(first: int, rows: int) -> pa.Array:
-    """The sampling key of rows ``first`` … ``first + rows - 1`` of a dataset: a Fibonacci
-    hash of the ordinal, so every 64th slice of the key space holds one row in 64, whatever the content."""
-    import numpy as np
-    import pyarrow as pa
-
-    ordinal = np.arange(first, first + rows, dtype=np.uint64)
-    return pa.array(((ordinal * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)).astype(np.uint32))
-
-
-def _storage_type(arrow_type: pa.DataType) -> str:
-    import pyarrow as pa
-
-    if pa.types.is_timestamp(arrow_type):
-        return "TIMESTAMP"
-    return _ARROW.get(str(arrow_type), "VARCHAR")
-
-
-def _plain(field: pa.Field) -> pa.Field:
-    """The Arrow type a column is sent as: string views as strings, other kinds as text."""
-    import pyarrow as pa
-
-    if pa.types.is_timestamp(field.type):
-        return pa.field(field.name, pa.timestamp("us"))
-    if str(field.type) in _ARROW:
-        return field
-    return pa.field(field.name, pa.string())
-
-
-def _plain_array(array: pa.Array) -> pa.Array:
-    import pyarrow as pa
-
-    target = _plain(pa.field("x", array.type)).type
-    return array if array.type == target else array.cast(target)
-
-
-def _result(table: pa.Table) -> QueryResult:
+def rows_of(table: pa.Table) -> QueryResult:
     """Rows of an Arrow result as Python values; times as naive UTC datetimes (as DuckDB gives them)."""
     import pyarrow as pa
 
