@@ -87,6 +87,9 @@ class ChdbBackend(Backend):
         self._lock = threading.RLock()
         self.session = _chdb_session(self.data_dir / "clickhouse")
         self._parser: duckdb.DuckDBPyConnection | None = None
+        self._known: dict[tuple[str, str], Any] = {}
+        """Catalog answers (tables, fields, settings, spans), dropped by any statement that
+        is not a SELECT: this process is the store's only user (chdb), so nothing else changes them."""
         self.run(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
         if not read_only:
             for name in self.tables(pending=True):  # inputs a crashed ingest left half-read
@@ -94,11 +97,25 @@ class ChdbBackend(Backend):
 
     # -- running SQL --------------------------------------------------------------
     def run(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
+        """Run ClickHouse SQL with named parameters; the result as an Arrow table."""
         with self._lock:
+            if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
+                self.changed()
             try:
                 return self.session.query(sql, "ArrowTable", params=params or {})
             except Exception as exc:  # chdb raises ChdbError (a RuntimeError) for every failure
                 raise StoreError(f"query failed: {_first_line(exc)}") from exc
+
+    def changed(self) -> None:
+        """Forget the catalog answers: a statement changed tables, columns or rows."""
+        with self._lock:
+            self._known.clear()
+
+    def _memo(self, key: tuple[str, str], compute: Any) -> Any:
+        with self._lock:
+            if key not in self._known:
+                self._known[key] = compute()
+            return self._known[key]
 
     def execute(self, query: exp.Expr, params: list[Any]) -> QueryResult:
         """Render ``query`` for ClickHouse with its positional parameters bound by name."""
@@ -140,11 +157,13 @@ class ChdbBackend(Backend):
         return f"{DATABASE}.{ident(name)}"
 
     def tables(self, pending: bool = False) -> list[str]:
-        rows = self.run(
-            "SELECT name FROM system.tables WHERE database = {db:String} ORDER BY name", {"db": DATABASE}
-        ).column("name")
-        names = [n for n in rows.to_pylist() if not n.endswith("#retain")]
-        return [n for n in names if (PENDING in n) == pending]
+        """The datasets' tables (or the pending tables of inputs being read), by name."""
+
+        def names() -> list[str]:
+            sql = "SELECT name FROM system.tables WHERE database = {db:String} ORDER BY name"
+            return [n for n in self.run(sql, {"db": DATABASE}).column("name").to_pylist() if not n.endswith("#retain")]
+
+        return [n for n in self._memo(("tables", ""), names) if (PENDING in n) == pending]
 
     def dataset_dir(self, name: str) -> Path:
         return self.data_dir / check_dataset_name(name)
@@ -170,12 +189,16 @@ class ChdbBackend(Backend):
 
     def settings(self, dataset: str) -> dict[str, Any]:
         """The dataset's settings (samplerate and count field), kept as its table's comment."""
-        rows = self.run(
-            "SELECT comment FROM system.tables WHERE database = {db:String} AND name = {t:String}",
-            {"db": DATABASE, "t": self.state(dataset)},
-        ).column("comment")
-        text = rows[0].as_py() if len(rows) else ""
-        return json.loads(text) if text else {}
+
+        def read() -> dict[str, Any]:
+            rows = self.run(
+                "SELECT comment FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+                {"db": DATABASE, "t": self.state(dataset)},
+            ).column("comment")
+            text = rows[0].as_py() if len(rows) else ""
+            return json.loads(text) if text else {}
+
+        return dict(self._memo(("settings", dataset), read))
 
     def datasets(self) -> list[DatasetInfo]:
         out = []
@@ -215,11 +238,19 @@ class ChdbBackend(Backend):
         return self._parts(self.state(dataset))[1] + super().dataset_bytes(dataset)
 
     def span(self, dataset: str) -> tuple[datetime | None, datetime | None]:
-        t = ident(TIME_COLUMN)
-        rows, lo, hi = rows_of(self.run(f"SELECT count(), min({t}), max({t}) FROM {self.table_sql(dataset)}")).rows[0]
-        return (lo, hi) if rows else (None, None)
+        def read() -> tuple[datetime | None, datetime | None]:
+            t = ident(TIME_COLUMN)
+            sql = f"SELECT count(), min({t}), max({t}) FROM {self.table_sql(self.state(dataset))}"
+            rows, lo, hi = rows_of(self.run(sql)).rows[0]
+            return (lo, hi) if rows else (None, None)
+
+        span: tuple[datetime | None, datetime | None] = self._memo(("span", dataset), read)
+        return span
 
     def fields(self, dataset: str) -> dict[str, FieldInfo]:
+        return dict(self._memo(("fields", dataset), lambda: self._read_fields(dataset)))
+
+    def _read_fields(self, dataset: str) -> dict[str, FieldInfo]:
         rows = rows_of(
             self.run(
                 "SELECT name, type, comment FROM system.columns WHERE database = {db:String} AND table = {t:String} "
@@ -369,7 +400,10 @@ class ChdbBackend(Backend):
         from rootsift.store.chdb_arrow import append_arrow
 
         with self._lock:
-            return append_arrow(self, dataset, batches, new_fields, table)
+            try:
+                return append_arrow(self, dataset, batches, new_fields, table)
+            finally:
+                self.changed()
 
 
 def rows_of(table: pa.Table) -> QueryResult:
