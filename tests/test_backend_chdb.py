@@ -329,3 +329,30 @@ def test_explain_and_compare_find_the_same_on_both_backends(tmp_path: Path) -> N
     _same(duck_explain["findings"], ch_explain["findings"], "explain.findings")
     assert ch_compare["verdict"] == duck_compare["verdict"]
     _same(duck_compare["metrics"], ch_compare["metrics"], "compare.metrics")
+
+
+@needs_chdb
+def test_serve_takes_events_into_chdb(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``serve`` with ``$ROOTSIFT_BACKEND=chdb``: events posted to the batch API reach the
+    ClickHouse store through the write-ahead log, and the query API reads them there."""
+    import httpx
+
+    from helpers import server as served
+
+    monkeypatch.setenv("ROOTSIFT_BACKEND", "chdb")
+    srv = served.start(tmp_path / "data")
+    try:
+        batch = [
+            {"time": iso(T0 + timedelta(seconds=k)), "data": {"duration_ms": k, "service": "ab"[k % 2]}}
+            for k in range(10)
+        ]
+        res = httpx.post(srv.url + "/1/batch/api", json=batch, timeout=30)
+        assert res.status_code == 200 and all(item["status"] == 202 for item in res.json())
+        assert srv.settled()["applied_events"] == 10
+        answer = srv.query({"dataset": "api", "calculations": ["count", "max(duration_ms)"], "breakdowns": ["service"]})
+        assert sorted(answer["rows"]) == [["a", 5, 8.0], ["b", 5, 9.0]]
+    finally:
+        assert served.stop(srv) == 0
+    assert (tmp_path / "data" / "clickhouse").is_dir() and not (tmp_path / "data" / "api" / "segments").exists()
+    with _open(tmp_path / "data", "chdb") as rs:
+        assert rs.datasets()[0].stored_rows == 10
