@@ -356,3 +356,17 @@ def test_serve_takes_events_into_chdb(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert (tmp_path / "data" / "clickhouse").is_dir() and not (tmp_path / "data" / "api" / "segments").exists()
     with _open(tmp_path / "data", "chdb") as rs:
         assert rs.datasets()[0].stored_rows == 10
+
+
+@needs_chdb
+def test_overflow_keys_are_refused_on_chdb_by_name(monkeypatch: pytest.MonkeyPatch, chdb_store: Rootsift) -> None:
+    """Keys past the field limit live in ``_overflow`` (ADR 0011), read with DuckDB's JSON
+    functions: on chdb a query naming one is a usage error naming the function, while
+    the columns still answer."""
+    monkeypatch.setenv("ROOTSIFT_MAX_FIELDS", "3")
+    rows = [{"timestamp": iso(T0 + timedelta(seconds=k)), "a": k, "b": k, "c": k, "d": k} for k in range(20)]
+    chdb_store.ingest(write_jsonl(chdb_store.data_dir.parent / "wide.jsonl", rows), dataset="w")
+    assert "_overflow" in chdb_store.backend.fields("w")
+    assert chdb_store.query(QuerySpec("w", where="a >= 10")).rows == [[10]]
+    with pytest.raises(UsageError, match=r"json_exists\(\) is DuckDB's"):
+        chdb_store.query(QuerySpec("w", where="d > 3"))
