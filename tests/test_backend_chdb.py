@@ -370,3 +370,14 @@ def test_overflow_keys_are_refused_on_chdb_by_name(monkeypatch: pytest.MonkeyPat
     assert chdb_store.query(QuerySpec("w", where="a >= 10")).rows == [[10]]
     with pytest.raises(UsageError, match=r"json_exists\(\) is DuckDB's"):
         chdb_store.query(QuerySpec("w", where="d > 3"))
+
+
+@needs_chdb
+def test_clickhouse_errors_become_store_errors_with_the_engine_message(chdb_store: Rootsift, jsonl: Path) -> None:
+    chdb_store.ingest(jsonl, dataset="api")
+    with pytest.raises(StoreError, match="query failed: .*UNKNOWN_IDENTIFIER"):
+        chdb_store.backend.execute_sql(
+            'SELECT "nope" FROM ' + str(chdb_store.backend.relation_text("api", None, None)), []
+        )
+    with pytest.raises(StoreError, match="cannot read DuckDB SQL"):
+        chdb_store.backend.execute_sql("SELECT FROM WHERE (", [])
