@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from helpers.backends import BACKENDS
 from helpers.store import iso, schema_map, write_jsonl
 from rootsift import Calculation, QuerySpec, Rootsift
 from rootsift.errors import (
@@ -80,11 +81,12 @@ def _make_rows() -> list[dict[str, Any]]:
 ROWS = _make_rows()
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterable[Rootsift]:
-    """Dataset ``w`` (with samplerate) and ``u`` (the same events without it), ingested once."""
+@pytest.fixture(scope="module", params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterable[Rootsift]:
+    """Dataset ``w`` (with samplerate) and ``u`` (the same events without it), ingested once,
+    on each backend: every test of this store runs on DuckDB and on chdb (embedded ClickHouse)."""
     tmp = tmp_path_factory.mktemp("query")
-    rs = Rootsift(tmp / "data")
+    rs = Rootsift(tmp / "data", engine=request.param)
     rs.ingest(write_jsonl(tmp / "w.jsonl", ROWS), dataset="w")
     rs.ingest(
         write_jsonl(tmp / "u.jsonl", ({k: v for k, v in r.items() if k != "samplerate"} for r in ROWS)), dataset="u"

@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rootsift.api_analyses import Analyses
 from rootsift.errors import UsageError
 from rootsift.ingest import COMMIT_EVERY
 from rootsift.query.spec import QuerySpec
-from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, DatasetInfo
-from rootsift.store.duckdb import DuckDBBackend, weight_sql
+from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, DatasetInfo, open_backend
+from rootsift.store.duckdb import weight_sql
 from rootsift.store.sqltext import ident
 from rootsift.timeutil import format_duration
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rootsift.ingest.collect import CollectSummary
     from rootsift.ingest.pipeline import IngestSummary, Progress
     from rootsift.query.engine import QueryOutput
+    from rootsift.store.duckdb import DuckDBBackend
 
 # The analyses (numpy, scipy) and the ingest machinery are imported by the methods that
 # use them: a command that only lists or queries datasets starts without loading them.
@@ -42,11 +43,20 @@ class Rootsift(Analyses):
     methods (explain, investigate, compare, profile_diff, trends, changes) are in
     ``api_analyses.Analyses``."""
 
-    def __init__(self, data_dir: str | Path | None = None, *, read_only: bool = False, **backend: Any) -> None:
+    def __init__(
+        self, data_dir: str | Path | None = None, *, read_only: bool = False, engine: str | None = None, **backend: Any
+    ) -> None:
+        """Open ``data_dir`` with the backend ``engine`` (``duckdb``, the default, or ``chdb``;
+        ``$ROOTSIFT_BACKEND`` when None); ``backend`` options go to DuckDB."""
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
         if self.data_dir.exists() and not self.data_dir.is_dir():
             raise UsageError(f"{self.data_dir} is a file, not a data directory (see --data, $ROOTSIFT_DATA)")
-        self.backend = DuckDBBackend(self.data_dir, read_only=read_only, **backend)
+        opened = open_backend(
+            engine or os.environ.get("ROOTSIFT_BACKEND"), self.data_dir, read_only=read_only, **backend
+        )
+        # Typed as DuckDB's: the analyses still call its SQL-text methods, which chdb refuses
+        # with a usage error at run time (docs/clickhouse.md); the query path runs on both.
+        self.backend = cast("DuckDBBackend", opened)
 
     def __enter__(self) -> Rootsift:
         return self
@@ -211,14 +221,13 @@ class Rootsift(Analyses):
         ``keep`` that is negative, or reaches back before year 1, is a usage error."""
         now = now or datetime.now(UTC)
         cutoff = _cutoff(now, keep)
-        directory = self.backend.dataset_dir(dataset)
-        before = _size(directory)
+        before = self.backend.dataset_bytes(dataset)
         done = {"dataset": dataset, "cutoff": cutoff.isoformat() + "Z", "dry_run": dry_run, "bytes_before": before}
         if dry_run:
             rows, freed = self.backend.count_before(dataset, cutoff)
             return {**done, "would_delete_events": rows, "would_free_bytes": freed}
         dropped = self.backend.drop_before(dataset, cutoff)
-        return {**done, "deleted_events": dropped, "bytes_after": _size(directory)}
+        return {**done, "deleted_events": dropped, "bytes_after": self.backend.dataset_bytes(dataset)}
 
     def events(self, dataset: str) -> int:
         """Weighted event count of ``dataset``."""
@@ -240,10 +249,6 @@ def _cutoff(now: datetime, keep: timedelta) -> datetime:
             f"--keep {format_duration(keep)} reaches back before year 1: keep at most {most:,}d "
             "(the longest keep deletes nothing)"
         ) from None
-
-
-def _size(directory: Path) -> int:
-    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
 
 
 __all__ = ["Rootsift", "QuerySpec", "TIME_COLUMN", "default_data_dir"]

@@ -209,15 +209,48 @@ data_option = click.option(
 )
 
 
+BACKEND_NAMES = ("duckdb", "chdb", "clickhouse")
+"""What --backend accepts (``rootsift.store.base.BACKENDS``, and the planned server)."""
+
+backend_option = click.option(
+    "--backend",
+    type=click.Choice(BACKEND_NAMES, case_sensitive=False),
+    default=None,
+    envvar="ROOTSIFT_BACKEND",
+    help="Store engine: duckdb (default) or chdb, embedded ClickHouse (also $ROOTSIFT_BACKEND).",
+)
+clickhouse_url_option = click.option(
+    "--clickhouse-url",
+    default=None,
+    envvar="ROOTSIFT_CLICKHOUSE_URL",
+    help="A ClickHouse server (http://host:8123) for --backend clickhouse: not implemented yet.",
+)
+
+
+def _engine(backend: str | None, clickhouse_url: str | None) -> str:
+    """The backend to open; a ClickHouse server is a usage error naming the flag until it exists."""
+    if clickhouse_url or (backend or "").lower() == "clickhouse":
+        raise click.UsageError(
+            "--clickhouse-url / --backend clickhouse (a ClickHouse server) is not implemented yet; "
+            "use --backend chdb (embedded ClickHouse, pip install 'rootsift[clickhouse]') or duckdb"
+        )
+    return (backend or "duckdb").lower()
+
+
 def common(read_only: bool | Callable[[dict[str, Any]], bool]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Shared options: --data and --json; opens the store (read-only if ``read_only`` is,
-    or returns true for the command's arguments) and maps errors to exit codes."""
+    """Shared options: --data, --backend (--clickhouse-url) and --json; opens the store
+    (read-only if ``read_only`` is, or returns true for the command's arguments) and maps
+    errors to exit codes."""
 
     def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
         @data_option
+        @backend_option
+        @clickhouse_url_option
         @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
         @functools.wraps(func)
-        def run(data_dir: Path | None, as_json: bool, **kwargs: Any) -> None:
+        def run(
+            data_dir: Path | None, backend: str | None, clickhouse_url: str | None, as_json: bool, **kwargs: Any
+        ) -> None:
             from rootsift.api import Rootsift, default_data_dir  # the store: not needed for --help
 
             try:
@@ -226,7 +259,10 @@ def common(read_only: bool | Callable[[dict[str, Any]], bool]) -> Callable[[Call
                     func(shared[0], as_json=as_json or shared[1] is not None, **kwargs)
                     return
                 reads = read_only(kwargs) if callable(read_only) else read_only
-                with Rootsift(data_dir or default_data_dir(), read_only=reads and _exists(data_dir)) as rs:
+                engine = _engine(backend, clickhouse_url)
+                with Rootsift(
+                    data_dir or default_data_dir(), read_only=reads and _exists(data_dir), engine=engine
+                ) as rs:
                     func(rs, as_json=as_json, **kwargs)
             except RootsiftError as exc:
                 fail(exc, as_json)

@@ -1,8 +1,11 @@
 """QuerySpec → sqlglot expressions with bound parameters, rendered per backend dialect.
 
 User text never becomes SQL text: field names are checked against the dataset's
-schema and become quoted identifiers; every value becomes a ``?`` parameter.
-Weights (sample rates) change the aggregate forms, not the query's shape.
+schema and become quoted identifiers; every value becomes a positional parameter
+(``exp.Placeholder``). Only dialect-neutral nodes are built here (``exp.Quantile``,
+``exp.Log``, ``exp.Floor``, ``dialects.TimeBucket``): the backend's dialect renders
+them (``rootsift.store.dialects``). Weights (sample rates) change the aggregate forms,
+not the query's shape.
 """
 
 from __future__ import annotations
@@ -20,15 +23,11 @@ from rootsift.query import overflow
 from rootsift.query.filters import compile_filter, parse_filter
 from rootsift.query.spec import Calculation
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
+from rootsift.store.dialects import TimeBucket
 
 HEAT_STEPS_PER_DOUBLING = 4
 """Heatmap value buckets are log-scaled: four per doubling, each 2^(1/4) ≈ 1.19× wide."""
 NUMERIC = ("DOUBLE", "BIGINT")
-
-
-def fn(name: str, *args: exp.Expr) -> exp.Expr:
-    """A SQL function call (rendered as written for DuckDB)."""
-    return exp.Anonymous(this=name, expressions=list(args))
 
 
 @dataclass
@@ -103,9 +102,7 @@ class Compiler:
     def bucket(self, granularity_us: int) -> exp.Expr:
         """The start of the time bucket of each event."""
         ts = exp.column(exp.to_identifier(TIME_COLUMN, quoted=True))
-        g = exp.Literal.number(granularity_us)
-        floored = exp.Mul(this=fn("floor", exp.Div(this=fn("epoch_us", ts), expression=g)), expression=g)
-        return fn("make_timestamp", exp.cast(floored, "BIGINT"))
+        return TimeBucket(this=ts, width=exp.Literal.number(granularity_us))
 
     def aggregate(self, calc: Calculation) -> exp.Expr:
         """The aggregate for a calculation; percentiles here are the unweighted form."""
@@ -130,7 +127,7 @@ class Compiler:
             present = exp.If(this=exp.Not(this=exp.Is(this=x, expression=exp.Null())), true=self.w)
             return exp.Div(this=exp.Sum(this=x * self.w), expression=exp.Sum(this=present))
         if calc.op == "percentile":
-            return fn("quantile_disc", x, exp.Literal.number(calc.q))
+            return exp.Quantile(this=x, quantile=exp.Literal.number(calc.q))
         raise QuerySpecError(f"{calc.label} cannot be computed in a table query")
 
 
@@ -195,9 +192,8 @@ def heatmap(compiler: Compiler, calc: Calculation, granularity_us: int, where: e
     x = compiler.numeric(calc.field or "", calc.label)
     steps = exp.Literal.number(HEAT_STEPS_PER_DOUBLING)
     positive = x.copy() > exp.Literal.number(0)
-    vbucket = exp.If(
-        this=positive, true=exp.cast(fn("floor", exp.Mul(this=fn("log2", x.copy()), expression=steps)), "BIGINT")
-    )
+    log2 = exp.Log(this=exp.Literal.number(2), expression=x.copy())
+    vbucket = exp.If(this=positive, true=exp.cast(exp.Floor(this=exp.Mul(this=log2, expression=steps)), "BIGINT"))
     count = exp.Sum(this=compiler.w) if compiler.weight else exp.Count(this=exp.Star())
     present = exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))
     keys = [("time", compiler.bucket(granularity_us)), ("bucket", vbucket)]

@@ -1,8 +1,11 @@
-"""The backend interface every store implements (DuckDB now, ClickHouse later).
+"""The backend interface every store implements: DuckDB (embedded), chdb (embedded ClickHouse).
 
 A backend holds datasets of wide events. Queries reach it as sqlglot expressions built
-by ``rootsift.query.compile`` against the relation the backend names for a dataset, so
-a backend differs from another by data (dialect name, relation shape), not by code.
+by ``rootsift.query.compile`` against the relation the backend names for a dataset, with
+positional parameters (``exp.Placeholder``); the backend renders them in its dialect
+(``rootsift.store.dialects``), so a backend differs from another by data (dialect,
+relation shape), not by a second query compiler. ``open_backend`` is the one place
+that picks and opens one.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rootsift.errors import UsageError
@@ -24,6 +28,8 @@ RAW_SUFFIX = "#raw"
 """A column ``f#raw`` keeps, as text, values of ``f`` that did not fit ``f``'s type."""
 
 STORAGE_TYPES = ("DOUBLE", "VARCHAR", "TIMESTAMP", "BIGINT", "BOOLEAN")
+BACKENDS = ("duckdb", "chdb")
+"""The backends ``--backend`` (``$ROOTSIFT_BACKEND``) names; ``clickhouse`` (a server) is planned."""
 
 
 def check_dataset_name(name: str) -> str:
@@ -102,9 +108,52 @@ class Backend(ABC):
         """Run a query rendered in this backend's dialect with bound parameters."""
 
     @abstractmethod
+    def span(self, dataset: str) -> tuple[datetime | None, datetime | None]:
+        """The first and last event time of ``dataset`` (None, None when it is empty)."""
+
+    @abstractmethod
+    def weight_field(self, dataset: str) -> str | None:
+        """The sample-rate field of ``dataset`` when its events carry one, else None."""
+
+    @abstractmethod
+    def dataset_dir(self, name: str) -> Path:
+        """The dataset's folder on this machine (its rejects; for DuckDB its segments too)."""
+
+    def dataset_bytes(self, dataset: str) -> int:
+        """The bytes the dataset takes on disk."""
+        directory = self.dataset_dir(dataset)
+        return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file()) if directory.exists() else 0
+
+    @abstractmethod
+    def count_before(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
+        """What ``drop_before(dataset, cutoff)`` would delete, deleting nothing (rows, bytes)."""
+
+    @abstractmethod
     def drop_before(self, dataset: str, cutoff: datetime) -> int:
         """Delete events older than ``cutoff``, giving the disk space back; return rows deleted."""
 
     @abstractmethod
     def close(self) -> None:
         """Release files and connections."""
+
+
+def open_backend(kind: str | None, data_dir: Path, *, read_only: bool = False, **options: Any) -> Backend:
+    """Open the store at ``data_dir`` with backend ``kind`` (``duckdb``, the default, or
+    ``chdb``); a name not in ``BACKENDS`` is a usage error naming ``--backend``."""
+    kind = (kind or "duckdb").strip().lower()
+    if kind == "duckdb":
+        from rootsift.store.duckdb import DuckDBBackend
+
+        return DuckDBBackend(data_dir, read_only=read_only, **options)
+    if kind == "chdb":
+        from rootsift.store.chdb import ChdbBackend
+
+        if options:
+            raise UsageError(f"the chdb backend takes no option {', '.join(sorted(options))}")
+        return ChdbBackend(data_dir, read_only=read_only)
+    if kind == "clickhouse":
+        raise UsageError(
+            "--backend clickhouse (a ClickHouse server, --clickhouse-url) is not implemented yet; "
+            "use --backend chdb (embedded ClickHouse) or duckdb"
+        )
+    raise UsageError(f"--backend {kind!r} is not one of {', '.join(BACKENDS)} (also $ROOTSIFT_BACKEND)")

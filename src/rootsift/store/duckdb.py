@@ -319,7 +319,9 @@ class DuckDBBackend(Backend):
         return relation_sql(segs, list(state.fields.values()), table)
 
     def execute(self, query: exp.Expr, params: list[Any]) -> QueryResult:
-        return self.execute_sql(query.sql(dialect=self.dialect), params)
+        from rootsift.store.dialects import render
+
+        return self.execute_sql(render(query, self.dialect), params)
 
     def execute_sql(self, sql: str, params: list[Any]) -> QueryResult:
         """Run SQL text (already rendered for DuckDB) with bound parameters."""

@@ -1,0 +1,418 @@
+"""The embedded ClickHouse backend (chdb): one MergeTree table per dataset.
+
+Layout (docs/clickhouse.md, ADR 0022)::
+
+    DATA/clickhouse/                 chdb's data directory (database ``rootsift``, one table a dataset)
+    DATA/<dataset>/rejects/*.jsonl   rejected input lines, as with DuckDB
+
+A dataset's table is ``ORDER BY ("timestamp", "#sample") SAMPLE BY "#sample"``: time-range
+scans read only the granules of the range, and ``"#sample"`` (a hash of the row's ordinal,
+independent of its content: ADR 0008) is the sampling key that ``sample_relation`` reads
+as ``SAMPLE 1/64``. Fields are explicit ``Nullable`` columns, added with ``ALTER TABLE ADD
+COLUMN`` as they appear; a column's comment holds its JSON path, the table's comment the
+dataset's settings. chdb opens one data directory per process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import threading
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from rootsift.errors import DatasetNotFoundError, StoreError, UsageError
+from rootsift.store.base import (
+    RAW_SUFFIX,
+    TIME_COLUMN,
+    Backend,
+    DatasetInfo,
+    FieldInfo,
+    QueryResult,
+    check_dataset_name,
+)
+from rootsift.store.dialects import DIALECTS, number_placeholders, render
+from rootsift.store.sqltext import ident, literal
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from sqlglot import exp
+
+    from rootsift.store.chdb_writer import ArrowWriter
+
+DATABASE = "rootsift"
+SAMPLE_KEY = "#sample"
+SAMPLE_EVERY = 64
+PENDING = "#pending-"
+"""Tables named ``<dataset>#pending-<id>`` hold an input being read (chdb_writer)."""
+FORMAT_VERSION = 1
+COLUMN_TYPES = DIALECTS["clickhouse"].storage_types
+_STORAGE = {v.removeprefix("Nullable(").removesuffix(")"): k for k, v in COLUMN_TYPES.items()}
+
+
+def _chdb_session(path: Path) -> Any:
+    try:
+        from chdb.session import Session
+    except ImportError:
+        raise UsageError("--backend chdb needs the chdb package: pip install 'rootsift[clickhouse]'") from None
+    try:
+        return Session(str(path))
+    except Exception as exc:  # chdb raises RuntimeError for every failure
+        raise StoreError(
+            f"opening the chdb store {path}: {_first_line(exc)} (chdb opens one store per process)"
+        ) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().split("\n")[0]
+
+
+class ChdbBackend(Backend):
+    """Datasets as MergeTree tables of an embedded ClickHouse under ``DATA/clickhouse``."""
+
+    dialect = "clickhouse"
+    segment_rows = 1 << 62  # what the ingest runner reads of a backend: MergeTree has no segments
+
+    def __init__(self, data_dir: Path, *, read_only: bool = False) -> None:
+        self.data_dir = Path(data_dir)
+        self.read_only = read_only
+        if self.data_dir.exists() and not self.data_dir.is_dir():
+            raise UsageError(f"{self.data_dir} is a file, not a data directory (see --data, $ROOTSIFT_DATA)")
+        (self.data_dir / "clickhouse").mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self.session = _chdb_session(self.data_dir / "clickhouse")
+        self._parser: duckdb.DuckDBPyConnection | None = None
+        self._known: dict[tuple[str, str], Any] = {}
+        """Catalog answers (tables, fields, settings, spans), dropped by any statement that
+        is not a SELECT: this process is the store's only user (chdb), so nothing else changes them."""
+        self.run(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
+        if not read_only:
+            for name in self.tables(pending=True):  # inputs a crashed ingest left half-read
+                self.run(f"DROP TABLE IF EXISTS {self.table_sql(name)}")
+
+    # -- running SQL --------------------------------------------------------------
+    def run(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
+        """Run ClickHouse SQL with named parameters; the result as an Arrow table."""
+        with self._lock:
+            if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
+                self.changed()
+            try:
+                return self.session.query(sql, "ArrowTable", params=params or {})
+            except Exception as exc:  # chdb raises ChdbError (a RuntimeError) for every failure
+                raise StoreError(f"query failed: {_first_line(exc)}") from exc
+
+    def changed(self) -> None:
+        """Forget the catalog answers: a statement changed tables, columns or rows."""
+        with self._lock:
+            self._known.clear()
+
+    def _memo(self, key: tuple[str, str], compute: Any) -> Any:
+        with self._lock:
+            if key not in self._known:
+                self._known[key] = compute()
+            return self._known[key]
+
+    def execute(self, query: exp.Expr, params: list[Any]) -> QueryResult:
+        """Render ``query`` for ClickHouse with its positional parameters bound by name."""
+        named_query, named = number_placeholders(query, params)
+        return rows_of(self.run(render(named_query, self.dialect), named))
+
+    def execute_sql(self, sql: str, params: list[Any]) -> QueryResult:
+        """Run SQL text written for DuckDB (what the analyses still write, until they build
+        sqlglot expressions): parsed as DuckDB's dialect and rendered as ClickHouse's. A
+        statement that does not translate is a StoreError naming the failure."""
+        import sqlglot
+
+        from rootsift.store.dialects import DuckDB
+
+        try:
+            query = sqlglot.parse_one(sql, dialect=DuckDB)
+        except sqlglot.errors.ParseError as exc:
+            raise StoreError(f"query failed: cannot read DuckDB SQL to render it for ClickHouse: {exc}") from exc
+        return self.execute(query, params)
+
+    def relation_text(
+        self, dataset: str, start: datetime | None, end: datetime | None, table: str = "events"
+    ) -> str | None:
+        """``relation`` as SQL text (for ``execute_sql``); None for the sample (``table``
+        ``events_sample``), which text cannot name: such a caller runs exact."""
+        from rootsift.store.dialects import DuckDB
+
+        return self.relation(dataset, start, end).sql(dialect=DuckDB) if table == "events" else None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._parser is not None:
+                self._parser.close()
+                self._parser = None
+            self.session.close()
+
+    # -- datasets -----------------------------------------------------------------
+    def table_sql(self, name: str) -> str:
+        return f"{DATABASE}.{ident(name)}"
+
+    def tables(self, pending: bool = False) -> list[str]:
+        """The datasets' tables (or the pending tables of inputs being read), by name."""
+
+        def names() -> list[str]:
+            sql = "SELECT name FROM system.tables WHERE database = {db:String} ORDER BY name"
+            return [n for n in self.run(sql, {"db": DATABASE}).column("name").to_pylist() if not n.endswith("#retain")]
+
+        return [n for n in self._memo(("tables", ""), names) if (PENDING in n) == pending]
+
+    def dataset_dir(self, name: str) -> Path:
+        return self.data_dir / check_dataset_name(name)
+
+    def exists(self, name: str) -> bool:
+        return check_dataset_name(name) in self.tables()
+
+    def state(self, name: str, create: bool = False) -> str:
+        """Check that ``name`` exists (creating its table with ``create``); return it."""
+        if self.exists(name):
+            return name
+        if not create or self.read_only:
+            known = ", ".join(self.tables()) or "none yet"
+            raise DatasetNotFoundError(f"no dataset named {name!r} in {self.data_dir} (datasets: {known})")
+        settings = json.dumps({"format_version": FORMAT_VERSION, "samplerate_field": "samplerate"})
+        self.run(
+            f"CREATE TABLE IF NOT EXISTS {self.table_sql(name)} "
+            f"({ident(TIME_COLUMN)} DateTime64(6, 'UTC'), {ident(SAMPLE_KEY)} UInt32) "
+            f"ENGINE = MergeTree ORDER BY ({ident(TIME_COLUMN)}, {ident(SAMPLE_KEY)}) SAMPLE BY {ident(SAMPLE_KEY)} "
+            f"COMMENT {literal(settings)}"
+        )
+        return name
+
+    def settings(self, dataset: str) -> dict[str, Any]:
+        """The dataset's settings (samplerate and count field), kept as its table's comment."""
+
+        def read() -> dict[str, Any]:
+            rows = self.run(
+                "SELECT comment FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+                {"db": DATABASE, "t": self.state(dataset)},
+            ).column("comment")
+            text = rows[0].as_py() if len(rows) else ""
+            return json.loads(text) if text else {}
+
+        return dict(self._memo(("settings", dataset), read))
+
+    def datasets(self) -> list[DatasetInfo]:
+        out = []
+        for name in self.tables():
+            weight = self.weight_field(name)
+            events = f"sum(if({ident(weight)} >= 1, {ident(weight)}, 1))" if weight else "count()"
+            t = ident(TIME_COLUMN)
+            rows, total, first, last = rows_of(
+                self.run(f"SELECT count(), {events}, min({t}), max({t}) FROM {self.table_sql(name)}")
+            ).rows[0]
+            parts, size = self._parts(name)
+            out.append(
+                DatasetInfo(
+                    name=name,
+                    events=int(total or 0),
+                    stored_rows=int(rows),
+                    first=first if rows else None,
+                    last=last if rows else None,
+                    bytes_on_disk=size + super().dataset_bytes(name),
+                    segments=parts,
+                )
+            )
+        return out
+
+    def _parts(self, dataset: str) -> tuple[int, int]:
+        """(active parts, their bytes on disk) of the dataset's table."""
+        row = rows_of(
+            self.run(
+                "SELECT count(), sum(bytes_on_disk) FROM system.parts "
+                "WHERE database = {db:String} AND table = {t:String} AND active",
+                {"db": DATABASE, "t": dataset},
+            )
+        ).rows[0]
+        return int(row[0]), int(row[1] or 0)
+
+    def dataset_bytes(self, dataset: str) -> int:
+        return self._parts(self.state(dataset))[1] + super().dataset_bytes(dataset)
+
+    def span(self, dataset: str) -> tuple[datetime | None, datetime | None]:
+        def read() -> tuple[datetime | None, datetime | None]:
+            t = ident(TIME_COLUMN)
+            sql = f"SELECT count(), min({t}), max({t}) FROM {self.table_sql(self.state(dataset))}"
+            rows, lo, hi = rows_of(self.run(sql)).rows[0]
+            return (lo, hi) if rows else (None, None)
+
+        span: tuple[datetime | None, datetime | None] = self._memo(("span", dataset), read)
+        return span
+
+    def fields(self, dataset: str) -> dict[str, FieldInfo]:
+        return dict(self._memo(("fields", dataset), lambda: self._read_fields(dataset)))
+
+    def _read_fields(self, dataset: str) -> dict[str, FieldInfo]:
+        rows = rows_of(
+            self.run(
+                "SELECT name, type, comment FROM system.columns WHERE database = {db:String} AND table = {t:String} "
+                "ORDER BY position",
+                {"db": DATABASE, "t": self.state(dataset)},
+            )
+        ).rows
+        out = {TIME_COLUMN: FieldInfo(TIME_COLUMN, "TIMESTAMP", [TIME_COLUMN])}
+        for name, ctype, comment in rows:
+            if name in (TIME_COLUMN, SAMPLE_KEY) or name.endswith(RAW_SUFFIX):
+                continue
+            inner = ctype.removeprefix("Nullable(").removesuffix(")")
+            out[name] = FieldInfo(name, _STORAGE.get(inner, "VARCHAR"), json.loads(comment) if comment else [name])
+        return out
+
+    def weight_field(self, dataset: str) -> str | None:
+        return self._number_field(dataset, self.settings(dataset).get("samplerate_field") or "samplerate")
+
+    def count_field(self, dataset: str) -> str | None:
+        from rootsift.store.duckdb import COUNT_FIELD
+
+        return self._number_field(dataset, self.settings(dataset).get("count_field") or COUNT_FIELD)
+
+    def _number_field(self, dataset: str, name: str) -> str | None:
+        info = self.fields(dataset).get(name)
+        return name if info is not None and info.type in ("DOUBLE", "BIGINT") else None
+
+    def set_count_field(self, dataset: str, name: str) -> None:
+        settings = {**self.settings(self.state(dataset, create=True)), "count_field": name}
+        self.run(f"ALTER TABLE {self.table_sql(dataset)} MODIFY COMMENT {literal(json.dumps(settings))}")
+
+    # -- reading ------------------------------------------------------------------
+    def relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expr:
+        """The dataset's table: its primary key (time first) prunes what a range does not need."""
+        from sqlglot import exp
+
+        self.state(dataset)
+        return exp.Table(this=exp.to_identifier(dataset, quoted=True), db=exp.to_identifier(DATABASE))
+
+    def sample_relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expr | None:
+        """The table read through its sampling key: about one event in ``SAMPLE_EVERY``."""
+        from sqlglot import exp
+
+        table = self.relation(dataset, start, end)
+        table.set("sample", exp.TableSample(size=exp.Literal.number(1 / SAMPLE_EVERY)))
+        return table
+
+    # -- retention ----------------------------------------------------------------
+    def count_before(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
+        total, before = self._count(dataset, cutoff)
+        size = self.dataset_bytes(dataset)
+        return before, round(size * before / total) if total else 0
+
+    def _count(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
+        sql = (
+            f"SELECT count(), countIf({ident(TIME_COLUMN)} < {{c:DateTime64(6, 'UTC')}}) FROM {self.table_sql(dataset)}"
+        )
+        total, before = rows_of(self.run(sql, {"c": cutoff.strftime("%Y-%m-%d %H:%M:%S.%f")})).rows[0]
+        return int(total), int(before)
+
+    def drop_before(self, dataset: str, cutoff: datetime) -> int:
+        """Delete the events before ``cutoff`` and give their disk back at once: the kept
+        rows are copied into a new table that takes the dataset's place, and the old one is
+        dropped (``SYNC``). A mutation (``ALTER TABLE DELETE``) would leave the replaced
+        parts on disk until ClickHouse's background cleanup, which an embedded process
+        that exits does not wait for (measured: still there 20 s later)."""
+        total, before = self._count(dataset, cutoff)
+        if not before:
+            return 0
+        table, kept = self.table_sql(dataset), self.table_sql(f"{dataset}#retain")
+        t = ident(TIME_COLUMN)
+        with self._lock:
+            self.run(f"DROP TABLE IF EXISTS {kept} SYNC")
+            self.run(f"CREATE TABLE {kept} AS {table}")
+            if before < total:
+                self.run(
+                    f"INSERT INTO {kept} SELECT * FROM {table} WHERE {t} >= {{c:DateTime64(6, 'UTC')}}",
+                    {"c": cutoff.strftime("%Y-%m-%d %H:%M:%S.%f")},
+                )
+            self.run(f"EXCHANGE TABLES {table} AND {kept}")
+            self.run(f"DROP TABLE {kept} SYNC")
+        return before
+
+    def drop_dataset(self, dataset: str) -> None:
+        self.run(f"DROP TABLE IF EXISTS {self.table_sql(self.state(dataset))}")
+        shutil.rmtree(self.dataset_dir(dataset), ignore_errors=True)
+
+    # -- ingest -------------------------------------------------------------------
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection to parse and check input with (DuckDB is the parser here, not the store)."""
+        with self._lock:
+            if self._parser is None:
+                from rootsift.store.duckdb import WRITER_MEMORY_LIMIT
+
+                self._parser = duckdb.connect(":memory:", config={"memory_limit": WRITER_MEMORY_LIMIT})
+                self._parser.execute("SET GLOBAL TimeZone = 'UTC'")
+            return self._parser.cursor()
+
+    def raised_memory_limit(self, limit: str) -> contextlib.AbstractContextManager[None]:
+        from rootsift.store.files import raised_memory_limit
+
+        self.cursor().close()
+        assert self._parser is not None
+        return raised_memory_limit(self._parser, self._lock, limit)
+
+    def writer(self, dataset: str, cur: duckdb.DuckDBPyConnection) -> ArrowWriter:
+        from rootsift.store.chdb_writer import ArrowWriter
+
+        return ArrowWriter(self, self.state(dataset, create=True), cur)
+
+    def release(self, dataset: str) -> None:
+        """Nothing to release: chdb keeps its directory for the process's life."""
+
+    def release_all(self) -> None:
+        """Nothing to release (see ``release``)."""
+
+    def create_pending(self, dataset: str) -> str:
+        """A new empty table shaped like the dataset's, for one input being read."""
+        name = f"{dataset}{PENDING}{uuid.uuid4().hex[:12]}"
+        self.run(f"CREATE TABLE {self.table_sql(name)} AS {self.table_sql(dataset)}")
+        return name
+
+    def publish_pending(self, dataset: str, pending: str) -> None:
+        """Move a pending table's rows into the dataset (one INSERT … SELECT), then drop it."""
+        with self._lock:
+            columns = ", ".join(ident(c) for c in self.columns_of(pending))
+            self.run(
+                f"INSERT INTO {self.table_sql(dataset)} ({columns}) SELECT {columns} FROM {self.table_sql(pending)}"
+            )
+            self.drop_pending(pending)
+
+    def drop_pending(self, pending: str) -> None:
+        self.run(f"DROP TABLE IF EXISTS {self.table_sql(pending)}")
+
+    def columns_of(self, table: str) -> dict[str, str]:
+        rows = self.run(
+            "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = {t:String}",
+            {"db": DATABASE, "t": table},
+        )
+        return dict(zip(rows.column("name").to_pylist(), rows.column("type").to_pylist()))
+
+    def append_arrow(
+        self, dataset: str, batches: pa.RecordBatchReader, new_fields: list[FieldInfo], table: str | None = None
+    ) -> int:
+        """Insert Arrow record batches into the dataset (or its pending ``table``) in one
+        INSERT, adding a Nullable column for each field it has not seen; return the rows."""
+        from rootsift.store.chdb_arrow import append_arrow
+
+        with self._lock:
+            try:
+                return append_arrow(self, dataset, batches, new_fields, table)
+            finally:
+                self.changed()
+
+
+def rows_of(table: pa.Table) -> QueryResult:
+    """Rows of an Arrow result as Python values; times as naive UTC datetimes (as DuckDB gives them)."""
+    import pyarrow as pa
+
+    columns = []
+    for col in table.columns:
+        if pa.types.is_timestamp(col.type) and col.type.tz is not None:
+            col = col.cast(pa.timestamp(col.type.unit))
+        columns.append(col.to_pylist())
+    return QueryResult(list(table.column_names), list(zip(*columns)) if columns else [])

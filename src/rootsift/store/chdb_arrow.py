@@ -1,0 +1,131 @@
+"""Moving Arrow record batches into a chdb dataset's table: the columns a batch brings
+added first (``ALTER TABLE ADD COLUMN``, Nullable, the JSON path as comment), then one
+streaming INSERT in Arrow's IPC stream format, with the sampling key of each row."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from rootsift.errors import StoreError
+from rootsift.store.base import FieldInfo
+from rootsift.store.sqltext import ident, literal
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from rootsift.store.chdb import ChdbBackend
+
+_ARROW = {"double": "DOUBLE", "int64": "BIGINT", "bool": "BOOLEAN", "string": "VARCHAR", "large_string": "VARCHAR"}
+
+
+def append_arrow(
+    backend: ChdbBackend,
+    dataset: str,
+    batches: pa.RecordBatchReader,
+    new_fields: list[FieldInfo],
+    table: str | None = None,
+) -> int:
+    """Insert Arrow record batches into the dataset (or its pending ``table``) in one
+    INSERT, adding a Nullable column for each field it has not seen; return the rows.
+    The caller holds the backend's lock."""
+    import pyarrow as pa
+
+    from rootsift.store.chdb import COLUMN_TYPES, SAMPLE_KEY, rows_of
+
+    target = table or dataset
+    paths = {f.name: f.path for f in new_fields}
+    have = backend.columns_of(target)
+    schema = batches.schema
+    for col in schema:
+        if col.name not in have:
+            ctype = COLUMN_TYPES[_storage_type(col.type)]
+            comment = literal(json.dumps(paths.get(col.name, [col.name])))
+            for name in {dataset, target}:  # the pending table and the dataset keep one shape
+                backend.run(
+                    f"ALTER TABLE {backend.table_sql(name)} ADD COLUMN IF NOT EXISTS {ident(col.name)} {ctype} "
+                    f"COMMENT {comment}"
+                )
+    first = int(rows_of(backend.run(f"SELECT count() FROM {backend.table_sql(dataset)}")).rows[0][0])
+    if table is not None:
+        first += int(rows_of(backend.run(f"SELECT count() FROM {backend.table_sql(table)}")).rows[0][0])
+    out_schema = pa.schema([*(_plain(f) for f in schema), pa.field(SAMPLE_KEY, pa.uint32())])
+    columns = ", ".join(ident(f.name) for f in out_schema)
+    written = 0
+    try:
+        with backend.session.send_insert(f"INSERT INTO {backend.table_sql(target)} ({columns})", "ArrowStream") as ins:
+            with pa.ipc.new_stream(pa.PythonFile(_Sink(ins.append), mode="w"), out_schema) as stream:
+                for batch in _batches(batches):
+                    keys = _sample_keys(first + written, batch.num_rows)
+                    arrays = [_plain_array(a) for a in batch.columns]
+                    stream.write_batch(pa.record_batch([*arrays, keys], schema=out_schema))
+                    written += batch.num_rows
+            ins.finish()
+    except StoreError:
+        raise
+    except Exception as exc:
+        raise StoreError(f"writing to dataset {dataset!r}: {str(exc).strip().splitlines()[0]}") from exc
+    return written
+
+
+class _Sink:
+    """A file-like object whose writes go to a streaming INSERT (``append``)."""
+
+    def __init__(self, append: Any) -> None:
+        self.append = append
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        self.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _batches(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+    while True:
+        try:
+            yield reader.read_next_batch()
+        except StopIteration:
+            return
+
+
+def _sample_keys(first: int, rows: int) -> pa.Array:
+    """The sampling key of rows ``first`` … ``first + rows - 1`` of a dataset: a Fibonacci
+    hash of the ordinal, so every 64th slice of the key space holds one row in 64, whatever the content."""
+    import numpy as np
+    import pyarrow as pa
+
+    ordinal = np.arange(first, first + rows, dtype=np.uint64)
+    return pa.array(((ordinal * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)).astype(np.uint32))
+
+
+def _storage_type(arrow_type: pa.DataType) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(arrow_type):
+        return "TIMESTAMP"
+    return _ARROW.get(str(arrow_type), "VARCHAR")
+
+
+def _plain(field: pa.Field) -> pa.Field:
+    """The Arrow type a column is sent as: string views as strings, other kinds as text."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(field.type):
+        return pa.field(field.name, pa.timestamp("us"))
+    if str(field.type) in _ARROW:
+        return field
+    return pa.field(field.name, pa.string())
+
+
+def _plain_array(array: pa.Array) -> pa.Array:
+    import pyarrow as pa
+
+    target = _plain(pa.field("x", array.type)).type
+    return array if array.type == target else array.cast(target)

@@ -1,0 +1,123 @@
+"""Ingest into the chdb backend: DuckDB parses and checks each block (the readers of
+``rootsift.ingest``, unchanged), and the checked rows move into ClickHouse as Arrow.
+
+``ArrowWriter`` keeps the ``SegmentWriter`` contract the ingest runner drives (append,
+commit, write_checked, pending inputs published whole): a staged DuckDB table is read as
+Arrow record batches and streamed into the dataset's MergeTree table in one INSERT
+(``ChdbBackend.append_arrow``). An input read in several blocks is written into a
+pending table and moved into the dataset only when it is complete (``publish``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from rootsift.store.base import FieldInfo
+from rootsift.store.sqltext import ident
+from rootsift.store.writer import SegmentWriter, Verified
+
+if TYPE_CHECKING:
+    from rootsift.store.chdb import ChdbBackend
+
+ARROW_BATCH_ROWS = 131_072
+"""Rows per Arrow record batch moved from DuckDB to ClickHouse (one INSERT streams them all)."""
+_checked = itertools.count()
+
+
+@dataclass
+class _Queued:
+    table: str
+    new_fields: list[FieldInfo]
+    rows: int
+
+
+class ArrowWriter(SegmentWriter):
+    """Appends staged DuckDB tables to a chdb dataset (see the module's docstring)."""
+
+    def __init__(self, backend: ChdbBackend, dataset: str, cur: duckdb.DuckDBPyConnection) -> None:
+        self.chdb = backend
+        self.dataset = dataset
+        self.cur = cur
+        self._queued: list[_Queued] = []
+        self.targets = None
+        self._pending_table: str | None = None
+
+    # -- the pending table of an input read in several blocks ---------------------
+    def begin_pending(self) -> None:
+        self._pending_table = self.chdb.create_pending(self.dataset)
+        self.targets = []
+
+    def publish(self) -> None:
+        table, self._pending_table, self.targets = self._pending_table, None, None
+        if table is not None:
+            self.chdb.publish_pending(self.dataset, table)
+
+    def abandon(self) -> None:
+        table, self._pending_table, self.targets = self._pending_table, None, None
+        if table is not None:
+            self.chdb.drop_pending(table)
+
+    # -- queued blocks ------------------------------------------------------------
+    @property
+    def pending(self) -> int:
+        return sum(q.rows for q in self._queued)
+
+    def append(
+        self, stage: str, new_fields: list[FieldInfo], rows: int, span: tuple[datetime | None, datetime | None]
+    ) -> None:
+        self._queued.append(_Queued(stage, new_fields, rows))
+
+    def segment_full(self) -> bool:
+        return False  # a MergeTree table has no segments to fill
+
+    def commit(self) -> int:
+        """Move every queued table into ClickHouse; return the rows written."""
+        rows = 0
+        try:
+            for item in self._queued:
+                rows += self._move(f"SELECT * FROM {ident(item.table)}", item.new_fields)
+        finally:
+            self.discard()
+        return rows
+
+    def write_checked(
+        self,
+        select_sql: str,
+        columns: dict[str, str],
+        new_fields: list[FieldInfo],
+        verify: Callable[[str], Verified | None],
+    ) -> Verified | None:
+        """Materialise ``select_sql`` in DuckDB, let ``verify`` check those rows, and move
+        them into ClickHouse only if it accepts them; None (nothing written) otherwise."""
+        assert not self._queued, "commit() the queued tables before write_checked()"
+        table = ident(f"_rootsift_checked_{next(_checked)}")
+        try:
+            self.cur.execute(f"CREATE TEMP TABLE {table} AS {select_sql}")
+            verified = verify(f"(SELECT * FROM {table})")
+        except duckdb.Error:
+            verified = None
+        try:
+            if verified is not None:
+                self._move(f"SELECT * FROM {table}", new_fields)
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                self.cur.execute(f"DROP TABLE IF EXISTS {table}")
+        return verified
+
+    def discard(self) -> None:
+        for item in self._queued:
+            with contextlib.suppress(duckdb.Error):
+                self.cur.execute(f"DROP TABLE IF EXISTS {ident(item.table)}")
+        self._queued = []
+
+    def _move(self, select_sql: str, new_fields: list[FieldInfo]) -> int:
+        self.cur.complete()  # the statement before (a CREATE, verify's last query) must be done first
+        reader = self.cur.sql(select_sql).to_arrow_reader(ARROW_BATCH_ROWS)
+        return self.chdb.append_arrow(self.dataset, reader, new_fields, table=self._pending_table)
