@@ -345,14 +345,14 @@ def test_the_log_keeps_every_whole_record_and_cuts_a_torn_tail(tmp_path: Path) -
     torn = encode("a", b'{"n": 3}\n')[:-4]
     path.write_bytes(b"".join(good) + torn)
     assert repair(path) == len(torn)
-    assert [(d, p) for d, p, _ in records(path)] == [("a", b'{"n": 1}\n'), ("b", b'{"n": 2}\n' * 3)]
+    assert [(d, p) for d, p, *_ in records(path)] == [("a", b'{"n": 1}\n'), ("b", b'{"n": 2}\n' * 3)]
     flipped = bytearray(path.read_bytes())
     flipped[-3] ^= 0xFF  # a corrupt byte in the last record: its checksum catches it
     path.write_bytes(bytes(flipped))
     wal = Wal(wal_dir)
     try:
         assert wal.stats.repaired_bytes == len(good[1])
-        assert [d for d, _, _ in records(path)] == ["a"]
+        assert [d for d, *_ in records(path)] == ["a"]
     finally:
         wal.close()
 

@@ -1,6 +1,8 @@
-"""Moving the write-ahead log into the store: every ``every`` seconds the applier seals
-the log file being written and ingests each sealed file, one ingest per dataset (the
-same checked ingest as a file: docs/storage.md), then deletes the file.
+"""Moving the write-ahead log into the store: every ``every`` seconds (back to back under
+load) the applier seals the log file being written, has the sealed files converted to
+JSON lines (OTLP requests are logged as received: convert.py) and ingests them, one
+ingest per dataset (the same checked ingest as a file: docs/storage.md), then deletes
+the files.
 
 Delivery into the store is at least once. ``apply.state`` lists the files being moved
 and each dataset as its ingest commits, so a crash between two datasets re-ingests
@@ -12,14 +14,13 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import threading
-from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rootsift.errors import RootsiftError
-from rootsift.server.wal import Wal, records
+from rootsift.server.convert import Converter
+from rootsift.server.wal import Wal
 
 if TYPE_CHECKING:
     from rootsift.api import Rootsift
@@ -39,6 +40,9 @@ class Applier:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._idle = threading.Condition()
+        self.converter = Converter()
+        for stale in wal.directory.glob("*.jsonl"):  # a conversion cut short by a crash
+            stale.unlink()
         self._thread = threading.Thread(target=self._loop, name="rootsift-applier", daemon=True)
 
     def start(self) -> None:
@@ -49,6 +53,7 @@ class Applier:
         self._stop.set()
         self._wake.set()
         self._thread.join()
+        self.converter.close()
 
     def flush(self, timeout: float = 30.0) -> None:
         """Apply now and wait until the log is empty (for tests and a graceful stop)."""
@@ -97,29 +102,23 @@ class Applier:
             done = {d for d in finished if d}
         else:
             _write_synced(state, " ".join(f.name for f in files) + "\n")
-        by_dataset: dict[str, list[bytes]] = defaultdict(list)
-        for path in files:
-            for dataset, payload, _ in records(path):
-                by_dataset[dataset].append(payload)
-        for dataset, payloads in by_dataset.items():
-            if dataset in done:
-                continue
-            fd, tmp = tempfile.mkstemp(suffix=".jsonl", dir=self.wal.directory)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    for payload in payloads:
-                        f.write(payload if payload.endswith(b"\n") else payload + b"\n")
-                summary = self.rs.ingest(tmp, dataset, format="jsonl", time_field=TIME_FIELD)
-            finally:
-                os.unlink(tmp)
-            self.events += summary.events
-            self.rejects += summary.rejects
-            with state.open("a") as progress:
-                progress.write(dataset + "\n")
-                progress.flush()
-                os.fsync(progress.fileno())
-            with self._turn:  # other processes may read and write between applies
-                self.rs.backend.release(dataset)
+        converted = self.converter.convert(files, self.wal.directory)
+        try:
+            for dataset, part in converted.items():
+                if dataset in done:
+                    continue
+                summary = self.rs.ingest(part.path, dataset, format="jsonl", time_field=TIME_FIELD)
+                self.events += summary.events
+                self.rejects += summary.rejects
+                with state.open("a") as progress:
+                    progress.write(dataset + "\n")
+                    progress.flush()
+                    os.fsync(progress.fileno())
+                with self._turn:  # other processes may read and write between applies
+                    self.rs.backend.release(dataset)
+        finally:
+            for part in converted.values():
+                part.path.unlink(missing_ok=True)
         for path in files:
             self.wal.applied(path)
         state.unlink()

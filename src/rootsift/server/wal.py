@@ -4,7 +4,11 @@ writes it and fsyncs once, so many concurrent requests share one fsync.
 
 Files ``wal/00000001.log``, ... hold records::
 
-    b"RSW1" | payload length u32 | crc32 u32 | dataset length u16 | dataset | payload
+    magic | payload length u32 | crc32 u32 | dataset length u16 | dataset | payload
+
+The magic names the payload's encoding: ``RSW1`` JSON lines (Honeycomb events, metric
+points), ``RSWT`` an OTLP ExportTraceServiceRequest and ``RSWL`` an
+ExportLogsServiceRequest, as protobuf (converted to events by the applier: convert.py).
 
 The applier (``applier.py``) seals the file being written (the writer moves on to the
 next) and moves sealed files into the store. On start, every file's torn tail (a record
@@ -22,9 +26,20 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
-MAGIC = b"RSW1"
+JSONL, OTLP_TRACES, OTLP_LOGS = b"RSW1", b"RSWT", b"RSWL"
+KINDS = frozenset({JSONL, OTLP_TRACES, OTLP_LOGS})
 HEADER = struct.Struct("<4sIIH")
+
+
+class Record(NamedTuple):
+    dataset: str
+    payload: bytes
+    end: int
+    """The offset just past the record in its file."""
+    kind: bytes = JSONL
+    """The payload's encoding: JSONL, OTLP_TRACES or OTLP_LOGS."""
 
 
 class Overloaded(Exception):
@@ -35,33 +50,33 @@ class Overloaded(Exception):
         self.retry_after = retry_after
 
 
-def encode(dataset: str, payload: bytes) -> bytes:
+def encode(dataset: str, payload: bytes, kind: bytes = JSONL) -> bytes:
     name = dataset.encode()
-    return HEADER.pack(MAGIC, len(payload), zlib.crc32(payload, zlib.crc32(name)), len(name)) + name + payload
+    return HEADER.pack(kind, len(payload), zlib.crc32(payload, zlib.crc32(name)), len(name)) + name + payload
 
 
-def records(path: Path) -> Iterator[tuple[str, bytes, int]]:
-    """(dataset, payload, end offset) of each whole record, stopping at the first torn one."""
+def records(path: Path) -> Iterator[Record]:
+    """Each whole record, stopping at the first torn one."""
     data = path.read_bytes()
     at = 0
     while at + HEADER.size <= len(data):
         magic, size, crc, name_len = HEADER.unpack_from(data, at)
         start = at + HEADER.size
         end = start + name_len + size
-        if magic != MAGIC or end > len(data):
+        if magic not in KINDS or end > len(data):
             return
         name, payload = data[start : start + name_len], data[start + name_len : end]
         if zlib.crc32(payload, zlib.crc32(name)) != crc:
             return
-        yield name.decode(), payload, end
+        yield Record(name.decode(), payload, end, magic)
         at = end
 
 
 def repair(path: Path) -> int:
     """Cut a torn tail off ``path``; the number of bytes cut."""
     good = 0
-    for _, _, end in records(path):
-        good = end
+    for record in records(path):
+        good = record.end
     size = path.stat().st_size
     if good < size:
         with path.open("r+b") as f:
@@ -114,9 +129,9 @@ class Wal:
         self._thread.start()
 
     # -- appending ---------------------------------------------------------------
-    async def append(self, dataset: str, payload: bytes) -> None:
-        """Return once ``payload`` (JSON lines for ``dataset``) is durable."""
-        record = encode(dataset, payload)
+    async def append(self, dataset: str, payload: bytes, kind: bytes = JSONL) -> None:
+        """Return once ``payload`` (for ``dataset``, encoded as ``kind`` says) is durable."""
+        record = encode(dataset, payload, kind)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         with self._cond:
