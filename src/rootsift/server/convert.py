@@ -14,10 +14,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +35,8 @@ class Converted(NamedTuple):
 
 
 def convert_files(files: list[Path], out: Path) -> dict[str, Converted]:
-    """Every record of ``files`` (in order) as JSON lines, one file per dataset in ``out``."""
+    """Every record of ``files`` (in order) as JSON lines, appended to one file per dataset
+    in the directory ``out`` (``DATASET.jsonl``); the lines and skipped items of this call."""
     from rootsift.server import otlp_lines, otlp_types
 
     memo = otlp_lines.Decoded()
@@ -46,8 +45,8 @@ def convert_files(files: list[Path], out: Path) -> dict[str, Converted]:
         for path in files:
             for record in records(path):
                 if record.dataset not in sinks:
-                    fd, name = tempfile.mkstemp(suffix=".jsonl", dir=out)
-                    sinks[record.dataset] = (os.fdopen(fd, "wb", buffering=1 << 20), name, [0, 0])
+                    name = str(out / f"{record.dataset}.jsonl")
+                    sinks[record.dataset] = (open(name, "ab", buffering=1 << 20), name, [0, 0])  # noqa: SIM115
                 sink, _, counts = sinks[record.dataset]
                 if record.kind == JSONL:
                     payload = record.payload
@@ -63,13 +62,9 @@ def convert_files(files: list[Path], out: Path) -> dict[str, Converted]:
                 sink.writelines(lines)
                 counts[0] += len(lines)
                 counts[1] += skipped
-    except BaseException:
-        for sink, name, _ in sinks.values():
+    finally:  # on an error the caller cuts the files back (applier.py)
+        for sink, _, _ in sinks.values():
             sink.close()
-            os.unlink(name)
-        raise
-    for sink, _, _ in sinks.values():
-        sink.close()
     return {d: Converted(Path(name), counts[0], counts[1]) for d, (_, name, counts) in sinks.items()}
 
 

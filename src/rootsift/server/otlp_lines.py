@@ -86,9 +86,9 @@ def span_lines(request: Any, memo: Decoded | None = None) -> tuple[list[bytes], 
             texts: list[bytes] = []
             keys: list[str] = []
             for raw in span.attributes:
-                _, names_of, text = attributes.get(raw) or memo.attribute(raw)
-                if text:
-                    texts.append(text)
+                _, names_of, json_text = attributes.get(raw) or memo.attribute(raw)
+                if json_text:
+                    texts.append(json_text)
                     keys.extend(names_of)
             code, message = statuses.get(span.status) or memo.status(span.status)
             if span.events or not taken.isdisjoint(keys) or len(set(keys)) < len(keys):
@@ -97,7 +97,7 @@ def span_lines(request: Any, memo: Decoded | None = None) -> tuple[list[bytes], 
             sec, rest = divmod(start, 1_000_000_000)
             stamp = seconds.get(sec) or seconds.setdefault(sec, _second(sec))
             name = span.name
-            text = (
+            own = (
                 f'"timestamp":"{stamp}.{rest // 1000:06d}Z","trace.trace_id":"{span.trace_id.hex()}",'
                 f'"trace.span_id":"{span.span_id.hex()}","name":{names.get(name) or memo.name(name)},'
                 f'"span.kind":"{kinds.get(span.kind) or span.kind}","status.code":"{code}",'
@@ -105,10 +105,10 @@ def span_lines(request: Any, memo: Decoded | None = None) -> tuple[list[bytes], 
                 f'"span.num_events":0,"span.num_links":{len(span.links)}'
             )
             if span.parent_span_id:
-                text += f',"trace.parent_id":"{span.parent_span_id.hex()}"'
+                own += f',"trace.parent_id":"{span.parent_span_id.hex()}"'
             if message:
-                text += ',"status.message":' + orjson.dumps(message).decode()
-            texts.append(text.encode())
+                own += ',"status.message":' + orjson.dumps(message).decode()
+            texts.append(own.encode())
             out.append(shared + b",".join(texts) + b"}\n")
     return out, skipped
 
