@@ -8,6 +8,7 @@ import json
 import os
 import random
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -214,28 +215,63 @@ def test_bad_payloads_are_400_and_the_server_stays_up(server: Server) -> None:
     assert server.health()["status"] == "ok"
 
 
-def bomb(path: Path, inflated: int) -> None:
-    """A gzip file of ``inflated`` zero bytes, written without holding them."""
-    chunk = bytes(1 << 20)
-    with gzip.open(path, "wb", compresslevel=9) as f:
-        for _ in range(inflated >> 20):
-            f.write(chunk)
+def gzip_member_of_zeros(gib: int = 1) -> bytes:
+    """A valid gzip member inflating to ``gib`` GiB of zeros, in about 1 MB per GiB, made
+    without compressing them: after a full flush, deflate codes each 16 MiB of zeros as
+    the same bytes, so those are repeated; the trailer's CRC-32 is computed as usual."""
+    chunk = bytes(1 << 24)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH)
+    end = deflate.flush(zlib.Z_FINISH)
+    crc, n = 0, gib * 64
+    for _ in range(n):
+        crc = zlib.crc32(chunk, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+    return header + block * n + end + struct.pack("<II", crc, (n << 24) & 0xFFFFFFFF)
 
 
-def test_a_gzip_bomb_is_refused_without_being_inflated(server: Server, tmp_path: Path) -> None:
-    path = tmp_path / "bomb.gz"
-    bomb(path, 1 << 30)  # 1 GiB of zeros in about 1 MiB
+def test_the_bomb_builder_makes_valid_gzip() -> None:
+    member = gzip_member_of_zeros(1)
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    size, data = 0, member
+    while data:
+        out = inflater.decompress(data, 1 << 26)
+        assert not out.strip(b"\0")
+        size += len(out)
+        data = inflater.unconsumed_tail
+    assert inflater.eof and size == 1 << 30 and len(member) < 1_100_000  # the CRC and size checked
+
+
+def test_a_10_gib_gzip_bomb_is_refused_without_being_inflated(server: Server) -> None:
+    bomb = gzip_member_of_zeros(1) * 10  # 10 members: a valid gzip stream of 10 GiB, 10 MB sent
     idle = server.rss()
-    with path.open("rb") as f:
-        res = httpx.post(
-            server.otlp + "/v1/logs",
-            content=f.read(),
-            headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"},
-            timeout=60,
-        )
+    res = httpx.post(
+        server.otlp + "/v1/logs",
+        content=bomb,
+        headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"},
+        timeout=60,
+    )
     assert res.status_code == 413, res.text
     assert "inflates past" in res.json()["error"]["message"]
-    assert server.rss() < 2 * idle
+    assert server.rss("VmHWM") < 2 * idle  # its peak, ever: never near the 10 GiB
+    assert server.health()["status"] == "ok"
+
+
+def test_every_gzip_member_counts_against_the_limit() -> None:
+    import asyncio
+
+    from rootsift.server.body import BadBody, BodyTooLarge, read_body
+
+    async def chunks(data: bytes) -> Any:
+        for i in range(0, len(data), 1000):
+            yield data[i : i + 1000]
+
+    two = gzip.compress(b"abc" * 1000) + gzip.compress(b"xyz" * 1000)
+    assert asyncio.run(read_body(chunks(two), "gzip", 1 << 20)) == b"abc" * 1000 + b"xyz" * 1000
+    with pytest.raises(BodyTooLarge):  # each member is under the limit, the three are not
+        asyncio.run(read_body(chunks(gzip.compress(bytes(6000)) * 3), "gzip", 10_000))
+    with pytest.raises(BadBody, match="after the end"):
+        asyncio.run(read_body(chunks(zlib.compress(b"a") + b"zz"), "deflate", 10_000))
 
 
 def test_overload_is_refused_with_retry_after_never_dropped(tmp_path: Path) -> None:
@@ -253,6 +289,59 @@ def test_overload_is_refused_with_retry_after_never_dropped(tmp_path: Path) -> N
 
     with Rootsift(tmp_path / "data", read_only=True) as rs:
         assert rs.events("shop") == 10  # the first batch, all of it; the refused one, none of it
+
+
+def test_2x_overload_gets_429_from_the_queue_limit_loses_nothing_and_rss_stays_flat(tmp_path: Path) -> None:
+    """Clients that send as fast as they can, many at once, offer far more than the server
+    stores per second; with a small ingest queue the fsync'ing writer falls behind them
+    first: 429 with Retry-After (the queue), not 503 (the backlog). Every acknowledged
+    event is stored, and the server's memory does not grow over the run."""
+    import orjson
+
+    s = start(tmp_path / "data", "--max-queue", str(64 << 10), "--apply-every", "0.2")
+    acked: list[int] = []
+    refusals: list[tuple[int, str | None, str]] = []
+    lock = threading.Lock()
+    stop_flag = threading.Event()
+
+    def client(seed: int) -> None:
+        n = seed * 10_000_000
+        with httpx.Client(timeout=30) as c:
+            while not stop_flag.is_set():
+                batch = list(range(n, n + 200))
+                n += 200
+                body = orjson.dumps([{"data": {"seq": i, "pad": "z" * 300}} for i in batch])  # 70 kB
+                res = c.post(s.url + "/1/batch/flood", content=body, headers={"Content-Type": "application/json"})
+                with lock:
+                    if res.status_code == 200:
+                        acked.extend(batch)
+                    else:
+                        refusals.append((res.status_code, res.headers.get("Retry-After"), res.text))
+
+    rss: list[int] = []
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(16)]
+    try:
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline:
+            rss.append(s.rss())
+            time.sleep(0.1)
+        stop_flag.set()
+        for t in threads:
+            t.join()
+        assert s.settled(60)["wal_backlog_bytes"] == 0
+        got = s.query({"dataset": "flood", "calculations": ["count"], "breakdowns": ["seq"], "limit": 10_000_000})
+    finally:
+        stop_flag.set()
+        assert stop(s) == 0
+    offered = len(acked) + 200 * len(refusals)
+    assert acked and offered >= 2 * len(acked), f"not a 2x overload: {offered} events offered, {len(acked)} taken"
+    assert {status for status, _, _ in refusals} == {429}, refusals[:3]
+    assert all(after and int(after) > 0 and "queue is full" in text for _, after, text in refusals)
+    assert set(acked) <= {row[0] for row in got["rows"]}
+    third = len(rss) // 3
+    assert max(rss[-third:]) <= 1.2 * max(rss[:third]), (max(rss[:third]), max(rss[-third:]))
 
 
 def test_cli_and_file_ingest_run_beside_the_server(server: Server, tmp_path: Path) -> None:
