@@ -391,6 +391,33 @@ def _load(url: str, acked: list[int], stop_flag: threading.Event, seed: int) -> 
                 acked.extend(batch)
 
 
+def _load_otlp(url: str, acked: list[int], stop_flag: threading.Event, seed: int) -> None:
+    """Post OTLP protobuf spans with a numbered attribute until stopped; record those acknowledged."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
+    n = seed * 10_000_000
+    with httpx.Client(timeout=5) as client:
+        while not stop_flag.is_set():
+            request = ts.ExportTraceServiceRequest()
+            scope = request.resource_spans.add().scope_spans.add()
+            batch = list(range(n, n + 100))
+            n += 100
+            for i in batch:
+                span = scope.spans.add(trace_id=os.urandom(16), span_id=os.urandom(8), name="op")
+                span.start_time_unix_nano, span.end_time_unix_nano = 1_700_000_000 * 10**9 + i, 1_700_000_001 * 10**9
+                span.attributes.append(KeyValue(key="seq"))
+                span.attributes[0].value.int_value = i
+            try:
+                res = client.post(
+                    url, content=request.SerializeToString(), headers={"Content-Type": "application/x-protobuf"}
+                )
+            except httpx.HTTPError:
+                continue
+            if res.status_code == 200:
+                acked.extend(batch)
+
+
 KILL_TRIALS = int(os.environ.get("ROOTSIFT_KILL_TRIALS", "3"))
 """3 in the suite; the issue's 20: ROOTSIFT_KILL_TRIALS=20 pytest tests/test_server.py -k kill_9"""
 
@@ -400,11 +427,13 @@ def test_kill_9_under_load_loses_no_acknowledged_event(tmp_path: Path, trial: in
     data = tmp_path / "data"
     s = start(data)
     acked: list[int] = []
+    spans: list[int] = []
     stop_flag = threading.Event()
     clients = [
         threading.Thread(target=_load, args=(s.url + "/1/batch/load", acked, stop_flag, trial * 10 + k))
-        for k in range(3)
+        for k in range(2)
     ]
+    clients.append(threading.Thread(target=_load_otlp, args=(s.otlp + "/v1/traces", spans, stop_flag, trial)))
     for c in clients:
         c.start()
     time.sleep(random.Random(trial).uniform(0.5, 1.5))
@@ -415,15 +444,16 @@ def test_kill_9_under_load_loses_no_acknowledged_event(tmp_path: Path, trial: in
         c.join()
     if s.proc.stderr:
         s.proc.stderr.close()
-    assert acked, "no request was acknowledged before the kill"
+    assert acked and spans, "no request was acknowledged before the kill"
     again = start(data)
     try:
         assert again.settled()["wal_backlog_bytes"] == 0
         got = again.query({"dataset": "load", "calculations": ["count"], "breakdowns": ["seq"], "limit": 1_000_000})
+        traced = again.query({"dataset": "traces", "calculations": ["count"], "breakdowns": ["seq"], "limit": 10**6})
     finally:
         assert stop(again) == 0
-    stored = {row[0] for row in got["rows"]}
-    assert set(acked) <= stored
+    assert set(acked) <= {row[0] for row in got["rows"]}
+    assert set(spans) <= {row[0] for row in traced["rows"]}
 
 
 def test_the_log_keeps_every_whole_record_and_cuts_a_torn_tail(tmp_path: Path) -> None:
