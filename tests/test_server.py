@@ -113,6 +113,63 @@ def test_otel_sdk_traces_logs_and_metrics_are_queried_back(server: Server) -> No
     assert got["rows"] == [[15, 10.0]]
 
 
+def telemetrygen() -> str | None:
+    """OpenTelemetry's load generator, where scripts/install-telemetrygen.sh puts it."""
+    import shutil
+
+    gopath = Path(os.environ.get("GOPATH") or Path.home() / "go")
+    for candidate in (os.environ.get("TELEMETRYGEN"), gopath / "bin" / "telemetrygen", shutil.which("telemetrygen")):
+        if candidate and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+@pytest.mark.skipif(
+    telemetrygen() is None,
+    reason="telemetrygen is not installed: scripts/install-telemetrygen.sh installs it (needs go); "
+    "or set TELEMETRYGEN=/path/to/telemetrygen",
+)
+def test_telemetrygen_traces_logs_and_metrics_are_queried_back(server: Server) -> None:
+    """The OpenTelemetry Collector's own load generator (Go's OTLP/HTTP exporters, protobuf)."""
+    common = ["--otlp-http", "--otlp-insecure", "--otlp-endpoint", f"127.0.0.1:{server.otlp_port}", "--rate", "0"]
+    common += ["--otlp-attributes", 'deployment.environment="ci"', "--telemetry-attributes", 'shard="s7"']
+    runs = [
+        ["traces", "--traces", "40", "--child-spans", "2", "--service", "tg-svc", "--status-code", "Error"],
+        ["logs", "--logs", "30", "--body", "disk full", "--severity-text", "Warn", "--severity-number", "13"],
+        ["metrics", "--metrics", "12", "--metric-type", "Sum"],
+    ]
+    for args in runs:
+        res = subprocess.run([str(telemetrygen()), *args, *common], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr[-2000:]
+    health = server.settled()
+    assert health["wal_backlog_bytes"] == 0 and health["rejected_events"] == 0
+    spans = server.query(
+        {"dataset": "traces", "calculations": ["count"], "breakdowns": ["name", "span.kind", "status.code"]}
+        | {"where": 'service.name = "tg-svc" and deployment.environment = "ci" and shard = "s7"'}
+    )
+    # each trace: a client span and its two server children, every one with the status asked for
+    assert sorted(map(tuple, spans["rows"])) == [
+        ("lets-go", "client", "error", 40),
+        ("okey-dokey-0", "server", "error", 40),
+        ("okey-dokey-1", "server", "error", 40),
+    ]
+    traces = server.query(
+        {"dataset": "traces", "calculations": ["count"], "breakdowns": ["trace.trace_id"], "limit": 1000}
+    )
+    assert len(traces["rows"]) == 40 and {row[1] for row in traces["rows"]} == {3}
+    parents = server.query({"dataset": "traces", "calculations": ["count"], "where": "exists trace.parent_id"})
+    assert parents["rows"] == [[80]]
+    logs = server.query(
+        {"dataset": "logs", "calculations": ["count"], "breakdowns": ["body", "severity_text", "shard"]}
+        | {"where": 'deployment.environment = "ci"'}
+    )
+    assert logs["rows"] == [["disk full", "Warn", "s7", 30]]
+    metrics = server.query(
+        {"dataset": "metrics", "calculations": ["count"], "breakdowns": ["metric.name", "metric.type", "shard"]}
+    )
+    assert metrics["rows"] == [["gen", "sum", "s7", 12]]
+
+
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # libhoney leaves a socket open
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 def test_libhoney_events_with_sample_rates(server: Server) -> None:
