@@ -85,13 +85,18 @@ def free_port() -> int:
 
 
 def rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and its children (the converter)."""
+    total = 0
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
+                total = int(line.split()[1]) * 1024
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                total += rss(int(child))
     except OSError:
         pass
-    return 0
+    return total
 
 
 def cpu_seconds(pid: int, children: bool = True) -> float:
@@ -164,7 +169,7 @@ def run_server(work: Path, bodies: list[bytes], clients: int, src: Path = SRC) -
     for t in threads:
         t.join()
     acked = time.perf_counter() - t0
-    while httpx.get(base + "/healthz", timeout=10).json()["wal_backlog_bytes"]:
+    while (health := httpx.get(base + "/healthz", timeout=10).json())["wal_backlog_bytes"]:
         time.sleep(0.05)
     stored = time.perf_counter() - t0
     cpu, own = cpu_seconds(proc.pid) - cpu0, cpu_seconds(proc.pid, children=False) - own0
@@ -177,6 +182,7 @@ def run_server(work: Path, bodies: list[bytes], clients: int, src: Path = SRC) -
         "stored_s": stored,
         "cpu_s": cpu,
         "children_cpu_s": cpu - own,
+        "applies": health.get("applies", 0),
         "p50_ms": 1e3 * statistics.median(latencies),
         "p99_ms": 1e3 * latencies[int(0.99 * (len(latencies) - 1))],
         "idle_rss": idle,
@@ -249,8 +255,9 @@ def main() -> None:
             f"  {'server CPU / file ingest CPU':32} {s['cpu_s'] / filed['cpu_s']:10.2f}"
             f"  ({s['cpu_s']:.2f} s, of which the converter {s['children_cpu_s']:.2f} s)"
         )
+        print(f"  {'moves of the log into the store':32} {s['applies']:10.0f}")
         print(f"  {'request latency p50, p99':32} {s['p50_ms']:6.1f} ms {s['p99_ms']:6.1f} ms")
-        print(f"  {'server RSS idle, peak':32} {s['idle_rss'] / 2**20:6.0f} MiB {s['peak_rss'] / 2**20:6.0f} MiB")
+        print(f"  {'server RSS idle, peak (+child)':32} {s['idle_rss'] / 2**20:6.0f} MiB {s['peak_rss'] / 2**20:6.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -533,6 +533,73 @@ def test_the_log_keeps_every_whole_record_and_cuts_a_torn_tail(tmp_path: Path) -
         wal.close()
 
 
+def test_a_move_cut_short_is_finished_on_start_without_repeating_its_done_datasets(tmp_path: Path) -> None:
+    """apply.state names the log files being moved and the datasets already ingested: on
+    start those files are converted again (OTLP records too) and only the rest ingested."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+
+    from rootsift import Rootsift
+    from rootsift.server.wal import OTLP_TRACES
+
+    data = tmp_path / "data"
+    done = [{"timestamp": f"2026-01-01T00:00:0{i}Z", "n": i} for i in range(2)]
+    (tmp_path / "done.jsonl").write_text("".join(json.dumps(e) + "\n" for e in done))
+    with Rootsift(data) as rs:  # "a" was ingested just before the crash
+        rs.ingest(tmp_path / "done.jsonl", "a", format="jsonl", time_field="timestamp")
+    request = ts.ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    for i in range(4):
+        scope.spans.add(trace_id=bytes(16), span_id=bytes([i + 1]) * 8, name="op", start_time_unix_nano=10**18 + i)
+    wal_dir = data / ".server" / "wal"
+    wal_dir.mkdir(parents=True)
+    (wal_dir / "00000001.log").write_bytes(
+        encode("a", "".join(json.dumps(e) + "\n" for e in done).encode())
+        + encode("b", b'{"timestamp": "2026-01-01T00:00:00Z", "n": 7}\n' * 3)
+        + encode("traces", request.SerializeToString(), OTLP_TRACES)
+    )
+    (wal_dir / "apply.state").write_text("00000001.log\na\n")
+    s = start(data)
+    try:
+        assert s.settled()["wal_backlog_bytes"] == 0
+        counts = {d: s.query({"dataset": d, "calculations": ["count"]})["rows"] for d in ("a", "b", "traces")}
+    finally:
+        assert stop(s) == 0
+    assert counts == {"a": [[2]], "b": [[3]], "traces": [[4]]}
+    assert not (wal_dir / "apply.state").exists() and not list(wal_dir.glob("gen-*"))
+
+
+def test_the_converter_process_is_started_again_when_it_dies(server: Server) -> None:
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+
+    def send(first: int) -> None:
+        request = ts.ExportTraceServiceRequest()
+        scope = request.resource_spans.add().scope_spans.add()
+        for i in range(first, first + 10):
+            scope.spans.add(trace_id=bytes(16), span_id=i.to_bytes(8, "big"), name="op", start_time_unix_nano=10**18)
+        res = httpx.post(
+            server.otlp + "/v1/traces",
+            content=request.SerializeToString(),
+            headers={"Content-Type": "application/x-protobuf"},
+        )
+        assert res.status_code == 200
+
+    def converters() -> list[int]:
+        tasks = Path(f"/proc/{server.proc.pid}/task").iterdir()
+        return [int(pid) for task in tasks for pid in (task / "children").read_text().split()]
+
+    send(1)
+    server.settled()
+    (child,) = converters()
+    os.kill(child, signal.SIGKILL)
+    send(100)
+    assert server.settled()["wal_backlog_bytes"] == 0
+    assert converters() != [child]
+    got = server.query({"dataset": "traces", "calculations": ["count"], "breakdowns": ["trace.span_id"], "limit": 100})
+    assert sorted(row[0] for row in got["rows"]) == sorted(
+        i.to_bytes(8, "big").hex() for i in [*range(1, 11), *range(100, 110)]
+    )
+
+
 def test_group_commit_shares_fsyncs_between_concurrent_requests(tmp_path: Path) -> None:
     import asyncio
 

@@ -95,6 +95,7 @@ def create_app(config: ServerConfig) -> Starlette:
                 "applied_events": applier.events,
                 "rejected_events": applier.rejects,
                 "apply_failures": applier.failures,
+                "applies": applier.moves,
                 "refused_requests": wal.stats.refused,
                 "repaired_bytes": wal.stats.repaired_bytes,
             }

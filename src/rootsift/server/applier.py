@@ -57,6 +57,8 @@ class Applier:
         self.events = 0
         self.rejects = 0
         self.failures = 0
+        self.moves = 0
+        """Generations ingested: a move of part of the log into the store."""
         self.converter = Converter()
         for stale in [*wal.directory.glob("*.jsonl"), *wal.directory.glob("gen-*")]:  # cut short by a crash
             shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
@@ -84,6 +86,7 @@ class Applier:
         for thread in self._threads:
             thread.join()
         self.converter.close()
+        shutil.rmtree(self._open.directory, ignore_errors=True)  # converted again on the next start
 
     def flush(self, timeout: float = 30.0) -> None:
         """Apply now and wait until the log is empty (for tests and a graceful stop)."""
@@ -187,6 +190,7 @@ class Applier:
                     shutil.rmtree(gen.directory, ignore_errors=True)
                     return
                 self._stop.wait(min(self.every, 1.0))
+            self.moves += 1
             for path in gen.files:
                 self.wal.applied(path)
             shutil.rmtree(gen.directory, ignore_errors=True)
