@@ -600,6 +600,77 @@ def test_the_converter_process_is_started_again_when_it_dies(server: Server) -> 
     )
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_span_lines_are_the_events_json_whatever_the_attributes(seed: int) -> None:
+    """The spliced fast path writes each span exactly as orjson writes its event dict
+    (the general path): shared and own keys clashing, maps, arrays, bytes, events."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
+    from rootsift.server.otlp_lines import Decoded, _shared, _span_line, span_lines
+    from rootsift.server.otlp_types import lazy_request
+
+    rng = random.Random(seed)
+
+    def attribute(key: str) -> KeyValue:
+        kv = KeyValue(key=key)
+        kind = rng.choice(["s", "i", "d", "b", "map", "array", "bytes", "empty"])
+        if kind == "s":
+            kv.value.string_value = rng.choice(["GET", 'quo"te', "ünï", ""])
+        elif kind == "i":
+            kv.value.int_value = rng.randrange(-(2**40), 2**40)
+        elif kind == "d":
+            kv.value.double_value = rng.choice([0.1, 1e-7, 3.0, -2.5e12])
+        elif kind == "b":
+            kv.value.bool_value = rng.random() < 0.5
+        elif kind == "map":
+            inner = kv.value.kvlist_value.values.add(key="k")
+            inner.value.string_value = "v"
+        elif kind == "array":
+            kv.value.array_value.values.add().int_value = 1
+        elif kind == "bytes":
+            kv.value.bytes_value = b"\x00\xff"
+        return kv
+
+    keys = ["http.method", "user.id", "service.name", "name", "duration_ms", "a.b", "timestamp"]
+    request = ts.ExportTraceServiceRequest()
+    for r in range(2):
+        resource = request.resource_spans.add()
+        resource.resource.attributes.extend([attribute("service.name"), attribute(f"host.{r}")])
+        scope = resource.scope_spans.add()
+        scope.scope.name = rng.choice(["", "net/http"])
+        for _ in range(200):
+            span = scope.spans.add(trace_id=rng.randbytes(16), span_id=rng.randbytes(8), name=rng.choice(["a", "b\n"]))
+            span.start_time_unix_nano = rng.choice([0, 10**18 + rng.randrange(10**12)])
+            span.end_time_unix_nano = span.start_time_unix_nano + rng.randrange(10**9)
+            span.kind = rng.randrange(7)
+            span.attributes.extend(attribute(k) for k in rng.sample(keys, rng.randrange(4)))
+            if rng.random() < 0.2:
+                span.parent_span_id = rng.randbytes(8)
+            if rng.random() < 0.2:
+                span.status.code, span.status.message = rng.randrange(3), rng.choice(["", "boom"])
+            if rng.random() < 0.1:
+                event = span.events.add(name="exception")
+                event.attributes.append(KeyValue(key="exception.type"))
+                event.attributes[0].value.string_value = "ValueError"
+            if rng.random() < 0.1:
+                span.links.add(trace_id=bytes(16), span_id=bytes(8))
+    lazy = lazy_request("traces").FromString(request.SerializeToString())
+    memo = Decoded()
+    expected = []
+    for base, shared, scope in _shared(lazy.resource_spans, "scope_spans"):
+        for span in scope.spans:
+            if span.start_time_unix_nano:
+                code, message = memo.statuses.get(span.status) or memo.status(span.status)
+                expected.append(_span_line(span, base, shared, memo, code, message))
+    lines, skipped = span_lines(lazy, Decoded())
+    assert lines == expected
+    assert skipped == sum(
+        1 for rs in request.resource_spans for s in rs.scope_spans[0].spans if not s.start_time_unix_nano
+    )
+    assert all(json.loads(line) for line in lines)
+
+
 def test_group_commit_shares_fsyncs_between_concurrent_requests(tmp_path: Path) -> None:
     import asyncio
 

@@ -2,7 +2,8 @@
 
 - **convert**: seal the log file being written and convert the sealed files to JSON lines
   (OTLP requests are logged as received: convert.py), appending to the open
-  *generation*'s one file per dataset; under load back to back, idle every ``every`` s;
+  *generation*'s one file per dataset; under load back to back, idle every ``every`` s
+  or as soon as the log holds ``BATCH_BYTES``;
 - **ingest**: close the open generation (conversion goes on into the next) and ingest each
   of its datasets (the same checked ingest as a file: docs/storage.md), then delete its
   log files.
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("rootsift.server")
 
 TIME_FIELD = "timestamp"
+BATCH_BYTES = 4 << 20
+"""A log this large is moved at once, without waiting for ``every`` seconds (a burst's
+first batch; under load the moves run back to back anyway)."""
 
 
 @dataclass
@@ -70,6 +74,7 @@ class Applier:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._cond = threading.Condition()
+        wal.on_written = lambda backlog: self._wake.set() if backlog >= BATCH_BYTES else None
         self._threads = [
             threading.Thread(target=self._convert_loop, name="rootsift-convert", daemon=True),
             threading.Thread(target=self._ingest_loop, name="rootsift-applier", daemon=True),

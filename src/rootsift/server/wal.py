@@ -23,7 +23,7 @@ import os
 import struct
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -124,6 +124,8 @@ class Wal:
         self._queue: list[_Pending] = []
         self._queued_bytes = 0
         self._closing = False
+        self.on_written: Callable[[int], None] | None = None
+        """Told the backlog after each fsync (the applier starts a move early when it is large)."""
         self._file_lock = threading.Lock()
         self._thread = threading.Thread(target=self._write_loop, name="rootsift-wal", daemon=True)
         self._thread.start()
@@ -173,6 +175,8 @@ class Wal:
                     self._backlog -= sum(len(p.record) for p in batch)
             for p in batch:
                 p.loop.call_soon_threadsafe(_settle, p.future, error)
+            if error is None and self.on_written is not None:
+                self.on_written(self._backlog)
 
     # -- sealing, for the applier ------------------------------------------------------
     def seal(self) -> list[Path]:
