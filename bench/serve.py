@@ -3,17 +3,24 @@ events, measured in the same run (issue 18's target: ≥ 150k spans/s on 2 cores
 bounded RSS).
 
     .venv/bin/python bench/serve.py                    # 200k spans, 1,000 per request, 4 clients
+    .venv/bin/python bench/serve.py --rounds 3 --before /tmp/old/src   # and an older server
     .venv/bin/python bench/serve.py --spans 1000000 --clients 8
 
 The spans (7 resource attributes, 4 span attributes, like an HTTP server's) are made
-and serialised before the clock starts. Rows printed:
+and serialised before the clock starts. ``--before DIR`` also runs the server of another
+checkout's ``src/`` (``git archive OLD src | tar -x -C /tmp/old``); with ``--rounds`` the
+contenders alternate their order and medians are printed. Rows:
 
+- file ingest events/s: ``rootsift ingest`` of the same spans as JSON lines (what the
+  converter writes), a fresh process and store: the baseline, and its CPU seconds;
 - acknowledged spans/s: from the first request to the last 200 (events fsync'd in the
   write-ahead log);
-- stored spans/s: to the moment the log is empty (every span in the store);
-- file ingest events/s: ``rootsift ingest`` of the same spans as JSON lines (what the
-  applier writes), a fresh process and store: the baseline;
-- request latency p50/p99, and the server's peak RSS (sampled every 50 ms).
+- stored spans/s: to the moment the log is empty (every span in the store), and that
+  wall time over file ingest's;
+- the server's CPU (user + system, its converter child included) over file ingest's;
+- moves of the log into the store (batches ingested);
+- request latency p50/p99, and the server's RSS (with its child) idle and at its peak
+  (sampled every 50 ms).
 """
 
 from __future__ import annotations
@@ -257,7 +264,9 @@ def main() -> None:
         )
         print(f"  {'moves of the log into the store':32} {s['applies']:10.0f}")
         print(f"  {'request latency p50, p99':32} {s['p50_ms']:6.1f} ms {s['p99_ms']:6.1f} ms")
-        print(f"  {'server RSS idle, peak (+child)':32} {s['idle_rss'] / 2**20:6.0f} MiB {s['peak_rss'] / 2**20:6.0f} MiB")
+        print(
+            f"  {'server RSS idle, peak (+child)':32} {s['idle_rss'] / 2**20:6.0f} MiB {s['peak_rss'] / 2**20:6.0f} MiB"
+        )
 
 
 if __name__ == "__main__":

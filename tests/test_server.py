@@ -352,7 +352,8 @@ def test_2x_overload_gets_429_from_the_queue_limit_loses_nothing_and_rss_stays_f
     """Clients that send as fast as they can, many at once, offer far more than the server
     stores per second; with a small ingest queue the fsync'ing writer falls behind them
     first: 429 with Retry-After (the queue), not 503 (the backlog). Every acknowledged
-    event is stored, and the server's memory does not grow over the run."""
+    event is stored, and the server's memory does not grow: after 2 s of warming up, the
+    largest RSS sampled in the last third of the run is within 1.2x of the first third's."""
     import orjson
 
     s = start(tmp_path / "data", "--max-queue", str(64 << 10), "--apply-every", "0.2")
@@ -380,7 +381,7 @@ def test_2x_overload_gets_429_from_the_queue_limit_loses_nothing_and_rss_stays_f
     try:
         for t in threads:
             t.start()
-        deadline = time.monotonic() + 6
+        deadline = time.monotonic() + 8
         while time.monotonic() < deadline:
             rss.append(s.rss())
             time.sleep(0.1)
@@ -397,6 +398,7 @@ def test_2x_overload_gets_429_from_the_queue_limit_loses_nothing_and_rss_stays_f
     assert {status for status, _, _ in refusals} == {429}, refusals[:3]
     assert all(after and int(after) > 0 and "queue is full" in text for _, after, text in refusals)
     assert set(acked) <= {row[0] for row in got["rows"]}
+    rss = rss[20:]  # after 2 s of warming up (the store's first moves)
     third = len(rss) // 3
     assert max(rss[-third:]) <= 1.2 * max(rss[:third]), (max(rss[:third]), max(rss[-third:]))
 

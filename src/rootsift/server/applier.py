@@ -36,9 +36,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("rootsift.server")
 
 TIME_FIELD = "timestamp"
-BATCH_BYTES = 4 << 20
+GENERATION_BYTES = 64 << 20
+"""Most JSON lines converted into one generation: an ingest's memory grows with its input,
+so when the store falls behind the log waits (and past --max-backlog, requests get 503)
+instead of the batches growing."""
+BATCH_BYTES = 8 << 20
 """A log this large is moved at once, without waiting for ``every`` seconds (a burst's
-first batch; under load the moves run back to back anyway)."""
+first batch; under load the moves run back to back anyway); and about the most log
+converted at a time, so that a burst is ingested in parts while the rest is converted."""
 
 
 @dataclass
@@ -52,6 +57,8 @@ class Generation:
     """Datasets already ingested (a generation that a crash cut short)."""
     closed: bool = False
     """Nothing more is converted into it (it is the one a crash cut short)."""
+    size: int = 0
+    """Bytes of JSON lines converted into it."""
 
 
 class Applier:
@@ -71,6 +78,7 @@ class Applier:
         self._claimed: set[Path] = set()
         self._converting = False
         self._converted_all = False
+        self._ingest_gone = False  # stopped while the store refused: nothing more is taken
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._cond = threading.Condition()
@@ -101,6 +109,7 @@ class Applier:
 
     # -- converting ----------------------------------------------------------------
     def _convert_loop(self) -> None:
+        self.converter.start()  # ready before the first batch
         moved = self._recover()
         while moved is not None:
             if not moved:  # idle: look every `every` seconds; under load: back to back
@@ -135,12 +144,20 @@ class Applier:
         return True
 
     def _convert_sealed(self) -> bool:
-        """Convert the sealed files not yet converted into the open generation; True when any were."""
-        files = [f for f in self.wal.seal() if f not in self._claimed]
+        """Convert sealed files not yet converted (up to ``BATCH_BYTES`` of them, the oldest)
+        into the open generation; True when any were."""
+        files: list[Path] = []
+        size = 0
+        for path in self.wal.seal():
+            if path not in self._claimed and (not files or size < BATCH_BYTES):
+                files.append(path)
+                size += path.stat().st_size
         if not files:
             return False
-        with self._cond:
-            while self._open.closed:  # the recovered generation is not ingested yet
+        with self._cond:  # a full one (or the recovered one) waits for the ingest to take it
+            while self._open.closed or self._open.size >= GENERATION_BYTES:
+                if self._ingest_gone:
+                    return False
                 self._cond.wait()
             gen = self._open
         return self._convert(files, gen)
@@ -170,6 +187,7 @@ class Applier:
                     before = gen.outputs.get(dataset)
                     lines, skipped = (before.lines, before.skipped) if before else (0, 0)
                     gen.outputs[dataset] = Converted(out.path, lines + out.lines, skipped + out.skipped)
+                gen.size = sum(out.path.stat().st_size for out in gen.outputs.values())
             self._cond.notify_all()
         return converted is not None
 
@@ -193,6 +211,9 @@ class Applier:
             while not self._ingest(gen):
                 if self._stop.is_set():  # the store refuses: the log stays for the next start
                     shutil.rmtree(gen.directory, ignore_errors=True)
+                    with self._cond:
+                        self._ingest_gone = True
+                        self._cond.notify_all()
                     return
                 self._stop.wait(min(self.every, 1.0))
             self.moves += 1

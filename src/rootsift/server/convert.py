@@ -96,6 +96,11 @@ class Converter:
             raise OSError(f"the converter failed: {reply['error']}")
         return {d: Converted(Path(p), n, s) for d, (p, n, s) in reply["datasets"].items()}
 
+    def start(self) -> None:
+        """Start the child now (it takes a second to import what it needs)."""
+        with self._lock:
+            self._child()
+
     def _child(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(

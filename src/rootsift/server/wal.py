@@ -107,10 +107,15 @@ class Wal:
 
     ``max_queued`` bounds the bytes accepted but not yet fsync'd (past it: 429);
     ``max_backlog`` bounds the bytes fsync'd but not yet in the store (past it: 503, the
-    store is behind). Both are refusals the client retries, never silent drops."""
+    store is behind). Both are refusals the client retries, never silent drops. A file
+    is sealed once it holds ``file_bytes``, so that a burst is moved in several batches
+    whose conversion and ingest overlap (applier.py)."""
 
-    def __init__(self, directory: Path, *, max_queued: int = 64 << 20, max_backlog: int = 1 << 30) -> None:
+    def __init__(
+        self, directory: Path, *, max_queued: int = 64 << 20, max_backlog: int = 1 << 30, file_bytes: int = 8 << 20
+    ) -> None:
         self.directory = directory
+        self.file_bytes = file_bytes
         directory.mkdir(parents=True, exist_ok=True)
         self.max_queued, self.max_backlog = max_queued, max_backlog
         self.stats = WalStats()
@@ -165,6 +170,8 @@ class Wal:
                     self._file.write(b"".join(p.record for p in batch))
                     self._file.flush()
                     os.fsync(self._file.fileno())
+                    if self._file.tell() >= self.file_bytes:  # a burst is moved in parts (applier.py)
+                        self._roll()
                 self.stats.fsyncs += 1
                 self.stats.appended_records += len(batch)
             except OSError as exc:  # a full disk: the requests fail, nothing is acknowledged
@@ -186,10 +193,13 @@ class Wal:
             if self._file.closed:  # after close(): every file is sealed
                 return self.files()
             if self._file.tell() > 0:
-                self._file.close()
-                self._number += 1
-                self._file = self._open(self._number)
+                self._roll()
         return [p for p in self.files() if int(p.stem) < self._number]
+
+    def _roll(self) -> None:
+        self._file.close()
+        self._number += 1
+        self._file = self._open(self._number)
 
     def applied(self, path: Path) -> None:
         """``path``'s records are in the store: forget the file."""
