@@ -424,6 +424,37 @@ def test_cli_and_file_ingest_run_beside_the_server(server: Server, tmp_path: Pat
     assert server.query({"dataset": "shop", "calculations": ["count"]})["rows"] == [[2]]
 
 
+def test_ctrl_c_to_the_process_group_stops_gracefully_without_a_traceback(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches the server and its converter child: the server stores
+    what it acknowledged and exits 0, and neither prints a traceback."""
+    from helpers.server import free_port
+
+    port, otlp_port = free_port(), free_port()
+    argv = [sys.executable, "-m", "rootsift", "serve", "--data", str(tmp_path / "d"), "--port", str(port)]
+    proc = subprocess.Popen(
+        [*argv, "--otlp-port", str(otlp_port)], stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        for _ in range(300):
+            try:
+                res = httpx.post(f"http://127.0.0.1:{port}/1/events/shop", json={"a": 1}, timeout=2)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        assert res.status_code == 200
+        time.sleep(1.5)  # the converter child is up
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    from rootsift import Rootsift
+
+    with Rootsift(tmp_path / "d", read_only=True) as rs:
+        assert rs.events("shop") == 1
+
+
 def test_serving_beyond_loopback_without_keys_is_refused(tmp_path: Path) -> None:
     res = subprocess.run(
         [sys.executable, "-m", "rootsift", "serve", "--host", "0.0.0.0", "--data", str(tmp_path / "d")],

@@ -109,7 +109,10 @@ class Applier:
 
     # -- converting ----------------------------------------------------------------
     def _convert_loop(self) -> None:
-        self.converter.start()  # ready before the first batch
+        try:
+            self.converter.start()  # ready before the first batch
+        except OSError as exc:  # tried again with the first batch
+            log.warning("could not start the converter process: %s", exc)
         moved = self._recover()
         while moved is not None:
             if not moved:  # idle: look every `every` seconds; under load: back to back

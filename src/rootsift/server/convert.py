@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import signal
 import subprocess
 import sys
 import threading
@@ -134,6 +135,10 @@ def _kinds(path: Path) -> Iterator[Any]:
 
 
 def main() -> None:
+    # Ctrl-C and a service manager's SIGTERM reach the whole process group: the server
+    # stops gracefully and closes our stdin, which ends this loop
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     for line in sys.stdin.buffer:
         try:
             request = json.loads(line)
