@@ -12,6 +12,10 @@ arrays kept as JSON text). A span's fields::
 A log record's: ``timestamp`` (its time, else when it was observed), ``severity_text``,
 ``severity_number``, ``body`` (text; a structured body as JSON), trace and span ids.
 An item without any time is rejected and counted in the response's ``partial_success``.
+
+Here: decoding a request and counting its rejects, when it is received; the spans and
+log records become JSON lines later, in bulk, in the converter (otlp_lines.py); metric
+points at once (otlp_metrics.py).
 """
 
 from __future__ import annotations
@@ -71,14 +75,15 @@ def _ids_to_base64(node: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=4096)
-def _second(seconds: int) -> str:
+def second_text(seconds: int) -> str:
+    """Unix seconds as RFC 3339 without the fraction or zone: ``2026-01-01T00:00:00``."""
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def nanos_iso(nanos: int) -> str:
     """Unix nanoseconds as RFC 3339 with microseconds (the store keeps microseconds)."""
     seconds, rest = divmod(nanos, 1_000_000_000)
-    return f"{_second(seconds)}.{rest // 1000:06d}Z"
+    return f"{second_text(seconds)}.{rest // 1000:06d}Z"
 
 
 SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value"})

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from rootsift.server.otlp import KINDS, STATUS, Event, _second, any_value, flatten, nanos_iso
+from rootsift.server.otlp import KINDS, STATUS, Event, any_value, flatten, nanos_iso, second_text
 
 SPAN_FIELDS = frozenset(
     {"timestamp", "trace.trace_id", "trace.span_id", "name", "span.kind", "status.code", "duration_ms"}
@@ -95,7 +95,7 @@ def span_lines(request: Any, memo: Decoded | None = None) -> tuple[list[bytes], 
                 out.append(_span_line(span, base, shared, memo, code, message))  # the general way
                 continue
             sec, rest = divmod(start, 1_000_000_000)
-            stamp = seconds.get(sec) or seconds.setdefault(sec, _second(sec))
+            stamp = seconds.get(sec) or seconds.setdefault(sec, second_text(sec))
             name = span.name
             own = (
                 f'"timestamp":"{stamp}.{rest // 1000:06d}Z","trace.trace_id":"{span.trace_id.hex()}",'
