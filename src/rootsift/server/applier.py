@@ -220,8 +220,9 @@ class Applier:
                     return
                 self._stop.wait(min(self.every, 1.0))
             self.moves += 1
-            for path in gen.files:
-                self.wal.applied(path)
+            for path in gen.files:  # then the record of the move: a crash between the two
+                self.wal.applied(path)  # finds every dataset of it done
+            (self.wal.directory / "apply.state").unlink(missing_ok=True)
             shutil.rmtree(gen.directory, ignore_errors=True)
             with self._cond:
                 self._claimed.difference_update(gen.files)
@@ -249,7 +250,6 @@ class Applier:
             self.failures += 1
             log.warning("could not move the write-ahead log into the store (will retry): %s", exc)
             return False
-        state.unlink()
         return True
 
 
