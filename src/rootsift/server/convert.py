@@ -12,6 +12,7 @@ when the server exits, even by kill -9.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import signal
@@ -40,7 +41,7 @@ def convert_files(files: list[Path], out: Path) -> dict[str, Converted]:
     in the directory ``out`` (``DATASET.jsonl``); the lines and skipped items of this call."""
     from rootsift.server import otlp_lines, otlp_types
 
-    memo = otlp_lines.Decoded()
+    memo = _memo()
     sinks: dict[str, tuple[IO[bytes], str, list[int]]] = {}
     try:
         for path in files:
@@ -67,6 +68,14 @@ def convert_files(files: list[Path], out: Path) -> dict[str, Converted]:
         for sink, _, _ in sinks.values():
             sink.close()
     return {d: Converted(Path(name), counts[0], counts[1]) for d, (_, name, counts) in sinks.items()}
+
+
+@functools.cache
+def _memo() -> Any:
+    """The decoded attributes, kept from one batch to the next (bounded: otlp_lines.Decoded)."""
+    from rootsift.server import otlp_lines
+
+    return otlp_lines.Decoded()
 
 
 class Converter:

@@ -34,7 +34,7 @@ class Decoded:
     ``attributes[raw]`` is (the attribute's fields, their keys, their JSON text without
     braces): a map attribute is several fields, an empty value none."""
 
-    def __init__(self, limit: int = 1 << 16) -> None:
+    def __init__(self, limit: int = 1 << 14) -> None:
         self.limit = limit
         self.attributes: dict[bytes, tuple[tuple[tuple[str, Any], ...], tuple[str, ...], bytes]] = {}
         self.statuses: dict[bytes, tuple[str, str]] = {}
