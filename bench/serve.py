@@ -3,17 +3,24 @@ events, measured in the same run (issue 18's target: ≥ 150k spans/s on 2 cores
 bounded RSS).
 
     .venv/bin/python bench/serve.py                    # 200k spans, 1,000 per request, 4 clients
+    .venv/bin/python bench/serve.py --rounds 3 --before /tmp/old/src   # and an older server
     .venv/bin/python bench/serve.py --spans 1000000 --clients 8
 
 The spans (7 resource attributes, 4 span attributes, like an HTTP server's) are made
-and serialised before the clock starts. Rows printed:
+and serialised before the clock starts. ``--before DIR`` also runs the server of another
+checkout's ``src/`` (``git archive OLD src | tar -x -C /tmp/old``); with ``--rounds`` the
+contenders alternate their order and medians are printed. Rows:
 
+- file ingest events/s: ``rootsift ingest`` of the same spans as JSON lines (what the
+  converter writes), a fresh process and store: the baseline, and its CPU seconds;
 - acknowledged spans/s: from the first request to the last 200 (events fsync'd in the
   write-ahead log);
-- stored spans/s: to the moment the log is empty (every span in the store);
-- file ingest events/s: ``rootsift ingest`` of the same spans as JSON lines (what the
-  applier writes), a fresh process and store: the baseline;
-- request latency p50/p99, and the server's peak RSS (sampled every 50 ms).
+- stored spans/s: to the moment the log is empty (every span in the store), and that
+  wall time over file ingest's;
+- the server's CPU (user + system, its converter child included) over file ingest's;
+- moves of the log into the store (batches ingested);
+- request latency p50/p99, and the server's RSS (with its child) idle and at its peak
+  (sampled every 50 ms).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from common import SRC, use_source_tree
 
@@ -84,21 +92,40 @@ def free_port() -> int:
 
 
 def rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and its children (the converter)."""
+    total = 0
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
+                total = int(line.split()[1]) * 1024
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                total += rss(int(child))
     except OSError:
         pass
-    return 0
+    return total
 
 
-def run_server(work: Path, bodies: list[bytes], clients: int) -> dict[str, float]:
+def cpu_seconds(pid: int, children: bool = True) -> float:
+    """User + system CPU of ``pid`` (and of its children: the converter), so far."""
+    total = 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split() if children else ():
+                total += cpu_seconds(int(child))
+    except OSError:
+        pass
+    return total
+
+
+def run_server(work: Path, bodies: list[bytes], clients: int, src: Path = SRC) -> dict[str, float]:
     import httpx
 
     port, otlp_port = free_port(), free_port()
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    argv = [sys.executable, "-m", "rootsift", "serve", "--data", str(work / "served")]
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    argv = [sys.executable, "-m", "rootsift", "serve", "--data", str(work / f"served-{time.monotonic_ns()}")]
     argv += ["--port", str(port), "--otlp-port", str(otlp_port), "--apply-every", os.environ.get("APPLY_EVERY", "0.5")]
     proc = subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
@@ -141,6 +168,7 @@ def run_server(work: Path, bodies: list[bytes], clients: int) -> dict[str, float
                     time.sleep(float(res.headers.get("Retry-After", "1")))
 
     threading.Thread(target=sample, daemon=True).start()
+    cpu0, own0 = cpu_seconds(proc.pid), cpu_seconds(proc.pid, children=False)
     t0 = time.perf_counter()
     threads = [threading.Thread(target=client) for _ in range(clients)]
     for t in threads:
@@ -148,9 +176,10 @@ def run_server(work: Path, bodies: list[bytes], clients: int) -> dict[str, float
     for t in threads:
         t.join()
     acked = time.perf_counter() - t0
-    while httpx.get(base + "/healthz", timeout=10).json()["wal_backlog_bytes"]:
+    while (health := httpx.get(base + "/healthz", timeout=10).json())["wal_backlog_bytes"]:
         time.sleep(0.05)
     stored = time.perf_counter() - t0
+    cpu, own = cpu_seconds(proc.pid) - cpu0, cpu_seconds(proc.pid, children=False) - own0
     done.set()
     proc.terminate()
     proc.wait(60)
@@ -158,6 +187,9 @@ def run_server(work: Path, bodies: list[bytes], clients: int) -> dict[str, float
     return {
         "acked_s": acked,
         "stored_s": stored,
+        "cpu_s": cpu,
+        "children_cpu_s": cpu - own,
+        "applies": health.get("applies", 0),
         "p50_ms": 1e3 * statistics.median(latencies),
         "p99_ms": 1e3 * latencies[int(0.99 * (len(latencies) - 1))],
         "idle_rss": idle,
@@ -165,33 +197,33 @@ def run_server(work: Path, bodies: list[bytes], clients: int) -> dict[str, float
     }
 
 
-def run_file(work: Path, bodies: list[bytes]) -> float:
-    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
-
-    from rootsift.server import otlp
-    from rootsift.server.ingest_routes import lines
+def run_file(work: Path, bodies: list[bytes]) -> dict[str, float]:
+    """``rootsift ingest`` of the spans as JSON lines (converted before the clock starts):
+    wall and CPU seconds of the ingest in a fresh process and store."""
+    from rootsift.server import otlp_lines
+    from rootsift.server.otlp_types import lazy_request
 
     path = work / "spans.jsonl"
+    store = work / f"filed-{time.monotonic_ns()}"
     with path.open("wb") as f:
         for body in bodies:
-            req = ts.ExportTraceServiceRequest()
-            req.ParseFromString(body)
-            f.write(lines(otlp.spans(req)[0]))
+            f.writelines(otlp_lines.span_lines(lazy_request("traces").FromString(body))[0])
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     code = (
         "import sys, time; from rootsift import Rootsift\n"
-        "t = time.perf_counter()\n"
+        "t, c = time.perf_counter(), time.process_time()\n"
         "with Rootsift(sys.argv[1]) as rs: rs.ingest(sys.argv[2], 'traces', format='jsonl', time_field='timestamp')\n"
-        "print(time.perf_counter() - t)\n"
+        "print(time.perf_counter() - t, time.process_time() - c)\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code, str(work / "filed"), str(path)],
+        [sys.executable, "-c", code, str(store), str(path)],
         env=env,
         check=True,
         capture_output=True,
         text=True,
     )
-    return float(out.stdout.strip().splitlines()[-1])
+    wall, cpu = map(float, out.stdout.strip().splitlines()[-1].split())
+    return {"wall_s": wall, "cpu_s": cpu}
 
 
 def main() -> None:
@@ -199,20 +231,42 @@ def main() -> None:
     parser.add_argument("--spans", type=int, default=200_000)
     parser.add_argument("--per-request", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=1, help="medians of this many runs, the order alternating")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout's src/ (git archive of an older commit): its server too"
+    )
     args = parser.parse_args()
     bodies = make_requests(args.spans, args.per_request)
+    contenders: list[tuple[str, Any]] = [("serve", lambda w: run_server(w, bodies, args.clients))]
+    if args.before:
+        contenders.append(("serve (before)", lambda w: run_server(w, bodies, args.clients, args.before)))
+    contenders.append(("file ingest", lambda w: run_file(w, bodies)))
+    results: dict[str, list[dict[str, float]]] = {name: [] for name, _ in contenders}
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        served = run_server(work, bodies, args.clients)
-        filed = run_file(work, bodies)
-    n = args.spans
-    print(f"{n:,} spans, {args.per_request} per request, {args.clients} clients")
-    print(f"{'acknowledged spans/s':28} {n / served['acked_s']:12,.0f}")
-    print(f"{'stored spans/s':28} {n / served['stored_s']:12,.0f}")
-    print(f"{'file ingest events/s':28} {n / filed:12,.0f}  (baseline)")
-    print(f"{'stored / file ingest':28} {filed / served['stored_s']:12.2f}")
-    print(f"{'request latency p50, p99':28} {served['p50_ms']:8.1f} ms {served['p99_ms']:8.1f} ms")
-    print(f"{'server RSS idle, peak':28} {served['idle_rss'] / 2**20:8.0f} MiB {served['peak_rss'] / 2**20:8.0f} MiB")
+        for r in range(args.rounds):
+            for name, run in contenders if r % 2 == 0 else contenders[::-1]:
+                results[name].append(run(Path(tmp)))
+    med = {name: {k: statistics.median(x[k] for x in runs) for k in runs[0]} for name, runs in results.items()}
+    n, filed = args.spans, med["file ingest"]
+    print(f"{n:,} spans, {args.per_request} per request, {args.clients} clients, {args.rounds} round(s), medians")
+    print(f"{'file ingest events/s':34} {n / filed['wall_s']:10,.0f}  (baseline; CPU {filed['cpu_s']:.2f} s)")
+    for name in results:
+        if name == "file ingest":
+            continue
+        s = med[name]
+        print(f"{name}:")
+        print(f"  {'acknowledged spans/s':32} {n / s['acked_s']:10,.0f}")
+        print(f"  {'stored spans/s':32} {n / s['stored_s']:10,.0f}")
+        print(f"  {'stored wall / file ingest wall':32} {s['stored_s'] / filed['wall_s']:10.2f}")
+        print(
+            f"  {'server CPU / file ingest CPU':32} {s['cpu_s'] / filed['cpu_s']:10.2f}"
+            f"  ({s['cpu_s']:.2f} s, of which the converter {s['children_cpu_s']:.2f} s)"
+        )
+        print(f"  {'moves of the log into the store':32} {s['applies']:10.0f}")
+        print(f"  {'request latency p50, p99':32} {s['p50_ms']:6.1f} ms {s['p99_ms']:6.1f} ms")
+        print(
+            f"  {'server RSS idle, peak (+child)':32} {s['idle_rss'] / 2**20:6.0f} MiB {s['peak_rss'] / 2**20:6.0f} MiB"
+        )
 
 
 if __name__ == "__main__":

@@ -9,5 +9,6 @@ cd "$(dirname "$0")/.."
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
 ./scripts/sources/install.sh
+./scripts/install-telemetrygen.sh  # for tests/test_server.py (its test is skipped without go)
 export ROOTSIFT_REQUIRE_SOURCES=1
 .venv/bin/python -m pytest -q "$@"

@@ -52,11 +52,12 @@ class Server:
         assert res.status_code == 200, res.text
         return dict(res.json())
 
-    def rss(self) -> int:
+    def rss(self, field: str = "VmRSS") -> int:
+        """The server's resident memory in bytes; ``VmHWM``: its peak since it started."""
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
-        raise AssertionError("no VmRSS")
+        raise AssertionError(f"no {field}")
 
 
 def start(data: Path, *extra: str) -> Server:

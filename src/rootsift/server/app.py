@@ -16,7 +16,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from rootsift.server.api_routes import ApiRoutes
-from rootsift.server.applier import Applier
+from rootsift.server.applier import BATCH_BYTES, Applier
 from rootsift.server.body import MAX_BODY_BYTES
 from rootsift.server.ingest_routes import IngestRoutes
 from rootsift.server.keys import Keys
@@ -81,7 +81,12 @@ def create_app(config: ServerConfig) -> Starlette:
     from rootsift.api import Rootsift
 
     rs = Rootsift(config.data_dir)
-    wal = Wal(config.data_dir / ".server" / "wal", max_queued=config.max_queued, max_backlog=config.max_backlog)
+    wal = Wal(
+        config.data_dir / ".server" / "wal",
+        max_queued=config.max_queued,
+        max_backlog=config.max_backlog,
+        file_bytes=BATCH_BYTES,
+    )
     turn = threading.Lock()  # reads and the releases of the store's files take turns
     applier = Applier(wal, rs, turn, every=config.apply_every)
     keys = Keys(config.data_dir)
@@ -95,6 +100,7 @@ def create_app(config: ServerConfig) -> Starlette:
                 "applied_events": applier.events,
                 "rejected_events": applier.rejects,
                 "apply_failures": applier.failures,
+                "applies": applier.moves,
                 "refused_requests": wal.stats.refused,
                 "repaired_bytes": wal.stats.repaired_bytes,
             }

@@ -1,25 +1,34 @@
-"""Moving the write-ahead log into the store: every ``every`` seconds the applier seals
-the log file being written and ingests each sealed file, one ingest per dataset (the
-same checked ingest as a file: docs/storage.md), then deletes the file.
+"""Moving the write-ahead log into the store, in two stages that overlap:
 
-Delivery into the store is at least once. ``apply.state`` lists the files being moved
-and each dataset as its ingest commits, so a crash between two datasets re-ingests
-neither; only a crash inside the instant between one dataset's commit and that record
-re-ingests that dataset's part of the files on restart (docs/server.md).
+- **convert**: seal the log file being written and convert the sealed files to JSON lines
+  (OTLP requests are logged as received: convert.py), appending to the open
+  *generation*'s one file per dataset; under load back to back, idle every ``every`` s
+  or as soon as the log holds ``BATCH_BYTES``;
+- **ingest**: close the open generation (conversion goes on into the next) and ingest each
+  of its datasets (the same checked ingest as a file: docs/storage.md), then delete its
+  log files.
+
+So the store ingests one batch while the next is converted, on the other core; a batch is
+what arrived during the previous ingest (it grows with the ingest's time, as group commit
+does). Delivery into the store is at least once. ``apply.state`` lists the log files of
+the generation being ingested and each dataset as its ingest commits, so a crash between
+two datasets re-ingests neither; only a crash inside the instant between one dataset's
+commit and that record re-ingests that dataset's part on restart (docs/server.md).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import tempfile
+import shutil
 import threading
-from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rootsift.errors import RootsiftError
-from rootsift.server.wal import Wal, records
+from rootsift.server.convert import Converted, Converter
+from rootsift.server.wal import Wal
 
 if TYPE_CHECKING:
     from rootsift.api import Rootsift
@@ -27,6 +36,29 @@ if TYPE_CHECKING:
 log = logging.getLogger("rootsift.server")
 
 TIME_FIELD = "timestamp"
+GENERATION_BYTES = 64 << 20
+"""Most JSON lines converted into one generation: an ingest's memory grows with its input,
+so when the store falls behind the log waits (and past --max-backlog, requests get 503)
+instead of the batches growing."""
+BATCH_BYTES = 8 << 20
+"""A log this large is moved at once, without waiting for ``every`` seconds (a burst's
+first batch; under load the moves run back to back anyway); and about the most log
+converted at a time, so that a burst is ingested in parts while the rest is converted."""
+
+
+@dataclass
+class Generation:
+    """Log files converted into one JSON-lines file per dataset, ingested together."""
+
+    directory: Path
+    files: list[Path] = field(default_factory=list)
+    outputs: dict[str, Converted] = field(default_factory=dict)
+    done: set[str] = field(default_factory=set)
+    """Datasets already ingested (a generation that a crash cut short)."""
+    closed: bool = False
+    """Nothing more is converted into it (it is the one a crash cut short)."""
+    size: int = 0
+    """Bytes of JSON lines converted into it."""
 
 
 class Applier:
@@ -36,93 +68,189 @@ class Applier:
         self.events = 0
         self.rejects = 0
         self.failures = 0
+        self.moves = 0
+        """Generations ingested: a move of part of the log into the store."""
+        self.converter = Converter()
+        for stale in [*wal.directory.glob("*.jsonl"), *wal.directory.glob("gen-*")]:  # cut short by a crash
+            shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+        self._numbers = iter(range(1, 1 << 62))
+        self._open = self._generation()
+        self._claimed: set[Path] = set()
+        self._converting = False
+        self._converted_all = False
+        self._ingest_gone = False  # stopped while the store refused: nothing more is taken
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._idle = threading.Condition()
-        self._thread = threading.Thread(target=self._loop, name="rootsift-applier", daemon=True)
+        self._cond = threading.Condition()
+        wal.on_written = lambda backlog: self._wake.set() if backlog >= BATCH_BYTES else None
+        self._threads = [
+            threading.Thread(target=self._convert_loop, name="rootsift-convert", daemon=True),
+            threading.Thread(target=self._ingest_loop, name="rootsift-applier", daemon=True),
+        ]
 
     def start(self) -> None:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
 
     def stop(self) -> None:
         """Apply what is in the log, then stop."""
         self._stop.set()
         self._wake.set()
-        self._thread.join()
+        for thread in self._threads:
+            thread.join()
+        self.converter.close()
+        shutil.rmtree(self._open.directory, ignore_errors=True)  # converted again on the next start
 
     def flush(self, timeout: float = 30.0) -> None:
         """Apply now and wait until the log is empty (for tests and a graceful stop)."""
-        with self._idle:
+        with self._cond:
             self._wake.set()
-            self._idle.wait_for(lambda: self.wal.backlog_bytes == 0 or self._stop.is_set(), timeout)
+            self._cond.wait_for(lambda: self.wal.backlog_bytes == 0 or self._stop.is_set(), timeout)
 
-    def _loop(self) -> None:
-        moved = False
-        while True:
-            # under load, the next move starts as soon as this one ends: a batch is what
-            # arrived meanwhile (it grows with the ingest's own time, as group commit does);
-            # idle, the log is looked at every `every` seconds
-            if not moved:
+    # -- converting ----------------------------------------------------------------
+    def _convert_loop(self) -> None:
+        try:
+            self.converter.start()  # ready before the first batch
+        except OSError as exc:  # tried again with the first batch
+            log.warning("could not start the converter process: %s", exc)
+        moved = self._recover()
+        while moved is not None:
+            if not moved:  # idle: look every `every` seconds; under load: back to back
                 self._wake.wait(self.every)
             self._wake.clear()
             stopping = self._stop.is_set()
-            moved = self.apply_sealed()
-            with self._idle:
-                self._idle.notify_all()
-            if stopping:
-                return
+            moved = self._convert_sealed()
+            if stopping and not moved:
+                break
+        with self._cond:
+            self._converted_all = True
+            self._cond.notify_all()
 
-    def apply_sealed(self) -> bool:
-        """Move every sealed log file into the store: one ingest per dataset over all of
-        them (an ingest has a fixed cost; many small ones would fall behind). True when
-        something was moved."""
-        files = self.wal.seal()
+    def _recover(self) -> bool | None:
+        """A generation whose ingest a crash cut short is converted again, alone, first
+        (None: stopped before it could be; it stays for the next start)."""
+        state = self.wal.directory / "apply.state"
+        if not state.exists():
+            return False
+        listed, *finished = state.read_text().split("\n")
+        files = [self.wal.directory / name for name in listed.split()]
+        files = [f for f in files if f.exists()]
+        if not files:
+            state.unlink()
+            return False
+        with self._cond:
+            self._open.done = {d for d in finished if d}
+            self._open.closed = True
+        while not self._convert(files, self._open):
+            if self._stop.wait(min(self.every, 1.0)):
+                return None
+        return True
+
+    def _convert_sealed(self) -> bool:
+        """Convert sealed files not yet converted (up to ``BATCH_BYTES`` of them, the oldest)
+        into the open generation; True when any were."""
+        files: list[Path] = []
+        size = 0
+        for path in self.wal.seal():
+            if path not in self._claimed and (not files or size < BATCH_BYTES):
+                files.append(path)
+                size += path.stat().st_size
         if not files:
             return False
+        with self._cond:  # a full one (or the recovered one) waits for the ingest to take it
+            while self._open.closed or self._open.size >= GENERATION_BYTES:
+                if self._ingest_gone:
+                    return False
+                self._cond.wait()
+            gen = self._open
+        return self._convert(files, gen)
+
+    def _convert(self, files: list[Path], gen: Generation) -> bool:
+        with self._cond:
+            self._converting = True
+        sizes = {d: out.path.stat().st_size for d, out in gen.outputs.items()}
         try:
-            self._apply(files)
+            converted = self.converter.convert(files, gen.directory)
+        except OSError as exc:  # the child died, or the disk is full: undo the part written
+            self.failures += 1
+            log.warning("could not convert the write-ahead log (will retry): %s", exc)
+            for path in gen.directory.glob("*.jsonl"):
+                dataset = path.stem
+                if dataset in sizes:
+                    os.truncate(path, sizes[dataset])
+                else:
+                    path.unlink()
+            converted = None
+        with self._cond:
+            self._converting = False
+            if converted is not None:
+                self._claimed.update(files)
+                gen.files.extend(files)
+                for dataset, out in converted.items():
+                    before = gen.outputs.get(dataset)
+                    lines, skipped = (before.lines, before.skipped) if before else (0, 0)
+                    gen.outputs[dataset] = Converted(out.path, lines + out.lines, skipped + out.skipped)
+                gen.size = sum(out.path.stat().st_size for out in gen.outputs.values())
+            self._cond.notify_all()
+        return converted is not None
+
+    def _generation(self) -> Generation:
+        directory = self.wal.directory / f"gen-{next(self._numbers):06d}"
+        directory.mkdir()
+        return Generation(directory)
+
+    # -- ingesting -----------------------------------------------------------------
+    def _ingest_loop(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: (self._open.files and not self._converting) or self._converted_all)
+                if not self._open.files or self._converting:
+                    if self._converted_all:
+                        self._cond.notify_all()
+                        return
+                    continue
+                gen, self._open = self._open, self._generation()
+                self._cond.notify_all()
+            while not self._ingest(gen):
+                if self._stop.is_set():  # the store refuses: the log stays for the next start
+                    shutil.rmtree(gen.directory, ignore_errors=True)
+                    with self._cond:
+                        self._ingest_gone = True
+                        self._cond.notify_all()
+                    return
+                self._stop.wait(min(self.every, 1.0))
+            self.moves += 1
+            for path in gen.files:  # then the record of the move: a crash between the two
+                self.wal.applied(path)  # finds every dataset of it done
+            (self.wal.directory / "apply.state").unlink(missing_ok=True)
+            shutil.rmtree(gen.directory, ignore_errors=True)
+            with self._cond:
+                self._claimed.difference_update(gen.files)
+                self._cond.notify_all()
+
+    def _ingest(self, gen: Generation) -> bool:
+        state = self.wal.directory / "apply.state"
+        try:
+            if not state.exists():
+                _write_synced(state, " ".join(f.name for f in gen.files) + "\n")
+            for dataset, part in gen.outputs.items():
+                if dataset in gen.done:
+                    continue
+                summary = self.rs.ingest(part.path, dataset, format="jsonl", time_field=TIME_FIELD)
+                self.events += summary.events
+                self.rejects += summary.rejects
+                gen.done.add(dataset)
+                with state.open("a") as progress:
+                    progress.write(dataset + "\n")
+                    progress.flush()
+                    os.fsync(progress.fileno())
+                with self._turn:  # other processes may read and write between applies
+                    self.rs.backend.release(dataset)
         except (RootsiftError, OSError) as exc:  # the store is busy or the disk full: retry later
             self.failures += 1
             log.warning("could not move the write-ahead log into the store (will retry): %s", exc)
             return False
         return True
-
-    def _apply(self, files: list[Path]) -> None:
-        state = self.wal.directory / "apply.state"
-        done: set[str] = set()
-        if state.exists():  # a previous apply of these files stopped part-way
-            listed, *finished = state.read_text().split("\n")
-            batch = [self.wal.directory / name for name in listed.split()]
-            files = [f for f in batch if f.exists()] or files
-            done = {d for d in finished if d}
-        else:
-            _write_synced(state, " ".join(f.name for f in files) + "\n")
-        by_dataset: dict[str, list[bytes]] = defaultdict(list)
-        for path in files:
-            for dataset, payload, _ in records(path):
-                by_dataset[dataset].append(payload)
-        for dataset, payloads in by_dataset.items():
-            if dataset in done:
-                continue
-            fd, tmp = tempfile.mkstemp(suffix=".jsonl", dir=self.wal.directory)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    for payload in payloads:
-                        f.write(payload if payload.endswith(b"\n") else payload + b"\n")
-                summary = self.rs.ingest(tmp, dataset, format="jsonl", time_field=TIME_FIELD)
-            finally:
-                os.unlink(tmp)
-            self.events += summary.events
-            self.rejects += summary.rejects
-            with state.open("a") as progress:
-                progress.write(dataset + "\n")
-                progress.flush()
-                os.fsync(progress.fileno())
-            with self._turn:  # other processes may read and write between applies
-                self.rs.backend.release(dataset)
-        for path in files:
-            self.wal.applied(path)
-        state.unlink()
 
 
 def _write_synced(path: Path, text: str) -> None:

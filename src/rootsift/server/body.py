@@ -14,6 +14,7 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 """The largest body accepted, after decompression (OTLP exporters batch far below it)."""
 
 CHUNK = 64 * 1024
+GZIP = 16 + zlib.MAX_WBITS
 
 
 class BodyTooLarge(Exception):
@@ -31,9 +32,9 @@ async def read_body(stream: AsyncIterator[bytes], encoding: str | None, limit: i
     if encoding in ("", "identity"):
         return await _read_plain(stream, limit)
     if encoding in ("gzip", "x-gzip"):
-        return await _read_inflated(stream, zlib.decompressobj(16 + zlib.MAX_WBITS), limit)
+        return await _read_inflated(stream, GZIP, limit)
     if encoding == "deflate":
-        return await _read_inflated(stream, zlib.decompressobj(), limit)
+        return await _read_inflated(stream, zlib.MAX_WBITS, limit)
     raise BadBody(f"Content-Encoding {encoding!r} is not supported (gzip, deflate or none)")
 
 
@@ -48,7 +49,10 @@ async def _read_plain(stream: AsyncIterator[bytes], limit: int) -> bytes:
     return b"".join(parts)
 
 
-async def _read_inflated(stream: AsyncIterator[bytes], inflater: zlib._Decompress, limit: int) -> bytes:
+async def _read_inflated(stream: AsyncIterator[bytes], wbits: int, limit: int) -> bytes:
+    """Inflate every member of the body (a gzip stream may be several members back to back,
+    RFC 1952), counting the inflated bytes of them all against ``limit``."""
+    inflater = zlib.decompressobj(wbits)
     parts: list[bytes] = []
     size = compressed = 0
     try:
@@ -58,13 +62,17 @@ async def _read_inflated(stream: AsyncIterator[bytes], inflater: zlib._Decompres
                 raise BodyTooLarge(f"the compressed body is larger than {limit:,} bytes")
             data = chunk
             while data:
+                if inflater.eof:  # the next member
+                    if wbits != GZIP:
+                        raise BadBody("there are bytes after the end of the compressed body")
+                    inflater = zlib.decompressobj(wbits)
                 # never inflate more than the room left (+1 to know it overflowed)
                 out = inflater.decompress(data, limit - size + 1)
                 size += len(out)
                 if size > limit:
                     raise BodyTooLarge(f"the body inflates past {limit:,} bytes")
                 parts.append(out)
-                data = inflater.unconsumed_tail
+                data = inflater.unconsumed_tail or inflater.unused_data
         out = inflater.flush()
         size += len(out)
         if size > limit:

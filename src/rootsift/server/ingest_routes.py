@@ -22,7 +22,7 @@ from rootsift.errors import UsageError
 from rootsift.server import otlp
 from rootsift.server.body import MAX_BODY_BYTES, BadBody, BodyTooLarge, read_body
 from rootsift.server.keys import Keys, check
-from rootsift.server.wal import Overloaded, Wal
+from rootsift.server.wal import OTLP_LOGS, OTLP_TRACES, Overloaded, Wal
 from rootsift.store.base import check_dataset_name
 
 SIGNALS = {"traces": "traces", "logs": "logs", "metrics": "metrics"}
@@ -91,18 +91,21 @@ class IngestRoutes:
         body = await _body(request, self.limit)
         message, response = otlp_types.messages(signal)
         otlp.decode(message, body, request.headers.get("content-type"))
-        if signal == "metrics":
+        if signal == "metrics":  # converted now: a cumulative series' delta needs its last point
             events, rejected, why = otlp_metrics.points(message, self.series)
-        else:
-            events, rejected, why = (otlp.spans if signal == "traces" else otlp.logs)(message)
-        if events:
-            await self.wal.append(dataset, lines(events))
+            if events:
+                await self.wal.append(dataset, lines(events))
+        else:  # logged as received, converted in bulk by the applier (convert.py)
+            rejected, why = otlp.rejects(message, signal)
+            if not _is_protobuf(request):
+                body = message.SerializeToString()
+            if body:
+                await self.wal.append(dataset, body, OTLP_TRACES if signal == "traces" else OTLP_LOGS)
         if rejected:
             partial = response.partial_success
             setattr(partial, otlp_types.REJECTED[signal], rejected)
             partial.error_message = why
-        as_json = (request.headers.get("content-type") or "").startswith("application/json")
-        if as_json:
+        if not _is_protobuf(request):
             from google.protobuf import json_format
 
             return JSONResponse(json_format.MessageToDict(response))
@@ -139,6 +142,10 @@ class IngestRoutes:
         if statuses[0]["status"] != 202:
             return error(400, "BadEvent", statuses[0]["error"])
         return Response(status_code=200)
+
+
+def _is_protobuf(request: Request) -> bool:
+    return not (request.headers.get("content-type") or "").startswith("application/json")
 
 
 def _honeycomb_events(items: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -12,6 +12,10 @@ arrays kept as JSON text). A span's fields::
 A log record's: ``timestamp`` (its time, else when it was observed), ``severity_text``,
 ``severity_number``, ``body`` (text; a structured body as JSON), trace and span ids.
 An item without any time is rejected and counted in the response's ``partial_success``.
+
+Here: decoding a request and counting its rejects, when it is received; the spans and
+log records become JSON lines later, in bulk, in the converter (otlp_lines.py); metric
+points at once (otlp_metrics.py).
 """
 
 from __future__ import annotations
@@ -71,14 +75,15 @@ def _ids_to_base64(node: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=4096)
-def _second(seconds: int) -> str:
+def second_text(seconds: int) -> str:
+    """Unix seconds as RFC 3339 without the fraction or zone: ``2026-01-01T00:00:00``."""
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def nanos_iso(nanos: int) -> str:
     """Unix nanoseconds as RFC 3339 with microseconds (the store keeps microseconds)."""
     seconds, rest = divmod(nanos, 1_000_000_000)
-    return f"{_second(seconds)}.{rest // 1000:06d}Z"
+    return f"{second_text(seconds)}.{rest // 1000:06d}Z"
 
 
 SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value"})
@@ -137,71 +142,22 @@ def scoped(resources: Iterable[Any], scopes: str, items: str) -> Iterator[tuple[
                 yield base, item
 
 
-def spans(request: Any) -> tuple[list[Event], int, str]:
-    """Events of an ExportTraceServiceRequest, the number rejected and why."""
-    events: list[Event] = []
+def rejects(request: Any, signal: str) -> tuple[int, str]:
+    """(items rejected, why) of a traces or logs request: an item without any time is
+    rejected (counted in the response's ``partial_success``; the conversion skips it)."""
     rejected, why = 0, ""
-    for base, span in scoped(request.resource_spans, "scope_spans", "spans"):
-        if not span.start_time_unix_nano:
-            rejected += 1
-            why = f"span {span.name!r} has no start_time_unix_nano"
-            continue
-        events.append(_span(span, base))
-    return events, rejected, why
-
-
-def _span(span: Any, base: Event) -> Event:
-    event = dict(base)
-    flatten(span.attributes, event)
-    event.update(
-        {
-            "timestamp": nanos_iso(span.start_time_unix_nano),
-            "trace.trace_id": span.trace_id.hex(),
-            "trace.span_id": span.span_id.hex(),
-            "name": span.name,
-            "span.kind": KINDS.get(span.kind, str(span.kind)),
-            "status.code": STATUS.get(span.status.code, str(span.status.code)),
-            "duration_ms": max(span.end_time_unix_nano - span.start_time_unix_nano, 0) / 1e6,
-            "span.num_events": len(span.events),
-            "span.num_links": len(span.links),
-        }
-    )
-    if span.parent_span_id:
-        event["trace.parent_id"] = span.parent_span_id.hex()
-    if span.status.message:
-        event["status.message"] = span.status.message
-    for ev in span.events:
-        if ev.name == "exception":
-            attrs = flatten(ev.attributes, {})
-            for key in ("exception.type", "exception.message"):
-                if key in attrs:
-                    event.setdefault(key, attrs[key])
-    return event
-
-
-def logs(request: Any) -> tuple[list[Event], int, str]:
-    """Events of an ExportLogsServiceRequest, the number rejected and why."""
-    events: list[Event] = []
-    rejected, why = 0, ""
-    for base, record in scoped(request.resource_logs, "scope_logs", "log_records"):
-        nanos = record.time_unix_nano or record.observed_time_unix_nano
-        if not nanos:
-            rejected += 1
-            why = "a log record has neither time_unix_nano nor observed_time_unix_nano"
-            continue
-        event = dict(base)
-        flatten(record.attributes, event)
-        event["timestamp"] = nanos_iso(nanos)
-        if record.severity_text:
-            event["severity_text"] = record.severity_text
-        if record.severity_number:
-            event["severity_number"] = int(record.severity_number)
-        body = any_value(record.body) if record.HasField("body") else None
-        if body is not None:
-            event["body"] = body if isinstance(body, str) else json.dumps(body, default=str)
-        if record.trace_id:
-            event["trace.trace_id"] = record.trace_id.hex()
-        if record.span_id:
-            event["trace.span_id"] = record.span_id.hex()
-        events.append(event)
-    return events, rejected, why
+    if signal == "traces":
+        for resource in request.resource_spans:
+            for scope in resource.scope_spans:
+                for span in scope.spans:
+                    if not span.start_time_unix_nano:
+                        rejected += 1
+                        why = f"span {span.name!r} has no start_time_unix_nano"
+    else:
+        for resource in request.resource_logs:
+            for scope in resource.scope_logs:
+                for record in scope.log_records:
+                    if not (record.time_unix_nano or record.observed_time_unix_nano):
+                        rejected += 1
+                        why = "a log record has neither time_unix_nano nor observed_time_unix_nano"
+    return rejected, why

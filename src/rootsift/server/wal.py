@@ -4,7 +4,11 @@ writes it and fsyncs once, so many concurrent requests share one fsync.
 
 Files ``wal/00000001.log``, ... hold records::
 
-    b"RSW1" | payload length u32 | crc32 u32 | dataset length u16 | dataset | payload
+    magic | payload length u32 | crc32 u32 | dataset length u16 | dataset | payload
+
+The magic names the payload's encoding: ``RSW1`` JSON lines (Honeycomb events, metric
+points), ``RSWT`` an OTLP ExportTraceServiceRequest and ``RSWL`` an
+ExportLogsServiceRequest, as protobuf (converted to events by the applier: convert.py).
 
 The applier (``applier.py``) seals the file being written (the writer moves on to the
 next) and moves sealed files into the store. On start, every file's torn tail (a record
@@ -19,12 +23,23 @@ import os
 import struct
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
-MAGIC = b"RSW1"
+JSONL, OTLP_TRACES, OTLP_LOGS = b"RSW1", b"RSWT", b"RSWL"
+KINDS = frozenset({JSONL, OTLP_TRACES, OTLP_LOGS})
 HEADER = struct.Struct("<4sIIH")
+
+
+class Record(NamedTuple):
+    dataset: str
+    payload: bytes
+    end: int
+    """The offset just past the record in its file."""
+    kind: bytes = JSONL
+    """The payload's encoding: JSONL, OTLP_TRACES or OTLP_LOGS."""
 
 
 class Overloaded(Exception):
@@ -35,33 +50,33 @@ class Overloaded(Exception):
         self.retry_after = retry_after
 
 
-def encode(dataset: str, payload: bytes) -> bytes:
+def encode(dataset: str, payload: bytes, kind: bytes = JSONL) -> bytes:
     name = dataset.encode()
-    return HEADER.pack(MAGIC, len(payload), zlib.crc32(payload, zlib.crc32(name)), len(name)) + name + payload
+    return HEADER.pack(kind, len(payload), zlib.crc32(payload, zlib.crc32(name)), len(name)) + name + payload
 
 
-def records(path: Path) -> Iterator[tuple[str, bytes, int]]:
-    """(dataset, payload, end offset) of each whole record, stopping at the first torn one."""
+def records(path: Path) -> Iterator[Record]:
+    """Each whole record, stopping at the first torn one."""
     data = path.read_bytes()
     at = 0
     while at + HEADER.size <= len(data):
         magic, size, crc, name_len = HEADER.unpack_from(data, at)
         start = at + HEADER.size
         end = start + name_len + size
-        if magic != MAGIC or end > len(data):
+        if magic not in KINDS or end > len(data):
             return
         name, payload = data[start : start + name_len], data[start + name_len : end]
         if zlib.crc32(payload, zlib.crc32(name)) != crc:
             return
-        yield name.decode(), payload, end
+        yield Record(name.decode(), payload, end, magic)
         at = end
 
 
 def repair(path: Path) -> int:
     """Cut a torn tail off ``path``; the number of bytes cut."""
     good = 0
-    for _, _, end in records(path):
-        good = end
+    for record in records(path):
+        good = record.end
     size = path.stat().st_size
     if good < size:
         with path.open("r+b") as f:
@@ -92,10 +107,15 @@ class Wal:
 
     ``max_queued`` bounds the bytes accepted but not yet fsync'd (past it: 429);
     ``max_backlog`` bounds the bytes fsync'd but not yet in the store (past it: 503, the
-    store is behind). Both are refusals the client retries, never silent drops."""
+    store is behind). Both are refusals the client retries, never silent drops. A file
+    is sealed once it holds ``file_bytes``, so that a burst is moved in several batches
+    whose conversion and ingest overlap (applier.py)."""
 
-    def __init__(self, directory: Path, *, max_queued: int = 64 << 20, max_backlog: int = 1 << 30) -> None:
+    def __init__(
+        self, directory: Path, *, max_queued: int = 64 << 20, max_backlog: int = 1 << 30, file_bytes: int = 8 << 20
+    ) -> None:
         self.directory = directory
+        self.file_bytes = file_bytes
         directory.mkdir(parents=True, exist_ok=True)
         self.max_queued, self.max_backlog = max_queued, max_backlog
         self.stats = WalStats()
@@ -109,14 +129,16 @@ class Wal:
         self._queue: list[_Pending] = []
         self._queued_bytes = 0
         self._closing = False
+        self.on_written: Callable[[int], None] | None = None
+        """Told the backlog after each fsync (the applier starts a move early when it is large)."""
         self._file_lock = threading.Lock()
         self._thread = threading.Thread(target=self._write_loop, name="rootsift-wal", daemon=True)
         self._thread.start()
 
     # -- appending ---------------------------------------------------------------
-    async def append(self, dataset: str, payload: bytes) -> None:
-        """Return once ``payload`` (JSON lines for ``dataset``) is durable."""
-        record = encode(dataset, payload)
+    async def append(self, dataset: str, payload: bytes, kind: bytes = JSONL) -> None:
+        """Return once ``payload`` (for ``dataset``, encoded as ``kind`` says) is durable."""
+        record = encode(dataset, payload, kind)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         with self._cond:
@@ -148,6 +170,8 @@ class Wal:
                     self._file.write(b"".join(p.record for p in batch))
                     self._file.flush()
                     os.fsync(self._file.fileno())
+                    if self._file.tell() >= self.file_bytes:  # a burst is moved in parts (applier.py)
+                        self._roll()
                 self.stats.fsyncs += 1
                 self.stats.appended_records += len(batch)
             except OSError as exc:  # a full disk: the requests fail, nothing is acknowledged
@@ -158,6 +182,8 @@ class Wal:
                     self._backlog -= sum(len(p.record) for p in batch)
             for p in batch:
                 p.loop.call_soon_threadsafe(_settle, p.future, error)
+            if error is None and self.on_written is not None:
+                self.on_written(self._backlog)
 
     # -- sealing, for the applier ------------------------------------------------------
     def seal(self) -> list[Path]:
@@ -167,10 +193,13 @@ class Wal:
             if self._file.closed:  # after close(): every file is sealed
                 return self.files()
             if self._file.tell() > 0:
-                self._file.close()
-                self._number += 1
-                self._file = self._open(self._number)
+                self._roll()
         return [p for p in self.files() if int(p.stem) < self._number]
+
+    def _roll(self) -> None:
+        self._file.close()
+        self._number += 1
+        self._file = self._open(self._number)
 
     def applied(self, path: Path) -> None:
         """``path``'s records are in the store: forget the file."""

@@ -1,0 +1,163 @@
+"""Sealed write-ahead log files into one JSON-lines file per dataset, for the applier's
+ingest. OTLP requests are logged as received (protobuf) and converted here, in bulk, in a
+child process: the conversion is Python and holds a core, so it runs beside the server's
+event loop (which only checks and logs requests) instead of sharing its interpreter lock.
+
+The child (``python -m rootsift.server.convert``) reads one request per line on stdin,
+``{"files": [...], "out": DIR}``, and answers one line on stdout: ``{"datasets": {NAME:
+[PATH, LINES, SKIPPED]}}`` or ``{"error": WHY}``. It ends when stdin closes, as it does
+when the server exits, even by kill -9.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any, NamedTuple
+
+from rootsift.server.wal import JSONL, OTLP_TRACES, records
+
+log = logging.getLogger("rootsift.server")
+
+
+class Converted(NamedTuple):
+    path: Path
+    """A JSON-lines file of the dataset's events (the caller deletes it)."""
+    lines: int
+    skipped: int
+    """OTLP items without a time: already counted as rejected when they were received."""
+
+
+def convert_files(files: list[Path], out: Path) -> dict[str, Converted]:
+    """Every record of ``files`` (in order) as JSON lines, appended to one file per dataset
+    in the directory ``out`` (``DATASET.jsonl``); the lines and skipped items of this call."""
+    from rootsift.server import otlp_lines, otlp_types
+
+    memo = _memo()
+    sinks: dict[str, tuple[IO[bytes], str, list[int]]] = {}
+    try:
+        for path in files:
+            for record in records(path):
+                if record.dataset not in sinks:
+                    name = str(out / f"{record.dataset}.jsonl")
+                    sinks[record.dataset] = (open(name, "ab", buffering=1 << 20), name, [0, 0])  # noqa: SIM115
+                sink, _, counts = sinks[record.dataset]
+                if record.kind == JSONL:
+                    payload = record.payload
+                    sink.write(payload if payload.endswith(b"\n") else payload + b"\n")
+                    counts[0] += payload.count(b"\n") + (not payload.endswith(b"\n"))
+                    continue
+                signal = "traces" if record.kind == OTLP_TRACES else "logs"
+                # the real message parsed it when it was received: the lazy one can
+                request = otlp_types.lazy_request(signal).FromString(record.payload)
+                lines, skipped = (otlp_lines.span_lines if record.kind == OTLP_TRACES else otlp_lines.log_lines)(
+                    request, memo
+                )
+                sink.writelines(lines)
+                counts[0] += len(lines)
+                counts[1] += skipped
+    finally:  # on an error the caller cuts the files back (applier.py)
+        for sink, _, _ in sinks.values():
+            sink.close()
+    return {d: Converted(Path(name), counts[0], counts[1]) for d, (_, name, counts) in sinks.items()}
+
+
+@functools.cache
+def _memo() -> Any:
+    """The decoded attributes, kept from one batch to the next (bounded: otlp_lines.Decoded)."""
+    from rootsift.server import otlp_lines
+
+    return otlp_lines.Decoded()
+
+
+class Converter:
+    """The child process that converts, started when first needed and again after it dies."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def convert(self, files: list[Path], out: Path) -> dict[str, Converted]:
+        """``convert_files`` in the child; OSError when the child fails (the applier retries)."""
+        if not any(r.kind != JSONL for path in files for r in _kinds(path)):
+            return convert_files(files, out)  # nothing to convert: no need for the child
+        with self._lock:
+            proc = self._child()
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write(json.dumps({"files": [str(f) for f in files], "out": str(out)}).encode() + b"\n")
+                proc.stdin.flush()
+                answer = proc.stdout.readline()
+            except OSError:
+                answer = b""
+            if not answer:
+                self.close()
+                raise OSError("the converter process stopped")
+        reply = json.loads(answer)
+        if "error" in reply:
+            raise OSError(f"the converter failed: {reply['error']}")
+        return {d: Converted(Path(p), n, s) for d, (p, n, s) in reply["datasets"].items()}
+
+    def start(self) -> None:
+        """Start the child now (it takes a second to import what it needs)."""
+        with self._lock:
+            self._child()
+
+    def _child(self) -> subprocess.Popen[bytes]:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "rootsift.server.convert"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+        return self._proc
+
+    def close(self) -> None:
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                if self._proc.stdin:
+                    self._proc.stdin.close()
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            if self._proc.stdout:
+                self._proc.stdout.close()
+            self._proc = None
+
+
+def _kinds(path: Path) -> Iterator[Any]:
+    """The file's records, stopping at the first that needs converting (a cheap look)."""
+    for record in records(path):
+        yield record
+        if record.kind != JSONL:
+            return
+
+
+def main() -> None:
+    # Ctrl-C and a service manager's SIGTERM reach the whole process group: the server
+    # stops gracefully and closes our stdin, which ends this loop
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for line in sys.stdin.buffer:
+        try:
+            request = json.loads(line)
+            done = convert_files([Path(f) for f in request["files"]], Path(request["out"]))
+            reply: dict[str, Any] = {"datasets": {d: [str(c.path), c.lines, c.skipped] for d, c in done.items()}}
+        except Exception as exc:  # answered, not raised: the server logs it and retries
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
