@@ -48,10 +48,10 @@ def count_coded(frame: Frame, listed: list[tuple[str, list[Any]]], limit: int | 
     keys = [exp.column(q.name(f"__k{i}")) for i in range(len(listed))]
     weight = exp.Sum(this=exp.column(q.name(W))) if frame.row_weights else q.count_rows()
     f1, f0 = (1.0, 1.0) if frame.row_weights else frame.factors
-    sel = exp.column(q.name(SEL))
+    selected = exp.column(q.name(SEL))
     per_group = [
-        exp.Coalesce(this=q.where(weight.copy(), sel.copy()), expressions=[q.num(0)]),
-        exp.Coalesce(this=q.where(weight.copy(), exp.Not(this=sel.copy())), expressions=[q.num(0)]),
+        exp.Coalesce(this=q.where(weight.copy(), selected.copy()), expressions=[q.num(0)]),
+        exp.Coalesce(this=q.where(weight.copy(), exp.Not(this=selected.copy())), expressions=[q.num(0)]),
     ]
     query = q.select([*keys, *per_group], source, group=len(keys))
     if limit is not None:

@@ -6,6 +6,7 @@ events per log-spaced bin; and the totals. One ``GROUP BY GROUPING SETS`` query.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,7 +130,7 @@ def count_pass(frame: Frame, plan: FieldPlan, top_values: int) -> Counts:
 
 
 def _grouped(
-    frame: Frame, source: exp.Expr, keys: list[str], sets: list[list[str]], picked: list[exp.Expr] | None = None
+    frame: Frame, source: exp.Expr, keys: list[str], sets: list[list[str]], picked: Sequence[exp.Expr] = ()
 ) -> exp.Select:
     """Counts per grouping set, each group ranked within its set by total and by selection."""
     aggs, derived = _aggregates(frame)
@@ -160,7 +161,7 @@ def _grouped(
 
     both = q.desc(exp.Add(this=sw.copy(), expression=bw.copy()))
     both_n = q.desc(exp.Add(this=sn.copy(), expression=bn.copy()))
-    marked = exp.select(exp.Star(), *(picked or []), copy=False).from_(exp.paren(source, copy=False), copy=False)
+    marked = exp.select(exp.Star(), *picked, copy=False).from_(exp.paren(source, copy=False), copy=False)
     grouped = exp.select(grouping, *key_cols, *aggs, copy=False).from_("m", copy=False)
     grouped.set("group", exp.Group(expressions=[grouping_sets]))
     ranked = exp.select(
@@ -185,8 +186,8 @@ def _aggregates(frame: Frame) -> tuple[list[exp.Expr], list[exp.Expr]]:
     selected part once, the baseline part by difference — half the work of two filters."""
     sel = exp.column(q.name(SEL))
     n_all, sn = exp.column("n_all"), exp.column("sn")
-    aggs = [q.alias(q.count_rows(), "n_all"), q.alias(q.where(q.count_rows(), sel.copy()), "sn")]
-    derived = [q.alias(exp.Sub(this=n_all.copy(), expression=sn.copy()), "bn")]
+    aggs: list[exp.Expr] = [q.alias(q.count_rows(), "n_all"), q.alias(q.where(q.count_rows(), sel.copy()), "sn")]
+    derived: list[exp.Expr] = [q.alias(exp.Sub(this=n_all.copy(), expression=sn.copy()), "bn")]
     if not frame.row_weights:  # constant weights per group (frame.factors): counts times them
         f1, f0 = frame.factors
         rest = exp.paren(exp.Sub(this=n_all.copy(), expression=sn.copy()))
@@ -280,10 +281,10 @@ def _selection_repeats(frame: Frame, plan: FieldPlan, counts: Counts) -> None:
         return
     names = list(wanted)
     cols: list[Column] = []
-    for k, name in enumerate(names):
+    for j, name in enumerate(names):
         bound: list[Any] = []
-        col = q.col(name)
-        cols.append((q.case([(col.isin(*q.binds(bound, wanted[name])), col.copy())]), f"__f{k}", bound))
+        column = q.col(name)
+        cols.append((q.case([(column.isin(*q.binds(bound, wanted[name])), column.copy())]), f"__f{j}", bound))
     source, params = frame.sql(cols)
     keys = [f"__f{k}" for k in range(len(names))]
     result = frame.backend.execute(_grouped(frame, source, keys, [[k] for k in keys]), params)

@@ -14,6 +14,7 @@ quoted identifiers of known fields.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -188,7 +189,7 @@ class Frame:
         where, params = self.range_where()
         return where.sql(dialect=self.backend.dialect), params
 
-    def rows(self, items: list[exp.Expr], *also: exp.Expr) -> tuple[exp.Select, list[Any]]:
+    def rows(self, items: Sequence[exp.Expr], *also: exp.Expr) -> tuple[exp.Select, list[Any]]:
         """``SELECT items FROM relation WHERE (range and filter) AND (each of also)``; the
         parameters are the range's, so ``also`` binds none of its own."""
         where, params = self.range_where()

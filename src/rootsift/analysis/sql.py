@@ -59,7 +59,7 @@ def binds(params: list[Any], values: Sequence[object]) -> list[exp.Expr]:
     return [bind(params, v) for v in values]
 
 
-def alias(expr: exp.Expr, label: str) -> exp.Alias:
+def alias(expr: exp.Expr, label: str) -> exp.Expr:
     return exp.alias_(expr, name(label))
 
 
