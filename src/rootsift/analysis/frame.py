@@ -1,8 +1,8 @@
 """The events an analysis compares: a dataset's time range and filter, each event marked
 as selection or baseline (or neither, and then left out), with its weight.
 
-``Frame`` renders that as one SQL sub-query with bound parameters; the analyses put their
-aggregates on top. A *sampled* frame reads its baseline from the store's uniform sample
+``Frame`` builds that as one sub-query (a sqlglot expression, values bound as parameters);
+the analyses put their aggregates on top (``analysis/sql.py``). A *sampled* frame reads its baseline from the store's uniform sample
 (one event in ``SAMPLE_EVERY``), each sampled event weighing ``SAMPLE_EVERY``: the
 weighted counts estimate the baseline's, and the effective sizes the statistics use are
 the sample's. Its selection is read from every event, unless the sample already holds
@@ -211,7 +211,8 @@ class Frame:
         if self.selection_sampled:
             return self._marked(columns, self.sample, "both", SAMPLE_EVERY)
         selected, p1 = self._marked(columns, self.relation, "selection", 1)
-        base, p2 = self._marked(columns, self.sample, "baseline", SAMPLE_EVERY)
+        again = [(expr.copy(), label, bound) for expr, label, bound in columns or []]  # a tree has one parent
+        base, p2 = self._marked(again, self.sample, "baseline", SAMPLE_EVERY)
         return exp.union(selected, base, distinct=False, copy=False), p1 + p2
 
     def baseline_sql(self, columns: list[Column]) -> tuple[exp.Expr, list[Any]]:
@@ -223,11 +224,12 @@ class Frame:
         self, columns: list[Column] | None, relation: exp.Expr, keep_only: str, every: int
     ) -> tuple[exp.Select, list[Any]]:
         """The marked events of ``relation``: ``both`` groups, only the ``selection`` or only
-        the ``baseline``, each weighing ``every`` (times its sample rate)."""
+        the ``baseline``, each weighing ``every`` (times its sample rate). The columns'
+        expressions become part of the query (not copied)."""
         params: list[Any] = []
         items: list[exp.Expr] = []
         for expr, label, bound in columns or []:
-            items.append(q.alias(expr.copy(), label))
+            items.append(q.alias(expr, label))
             params += bound
         sel = self._condition(self.select, self.select_from, self.select_to, params)
         items.append(q.alias(exp.Coalesce(this=sel, expressions=[exp.false()]), SEL))

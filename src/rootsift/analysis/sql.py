@@ -60,7 +60,8 @@ def binds(params: list[Any], values: Sequence[object]) -> list[exp.Expr]:
 
 
 def alias(expr: exp.Expr, label: str) -> exp.Expr:
-    return exp.alias_(expr, name(label))
+    """``expr AS "label"``; ``expr`` is taken as it is (not copied): pass a fresh one."""
+    return exp.alias_(expr, name(label), copy=False)
 
 
 # -- conditions and cases ---------------------------------------------------------------
@@ -143,7 +144,7 @@ def log2(x: exp.Expr) -> exp.Expr:
 
 def floor_int(x: exp.Expr) -> exp.Expr:
     """``CAST(floor(x) AS BIGINT)``."""
-    return exp.cast(exp.Floor(this=x), "BIGINT")
+    return exp.cast(exp.Floor(this=x), "BIGINT", copy=False)
 
 
 def log_bin(x: exp.Expr, steps: int, offset: int, below: exp.Expr | None = None) -> exp.Expr:
@@ -155,7 +156,7 @@ def log_bin(x: exp.Expr, steps: int, offset: int, below: exp.Expr | None = None)
         return exp.Add(this=floor_int(exp.Mul(this=log2(v), expression=num(steps))), expression=num(offset))
 
     if below is not None:
-        return exp.paren(case([(x > num(0), key(x.copy()))], below))
+        return exp.paren(case([(x > num(0), key(x.copy()))], below), copy=False)
     return exp.paren(
         case(
             [
@@ -163,7 +164,8 @@ def log_bin(x: exp.Expr, steps: int, offset: int, below: exp.Expr | None = None)
                 (x.copy() < num(0), exp.Neg(this=exp.paren(key(exp.Neg(this=x.copy()))))),
                 (exp.EQ(this=x.copy(), expression=num(0)), num(0)),
             ]
-        )
+        ),
+        copy=False,
     )
 
 
@@ -204,4 +206,4 @@ def lookup(values: Sequence[float], index: exp.Expr) -> exp.Expr:
 
 def hour_of_day(ts: exp.Expr) -> exp.Expr:
     """The hour (0–23) of a timestamp, as an integer."""
-    return exp.cast(exp.Hour(this=ts), "BIGINT")
+    return exp.cast(exp.Hour(this=ts), "BIGINT", copy=False)

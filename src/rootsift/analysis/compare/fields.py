@@ -59,7 +59,7 @@ class Fields:
 
 
 def _exact_quantiles(frame: Frame, col: exp.Column, qs: list[float]) -> tuple[int, list[float] | None]:
-    query, params = frame.rows([exp.Count(this=col), q.quantile_cont(col.copy(), qs)])
+    query, params = frame.rows([exp.Count(this=col.copy()), q.quantile_cont(col.copy(), qs)])
     n, values = frame.backend.execute(query, params).rows[0]
     return int(n), values
 
@@ -67,5 +67,5 @@ def _exact_quantiles(frame: Frame, col: exp.Column, qs: list[float]) -> tuple[in
 def _weighted_quantiles(frame: Frame, col: exp.Column, qs: list[float]) -> tuple[int, list[float] | None]:
     """Quantiles of the events each row stands for (its sample rate times its count), as
     ``quantile_cont`` gives them over the same events written out one by one."""
-    rows, params = frame.rows([q.alias(col, "v"), q.alias(weight_of(frame), "w")])
+    rows, params = frame.rows([q.alias(col.copy(), "v"), q.alias(weight_of(frame), "w")])
     return weighted.quantiles(frame.backend, rows, params, qs)
