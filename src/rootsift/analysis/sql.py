@@ -125,7 +125,7 @@ def running_sum(x: exp.Expr, order: exp.Expr, partition: Sequence[exp.Expr] = ()
     """``sum(x) OVER ([PARTITION BY …] ORDER BY order ROWS UNBOUNDED PRECEDING)``."""
     return exp.Window(
         this=exp.Sum(this=x),
-        partition_by=list(partition) or None,
+        partition_by=[p.copy() for p in partition] or None,
         order=exp.Order(expressions=[exp.Ordered(this=order)]),
         spec=exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING"),
     )
@@ -133,7 +133,7 @@ def running_sum(x: exp.Expr, order: exp.Expr, partition: Sequence[exp.Expr] = ()
 
 def over(agg: exp.Expr, partition: Sequence[exp.Expr] = ()) -> exp.Window:
     """``agg OVER ([PARTITION BY …])``."""
-    return exp.Window(this=agg, partition_by=list(partition) or None)
+    return exp.Window(this=agg, partition_by=[p.copy() for p in partition] or None)
 
 
 # -- numbers ----------------------------------------------------------------------------

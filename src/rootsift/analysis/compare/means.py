@@ -52,7 +52,7 @@ def mean(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
         centred = q.select([exp.Star(), q.alias(unit_mean, "mu")], rows)
         dev, prev_dev = (
             exp.paren(exp.Sub(this=v.copy(), expression=mu.copy())),
-            exp.paren(exp.Sub(this=pv, expression=mu.copy())),
+            exp.paren(exp.Sub(this=pv.copy(), expression=mu.copy())),
         )
         pooled = exp.Div(
             this=exp.Sum(this=q.product([w, dev, prev_dev])),
@@ -61,7 +61,7 @@ def mean(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
         summary = [
             exp.Count(this=v.copy()),
             exp.Sum(this=w.copy()),
-            exp.Sum(this=w2),
+            exp.Sum(this=w2.copy()),
             exp.Div(this=exp.Sum(this=q.product([w, v])), expression=exp.Sum(this=w.copy())),
             exp.Variance(this=v.copy()),
             pooled,
