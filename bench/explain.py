@@ -33,7 +33,8 @@ use_source_tree()
 
 import rootsift.analysis.explain as explain_module  # noqa: E402
 from rootsift import Rootsift  # noqa: E402
-from rootsift.analysis.counts import bin_sql  # noqa: E402
+from rootsift.analysis import sql as q  # noqa: E402
+from rootsift.analysis.counts import bin_key  # noqa: E402
 from rootsift.analysis.explain import Explanation  # noqa: E402
 from rootsift.analysis.fields import plan_fields  # noqa: E402
 from rootsift.analysis.findings import Finding  # noqa: E402
@@ -55,12 +56,13 @@ def naive(rs: Rootsift) -> tuple[float, int]:
     plan = plan_fields(frame)
     ids = [f for f, why in plan.skipped.items() if "unique id" in why]  # grouped by the naive form all the same
     columns = sorted({*plan.dimensions, *plan.measures, *plan.heavy, *ids})
-    source, params = frame.sql([(ident(f), f, []) for f in columns])
+    query, params = frame.sql([(q.col(f), f, []) for f in columns])
+    source = query.sql(dialect=rs.backend.dialect)
     queries = [f"SELECT {ident(d)} AS v" for d in [*plan.dimensions, *plan.heavy, *ids]]
-    queries += [f"SELECT {bin_sql(ident(m))} AS v" for m in plan.measures]
+    queries += [f"SELECT {bin_key(q.col(m)).sql(dialect=rs.backend.dialect)} AS v" for m in plan.measures]
     started = time.perf_counter()
     for head in queries:
-        sql = f"{head}, count(*) FILTER (WHERE {SEL}), count(*) FILTER (WHERE NOT {SEL}) FROM ({source}) GROUP BY ALL"
+        sql = f"{head}, count(*) FILTER (WHERE {ident(SEL)}), count(*) FILTER (WHERE NOT {ident(SEL)}) FROM ({source}) GROUP BY ALL"
         rs.backend.execute_sql(sql, params)
     return time.perf_counter() - started, len(queries)
 

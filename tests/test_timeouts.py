@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from rootsift import Rootsift
+from rootsift.analysis import sql as q
 from rootsift.analysis import timeouts as to
-from rootsift.analysis.counts import BIN_STEPS, bin_sql
+from rootsift.analysis.counts import BIN_STEPS, bin_key
 from rootsift.analysis.frame import Frame
 from rootsift.store.sqltext import ident
 from test_explain import write_events
@@ -46,7 +47,7 @@ def every_bin(frame: Frame, name: str) -> to.Ceiling | None:
     col = ident(name)
     where, params = frame.range_filter()
     rows = frame.backend.execute_sql(
-        f"SELECT {bin_sql(col)} AS k, count(*), mode({col}) FROM {frame.relation_sql} WHERE ({where}) AND {col} > 0 "
+        f"SELECT {bin_key(q.col(name)).sql(dialect='duckdb')} AS k, count(*), mode({col}) FROM {frame.relation_sql} WHERE ({where}) AND {col} > 0 "
         "GROUP BY 1 ORDER BY 1",
         params,
     ).rows

@@ -36,12 +36,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats as sps
+from sqlglot import exp
 
+from rootsift.analysis import sql as q
 from rootsift.analysis import stats
 from rootsift.analysis.cells import count_coded
 from rootsift.analysis.findings import Finding
 from rootsift.analysis.frame import Frame
-from rootsift.store.sqltext import ident
 
 if TYPE_CHECKING:
     from rootsift.analysis.counts import Counts
@@ -125,9 +126,11 @@ def _count_cells(frame: Frame, counts: Counts, fields: list[str], scale: Scale) 
     values = [[v for v, _ in vals] for vals in listed]
     events = True
     if frame.count:  # whole counts are events; others (rollups of rates) are not
-        col = ident(frame.count)
-        source, params = frame.sql([(f"({col} IS NULL OR {col} = round({col}))", "__whole", [])])
-        whole = frame.backend.execute_sql(f"SELECT coalesce(bool_and(__whole), true) FROM ({source})", params)
+        col = q.col(frame.count)
+        whole_count = exp.paren(exp.or_(q.is_null(col), exp.EQ(this=col.copy(), expression=exp.Round(this=col.copy()))))
+        source, params = frame.sql([(whole_count, "__whole", [])])
+        every = exp.Coalesce(this=exp.LogicalAnd(this=exp.column("__whole")), expressions=[exp.true()])
+        whole = frame.backend.execute(q.select([every], source), params)
         events = bool(whole.rows[0][0])
     got = count_coded(frame, list(zip(fields, values)), MAX_CELLS)
     if got is None:

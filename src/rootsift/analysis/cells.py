@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
-from rootsift.analysis.frame import SEL, Frame, W
-from rootsift.store.sqltext import ident
+from rootsift.analysis import sql as q
+from rootsift.analysis.frame import SEL, Column, Frame, W
 
 
 @dataclass
@@ -32,26 +33,30 @@ def count_coded(frame: Frame, listed: list[tuple[str, list[Any]]], limit: int | 
     """The frame's events per combination of the fields' listed values, cells in the
     order of their codes (the same cells in the same order each run). ``listed``: (field,
     its values to code). None when more than ``limit`` cells occur."""
-    columns: list[tuple[str, str, list[Any]]] = []
+    columns: list[Column] = []
     for i, (name, values) in enumerate(listed):
-        col = ident(name)
-        whens, params = [], []
+        col = q.col(name)
+        whens: list[tuple[exp.Expr, exp.Expr]] = []
+        params: list[Any] = []
         for code, value in enumerate(values):
             if value is None:
-                whens.append(f"WHEN {col} IS NULL THEN {code}")
+                whens.append((q.is_null(col.copy()), q.num(code)))
             else:
-                whens.append(f"WHEN {col} = ? THEN {code}")
-                params.append(value)
-        columns.append((f"CASE {' '.join(whens)} ELSE -1 END" if whens else "-1", f"__k{i}", params))
+                whens.append((exp.EQ(this=col.copy(), expression=q.bind(params, value)), q.num(code)))
+        columns.append((q.case(whens, q.num(-1)) if whens else q.num(-1), f"__k{i}", params))
     source, params = frame.sql(columns)
-    keys = ", ".join(ident(f"__k{i}") for i in range(len(listed)))
-    weight = f"sum({W})" if frame.row_weights else "count(*)"
+    keys = [exp.column(q.name(f"__k{i}")) for i in range(len(listed))]
+    weight = exp.Sum(this=exp.column(q.name(W))) if frame.row_weights else q.count_rows()
     f1, f0 = (1.0, 1.0) if frame.row_weights else frame.factors
-    sql = (
-        f"SELECT {keys}, coalesce({weight} FILTER (WHERE {SEL}), 0), coalesce({weight} FILTER (WHERE NOT {SEL}), 0) "
-        f"FROM ({source}) GROUP BY ALL" + (f" LIMIT {limit + 1}" if limit is not None else "")
-    )
-    rows = frame.backend.execute_sql(sql, params).rows
+    selected = exp.column(q.name(SEL))
+    per_group = [
+        exp.Coalesce(this=q.where(weight.copy(), selected.copy()), expressions=[q.num(0)]),
+        exp.Coalesce(this=q.where(weight.copy(), exp.Not(this=selected.copy())), expressions=[q.num(0)]),
+    ]
+    query = q.select([*keys, *per_group], source, group=len(keys))
+    if limit is not None:
+        query = query.limit(q.num(limit + 1), copy=False)
+    rows = frame.backend.execute(query, params).rows
     if limit is not None and len(rows) > limit:
         return None
     n = len(listed)

@@ -6,15 +6,17 @@ events per log-spaced bin; and the totals. One ``GROUP BY GROUPING SETS`` query.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
+from rootsift.analysis import sql as q
 from rootsift.analysis.fields import FieldPlan
-from rootsift.analysis.frame import SEL, W2, Frame, W
+from rootsift.analysis.frame import SEL, W2, Column, Frame, W
 from rootsift.analysis.stats import share_test
-from rootsift.store.sqltext import ident
 
 BIN_STEPS = 16
 """Log-spaced bins per doubling for measures: each 2^(1/16) ≈ 4.4 % wide."""
@@ -48,18 +50,13 @@ class Counts:
     """Heavy-hitter values the selection repeats (not among the pilot's), with their selected count."""
 
 
-def bin_sql(col: str) -> str:
+def bin_key(x: exp.Expr) -> exp.Expr:
     """The bin of a number: ordered keys, 0 for zero, negative keys for negative numbers, NULL when absent."""
-    steps, off = BIN_STEPS, BIN_OFFSET
-    return (
-        f"(CASE WHEN {col} > 0 THEN CAST(floor(log2({col}) * {steps}) AS BIGINT) + {off} "
-        f"WHEN {col} < 0 THEN -(CAST(floor(log2(-{col}) * {steps}) AS BIGINT) + {off}) "
-        f"WHEN {col} = 0 THEN 0 END)"
-    )
+    return q.log_bin(x, BIN_STEPS, BIN_OFFSET)
 
 
 def bin_edges(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """[low, high) of each bin key (see ``bin_sql``)."""
+    """[low, high) of each bin key (see ``bin_key``)."""
     keys = np.asarray(keys, dtype=np.float64)
     mag = np.abs(keys) - BIN_OFFSET
     lo = np.exp2(mag / BIN_STEPS)
@@ -84,20 +81,28 @@ def count_pass(frame: Frame, plan: FieldPlan, top_values: int) -> Counts:
     selection repeats often enough to possibly be a finding get their baseline counted in
     a second, narrow pass (``_selection_repeats``)."""
     dims, measures, heavy = plan.dimensions, plan.measures, list(plan.heavy)
-    cols: list[tuple[str, str, list[Any]]] = [(ident(d), f"__d{i}", []) for i, d in enumerate(dims)]
-    cols += [(bin_sql(ident(m)), f"__b{j}", []) for j, m in enumerate(measures)]
+    cols: list[Column] = [(q.col(d), f"__d{i}", []) for i, d in enumerate(dims)]
+    cols += [(bin_key(q.col(m)), f"__b{j}", []) for j, m in enumerate(measures)]
     for k, name in enumerate(heavy):
-        col, candidates = ident(name), plan.heavy[name]
-        listed = f"CASE WHEN {col} IN ({', '.join('?' * len(candidates))}) THEN {col} END" if candidates else "NULL"
-        cols += [(listed, f"__h{k}", list(candidates)), (f"({col} IS NULL)", f"__m{k}", []), (col, f"__x{k}", [])]
+        col, candidates = q.col(name), plan.heavy[name]
+        bound: list[Any] = []
+        listed = q.case([(col.isin(*q.binds(bound, candidates)), col.copy())]) if candidates else exp.Null()
+        cols += [
+            (listed, f"__h{k}", bound),
+            (exp.paren(q.is_null(col.copy())), f"__m{k}", []),
+            (col.copy(), f"__x{k}", []),
+        ]
     source, params = frame.sql(cols)
-    keys = [ident(a) for _, a, _ in cols if not a.startswith("__x")] + [ident(f"__s{k}") for k in range(len(heavy))]
+    keys = [a for _, a, _ in cols if not a.startswith("__x")] + [f"__s{k}" for k in range(len(heavy))]
     n = len(keys)
     first_heavy = len(dims) + len(measures)
-    sets = [f"({k})" for k in keys[:first_heavy]]
-    sets += [f"({keys[first_heavy + 2 * k]}, {keys[first_heavy + 2 * k + 1]})" for k in range(len(heavy))]
-    sets += [f"({k})" for k in keys[first_heavy + 2 * len(heavy) :]]
-    picked = "".join(f", CASE WHEN {SEL} THEN {ident(f'__x{k}')} END AS {ident(f'__s{k}')}" for k in range(len(heavy)))
+    sets = [[k] for k in keys[:first_heavy]]
+    sets += [[keys[first_heavy + 2 * k], keys[first_heavy + 2 * k + 1]] for k in range(len(heavy))]
+    sets += [[k] for k in keys[first_heavy + 2 * len(heavy) :]]
+    picked = [
+        q.alias(q.case([(exp.column(q.name(SEL)), exp.column(q.name(f"__x{k}")))]), f"__s{k}")
+        for k in range(len(heavy))
+    ]
 
     def bit(i: int) -> int:
         return 1 << (n - 1 - i)
@@ -110,58 +115,102 @@ def count_pass(frame: Frame, plan: FieldPlan, top_values: int) -> Counts:
     )
     owner.update({all_ones ^ bit(first_heavy + 2 * len(heavy) + k): ("s", k) for k in range(len(heavy))})
     ranked = [g for g, (kind, _) in owner.items() if kind in ("d", "s")]
-    where = ""
+    query = _grouped(frame, source, keys, sets, picked)
     if ranked:
-        where = (
-            f" WHERE __g NOT IN ({', '.join(map(str, ranked))}) OR __rt <= {int(top_values)} "
-            f"OR (__rs <= {SELECTION_TOP + 1} AND sw > 0)"
+        g, rt, rs, sw = (exp.column(c) for c in ("__g", "__rt", "__rs", "sw"))
+        among_top = rt <= q.num(int(top_values))
+        in_selection = exp.paren(exp.and_(rs <= q.num(SELECTION_TOP + 1), sw > q.num(0)))
+        query = query.where(
+            exp.or_(exp.Not(this=g.isin(*[q.num(r) for r in ranked])), among_top, in_selection), copy=False
         )
-    result = frame.backend.execute_sql(_grouped_sql(frame, source, keys, sets, picked) + where, params)
+    result = frame.backend.execute(query, params)
     counts = _parse(result, owner, frame, plan, top_values)
     _selection_repeats(frame, plan, counts)
     return counts
 
 
-def _grouped_sql(frame: Frame, source: str, keys: list[str], sets: list[str], picked: str = "") -> str:
+def _grouped(
+    frame: Frame, source: exp.Expr, keys: list[str], sets: list[list[str]], picked: Sequence[exp.Expr] = ()
+) -> exp.Select:
     """Counts per grouping set, each group ranked within its set by total and by selection."""
     aggs, derived = _aggregates(frame)
-    grouping = f"GROUPING({', '.join(keys)})" if keys else "0"
-    key_list = "".join(f"{k}, " for k in keys)
+    key_cols = [exp.column(q.name(k)) for k in keys]
+    grouping = q.alias(exp.Grouping(expressions=[k.copy() for k in key_cols]) if keys else q.num(0), "__g")
+    grouping_sets = exp.GroupingSets(
+        expressions=[
+            *(exp.Tuple(expressions=[exp.column(q.name(k)) for k in s]) for s in sets),
+            exp.Tuple(expressions=[]),
+        ]
+    )
     # ties in count broken by the value itself, never by anything about the selection
-    tie = f"coalesce({', '.join(f'CAST({k} AS VARCHAR)' for k in keys)}) NULLS FIRST" if keys else "1"
+    tie: exp.Expr = (
+        exp.Ordered(
+            this=exp.Coalesce(
+                this=exp.cast(key_cols[0].copy(), "VARCHAR"),
+                expressions=[exp.cast(k.copy(), "VARCHAR") for k in key_cols[1:]],
+            ),
+            nulls_first=True,
+        )
+        if keys
+        else q.num(1)
+    )
+    g, sw, bw, sn, bn = (exp.column(c) for c in ("__g", "sw", "bw", "sn", "bn"))
+
+    def rank(*order: exp.Expr) -> exp.Window:
+        return exp.Window(this=exp.RowNumber(), partition_by=[g.copy()], order=exp.Order(expressions=list(order)))
+
+    both = q.desc(exp.Add(this=sw.copy(), expression=bw.copy()))
+    both_n = q.desc(exp.Add(this=sn.copy(), expression=bn.copy()))
+    marked = exp.select(exp.Star(), *picked, copy=False).from_(exp.paren(source, copy=False), copy=False)
+    grouped = exp.select(grouping, *key_cols, *aggs, copy=False).from_("m", copy=False)
+    grouped.set("group", exp.Group(expressions=[grouping_sets]))
+    ranked = exp.select(
+        exp.Star(),
+        q.alias(q.over(q.count_rows(), [g.copy()]), "__nv"),
+        q.alias(rank(both, both_n, tie), "__rt"),
+        q.alias(rank(q.desc(sw.copy()), q.desc(sn.copy())), "__rs"),
+        copy=False,
+    ).from_("d", copy=False)
     return (
-        f"WITH m AS (SELECT *{picked} FROM ({source})), "
-        f"g AS (SELECT {grouping} AS __g, {key_list}{', '.join(aggs)} FROM m "
-        f"GROUP BY GROUPING SETS ({', '.join([*sets, '()'])})), "
-        f"d AS (SELECT *, {', '.join(derived)} FROM g), "
-        "h AS (SELECT *, count(*) OVER p AS __nv, "
-        f"row_number() OVER (PARTITION BY __g ORDER BY sw + bw DESC, sn + bn DESC, {tie}) AS __rt, "
-        "row_number() OVER (PARTITION BY __g ORDER BY sw DESC, sn DESC) AS __rs "
-        "FROM d WINDOW p AS (PARTITION BY __g)) "
-        "SELECT * FROM h"
+        exp.select(exp.Star(), copy=False)
+        .from_("h", copy=False)
+        .with_("m", as_=marked, copy=False)
+        .with_("g", as_=grouped, copy=False)
+        .with_("d", as_=exp.select(exp.Star(), *derived, copy=False).from_("g", copy=False), copy=False)
+        .with_("h", as_=ranked, copy=False)
     )
 
 
-def _aggregates(frame: Frame) -> tuple[list[str], list[str]]:
+def _aggregates(frame: Frame) -> tuple[list[exp.Expr], list[exp.Expr]]:
     """(aggregates per group, the columns derived from them): each total once and its
     selected part once, the baseline part by difference — half the work of two filters."""
-    sel = f"FILTER (WHERE {SEL})"
-    aggs = ["count(*) AS n_all", f"count(*) {sel} AS sn"]
-    derived = ["n_all - sn AS bn"]
+    sel = exp.column(q.name(SEL))
+    n_all, sn = exp.column("n_all"), exp.column("sn")
+    aggs: list[exp.Expr] = [q.alias(q.count_rows(), "n_all"), q.alias(q.where(q.count_rows(), sel.copy()), "sn")]
+    derived: list[exp.Expr] = [q.alias(exp.Sub(this=n_all.copy(), expression=sn.copy()), "bn")]
     if not frame.row_weights:  # constant weights per group (frame.factors): counts times them
         f1, f0 = frame.factors
-        return aggs, derived + [f"sn * {f1} AS sw", f"(n_all - sn) * {f0} AS bw"]
+        rest = exp.paren(exp.Sub(this=n_all.copy(), expression=sn.copy()))
+        return aggs, derived + [
+            q.alias(exp.Mul(this=sn.copy(), expression=q.num(f1)), "sw"),
+            q.alias(exp.Mul(this=rest, expression=q.num(f0)), "bw"),
+        ]
+    w, w2 = exp.column(q.name(W)), exp.column(q.name(W2))
     aggs += [
-        f"sum({W}) AS w_all",
-        f"sum({W}) {sel} AS sw_",
-        f"sum({W2}) AS w2_all",
-        f"sum({W2}) {sel} AS sw2_",
+        q.alias(exp.Sum(this=w.copy()), "w_all"),
+        q.alias(q.where(exp.Sum(this=w.copy()), sel.copy()), "sw_"),
+        q.alias(exp.Sum(this=w2.copy()), "w2_all"),
+        q.alias(q.where(exp.Sum(this=w2.copy()), sel.copy()), "sw2_"),
     ]
+
+    def zero_if_null(c: str) -> exp.Expr:
+        return exp.Coalesce(this=exp.column(c), expressions=[q.num(0)])
+
     derived += [
-        "coalesce(sw_, 0) AS sw",
-        "w_all - coalesce(sw_, 0) AS bw",
-        "coalesce(sw2_, 0) AS sw2",
-        "w2_all - coalesce(sw2_, 0) AS bw2",
+        q.alias(zero_if_null("sw_"), "sw"),
+        q.alias(exp.Sub(this=exp.column("w_all"), expression=zero_if_null("sw_")), "bw"),
+        q.alias(zero_if_null("sw2_"), "sw2"),
+        q.alias(exp.Sub(this=exp.column("w2_all"), expression=zero_if_null("sw2_")), "bw2"),
     ]
     return aggs, derived
 
@@ -231,17 +280,14 @@ def _selection_repeats(frame: Frame, plan: FieldPlan, counts: Counts) -> None:
     if not wanted:
         return
     names = list(wanted)
-    cols = [
-        (
-            f"CASE WHEN {ident(name)} IN ({', '.join('?' * len(wanted[name]))}) THEN {ident(name)} END",
-            f"__f{k}",
-            wanted[name],
-        )
-        for k, name in enumerate(names)
-    ]
+    cols: list[Column] = []
+    for j, name in enumerate(names):
+        bound: list[Any] = []
+        column = q.col(name)
+        cols.append((q.case([(column.isin(*q.binds(bound, wanted[name])), column.copy())]), f"__f{j}", bound))
     source, params = frame.sql(cols)
-    keys = [ident(f"__f{k}") for k in range(len(names))]
-    result = frame.backend.execute_sql(_grouped_sql(frame, source, keys, [f"({k})" for k in keys]), params)
+    keys = [f"__f{k}" for k in range(len(names))]
+    result = frame.backend.execute(_grouped(frame, source, keys, [[k] for k in keys]), params)
     col = {c: i for i, c in enumerate(result.columns)}
     index = {((1 << len(keys)) - 1) ^ (1 << (len(keys) - 1 - k)): k for k in range(len(keys))}
     for row in result.rows:

@@ -25,14 +25,15 @@ from __future__ import annotations
 from typing import Any
 
 from scipy import stats as sps
+from sqlglot import exp
 
+from rootsift.analysis import sql as q
 from rootsift.analysis import stats
 from rootsift.analysis.anomaly import Anomaly
 from rootsift.analysis.findings import Finding
 from rootsift.analysis.frame import Frame, micros_per_unit
 from rootsift.analysis.saturation import around, role
 from rootsift.store.base import TIME_COLUMN
-from rootsift.store.sqltext import ident
 
 NESTED_WITHIN = 0.99
 NESTED_OVERFLOW = 0.05
@@ -46,27 +47,20 @@ def decomposition(frame: Frame, a: Anomaly, measure: str, parts: list[str], alph
         return None
     per: float = m
     window = around(frame, a)
-    rel = window.relation_sql
-    where, params = window.range_filter()
-    ts = ident(TIME_COLUMN)
-    inside = f"({ts} >= ? AND {ts} < ?)"
-    cols = {measure: ident(measure), **{p: f"({ident(p)} * {s / per})" for p, s in scaled.items()}}
-    items = []
+    where, params = window.range_where()
+    ts = q.col(TIME_COLUMN)
+    cols: dict[str, exp.Expr] = {measure: q.col(measure)}
+    cols.update({p: exp.paren(exp.Mul(this=q.col(p), expression=q.num(s / per))) for p, s in scaled.items()})
+    items: list[exp.Expr] = []
+    bound: list[Any] = []  # six aggregates per field, each bound to the region
     for name, col in cols.items():
-        for side in ("", "NOT "):
-            items += [
-                f"count({col}) FILTER (WHERE {side}{inside})",
-                f"avg({col}) FILTER (WHERE {side}{inside})",
-                f"var_samp({col}) FILTER (WHERE {side}{inside})",
-            ]
+        for outside in (False, True):
+            for agg in (exp.Count, exp.Avg, exp.Variance):
+                inside: exp.Expr = exp.paren(exp.and_(ts >= q.bind(bound, a.start), ts.copy() < q.bind(bound, a.end)))
+                items.append(q.where(agg(this=col.copy()), exp.Not(this=inside) if outside else inside))
         if name != measure:  # a part is never larger than the whole on the same event
-            items.append(
-                f"avg(CASE WHEN {col} <= {cols[measure]} * 1.01 + 0.001 THEN 1.0 ELSE 0.0 END) "
-                f"FILTER (WHERE {col} IS NOT NULL AND {cols[measure]} IS NOT NULL)"
-            )
-    row = frame.backend.execute_sql(  # six aggregates per field, each bound to the region
-        f"SELECT {', '.join(items)} FROM {rel} WHERE {where}", [a.start, a.end] * (6 * len(cols)) + params
-    ).rows[0]
+            items.append(q.where(exp.Avg(this=_share(col <= _slack(cols[measure]))), _both(col, cols[measure])))
+    row = frame.backend.execute(q.select(items, window.relation.copy(), where), bound + params).rows[0]
     stats, k = {}, 0
     for name in cols:
         stats[name] = row[k : k + 6]
@@ -127,7 +121,7 @@ def decomposition(frame: Frame, a: Anomaly, measure: str, parts: list[str], alph
 
 
 def _nesting(
-    window: Frame, cols: dict[str, str], measure: str, names: list[str], means: dict[str, float]
+    window: Frame, cols: dict[str, exp.Expr], measure: str, names: list[str], means: dict[str, float]
 ) -> dict[str, str | None]:
     """Each part's parent: the smallest other part it is nested in, or None (see the module
     docstring). Only a part larger on average can be a parent, so the nesting is a tree."""
@@ -137,24 +131,33 @@ def _nesting(
     if not pairs:
         return parent
     m = cols[measure]
-    items = []
+    items: list[exp.Expr] = []
     for a, b in pairs:
-        both = f"{cols[a]} IS NOT NULL AND {cols[b]} IS NOT NULL"
-        items.append(
-            f"avg(CASE WHEN {cols[a]} <= {cols[b]} * 1.01 + 0.001 THEN 1.0 ELSE 0.0 END) FILTER (WHERE {both})"
-        )
-        items.append(
-            f"avg(CASE WHEN {cols[a]} + {cols[b]} > {m} * 1.01 + 0.001 THEN 1.0 ELSE 0.0 END) "
-            f"FILTER (WHERE {both} AND {m} IS NOT NULL)"
-        )
-    where, params = window.range_filter()
-    row = window.backend.execute_sql(f"SELECT {', '.join(items)} FROM {window.relation_sql} WHERE {where}", params)
+        items.append(q.where(exp.Avg(this=_share(cols[a] <= _slack(cols[b]))), _both(cols[a], cols[b])))
+        beside = exp.Add(this=cols[a].copy(), expression=cols[b].copy()) > _slack(m)
+        items.append(q.where(exp.Avg(this=_share(beside)), exp.and_(_both(cols[a], cols[b]), q.not_null(m.copy()))))
+    where, params = window.range_where()
+    row = window.backend.execute(q.select(items, window.relation.copy(), where), params)
     got = row.rows[0]
     for k, (a, b) in enumerate(pairs):
         within, overflow = got[2 * k], got[2 * k + 1]
         if within is not None and overflow is not None and within >= NESTED_WITHIN and overflow >= NESTED_OVERFLOW:
             parent[a] = b  # the last that holds is the smallest container
     return parent
+
+
+def _slack(x: exp.Expr) -> exp.Expr:
+    """``x * 1.01 + 0.001``: at most ``x``, give or take rounding."""
+    return exp.Add(this=exp.Mul(this=x.copy(), expression=q.num(1.01)), expression=q.num(0.001))
+
+
+def _share(cond: exp.Expr) -> exp.Expr:
+    """1.0 where ``cond`` holds, else 0.0: averaged, the share of rows where it holds."""
+    return q.case([(cond, q.num(1.0))], q.num(0.0))
+
+
+def _both(x: exp.Expr, y: exp.Expr) -> exp.Expr:
+    return exp.and_(q.not_null(x.copy()), q.not_null(y.copy()))
 
 
 def _as_tree(shares: list[dict[str, Any]], parent: dict[str, str | None]) -> list[dict[str, Any]]:

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sqlglot import exp
+
+from rootsift.analysis import sql as q
 from rootsift.analysis.frame import Frame
 from rootsift.store.base import TIME_COLUMN
-from rootsift.store.sqltext import ident
 
 PILOT_ROWS = 20_000
 CATEGORICAL_MAX = 1000
@@ -66,10 +68,11 @@ def plan_fields(frame: Frame) -> FieldPlan:
             plan.skipped[name] = f"{info.type.lower()} values are not compared"
     if not candidates:
         return plan
-    rel = frame.relation_sql
-    cols = ", ".join(ident(n) for n, _ in candidates)
-    stats = ", ".join(f"approx_count_distinct({ident(n)}), count({ident(n)})" for n, _ in candidates)
-    row = frame.backend.execute_sql(f"SELECT {stats} FROM (SELECT {cols} FROM {rel} LIMIT {PILOT_ROWS})", []).rows[0]
+    pilot = q.select([q.col(n) for n, _ in candidates], frame.relation.copy()).limit(q.num(PILOT_ROWS), copy=False)
+    stats: list[exp.Expr] = []
+    for n, _ in candidates:
+        stats += [exp.ApproxDistinct(this=q.col(n)), exp.Count(this=q.col(n))]
+    row = frame.backend.execute(q.select(stats, pilot), []).rows[0]
     for i, (name, ftype) in enumerate(candidates):
         distinct, present = int(row[2 * i] or 0), int(row[2 * i + 1] or 0)
         plan.distinct_in_pilot[name] = distinct
@@ -86,12 +89,13 @@ def plan_fields(frame: Frame) -> FieldPlan:
         if distinct >= QUANTITY_MIN or distinct > CATEGORICAL_MAX:
             plan.measures.append(name)
     for name in list(plan.heavy):
-        col = ident(name)
-        found = frame.backend.execute_sql(
-            f"SELECT {col}, count(*) AS c FROM (SELECT {col} FROM {rel} LIMIT {PILOT_ROWS}) WHERE {col} IS NOT NULL "
-            f"GROUP BY 1 ORDER BY c DESC, 1 LIMIT {HEAVY_CANDIDATES}",
-            [],
-        ).rows
+        col = q.col(name)
+        pilot = q.select([col], frame.relation.copy()).limit(q.num(PILOT_ROWS), copy=False)
+        common = q.select([col.copy(), q.alias(q.count_rows(), "c")], pilot, q.not_null(col.copy()), group=1)
+        common = common.order_by(q.desc(exp.column("c")), q.num(1), copy=False).limit(
+            q.num(HEAVY_CANDIDATES), copy=False
+        )
+        found = frame.backend.execute(common, []).rows
         if not found or found[0][1] < 2:
             del plan.heavy[name]
             plan.skipped[name] = f"a different value in each of the first {PILOT_ROWS:,} events (a unique id)"

@@ -1,8 +1,8 @@
 """The events an analysis compares: a dataset's time range and filter, each event marked
 as selection or baseline (or neither, and then left out), with its weight.
 
-``Frame`` renders that as one SQL sub-query with bound parameters; the analyses put their
-aggregates on top. A *sampled* frame reads its baseline from the store's uniform sample
+``Frame`` builds that as one sub-query (a sqlglot expression, values bound as parameters);
+the analyses put their aggregates on top (``analysis/sql.py``). A *sampled* frame reads its baseline from the store's uniform sample
 (one event in ``SAMPLE_EVERY``), each sampled event weighing ``SAMPLE_EVERY``: the
 weighted counts estimate the baseline's, and the effective sizes the statistics use are
 the sample's. Its selection is read from every event, unless the sample already holds
@@ -14,10 +14,14 @@ quoted identifiers of known fields.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlglot import exp
+
+from rootsift.analysis import sql as q
 from rootsift.errors import QuerySpecError
 from rootsift.query import compile as qc
 from rootsift.query.filters import compile_filter, parse_filter
@@ -26,7 +30,6 @@ from rootsift.query.overflow import OVERFLOW_FIELD, key_checker
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.segment import SAMPLE_EVERY
-from rootsift.store.sqltext import ident
 
 SAMPLED_SELECTION_MIN = 1000
 UNIT_SCALE_US = {"_ms": 1_000.0, "_us": 1.0, "_sec": 1_000_000.0, "_seconds": 1_000_000.0, "_s": 1_000_000.0}
@@ -41,24 +44,28 @@ def micros_per_unit(name: str) -> float | None:
     return 1_000.0 if "duration" in low or "latency" in low else None
 
 
-SEL = '"__sel"'
-W = '"__w"'
-W2 = '"__w2"'
+SEL = "__sel"
+W = "__w"
+W2 = "__w2"
+Column = tuple[exp.Expr, str, list[Any]]
+"""A column an analysis adds to the frame: (expression over the dataset's columns, alias,
+the parameters its placeholders bind, in order)."""
 
 
-def row_weight_sql(rate: str | None, count: str | None, every: int) -> list[str]:
-    """The columns ``__w`` (the events a row stands for) and ``__w2`` (the sum of the
-    squared weights of the events it observed). A row with sample rate r (kept 1 in r)
-    and count n stands for r·n events of which n were observed, each weighing r: ``__w``
-    is r·n and ``__w2`` is n·r², so Kish's effective size ``(Σw)²/Σw²`` counts a count
-    row as n observations and a sampled event as one. A rate below 1 or absent is 1; a
-    count that is absent is 1, one below 0 is 0 (the row stands for nothing); counts
-    need not be whole (rollups of rates)."""
-    r = f"(CASE WHEN {ident(rate)} >= 1 THEN {ident(rate)} ELSE 1 END) * {every}" if rate else str(every)
+def row_weights(rate: str | None, count: str | None, every: int) -> tuple[exp.Expr, exp.Expr]:
+    """``__w`` (the events a row stands for) and ``__w2`` (the sum of the squared weights
+    of the events it observed). A row with sample rate r (kept 1 in r) and count n stands
+    for r·n events of which n were observed, each weighing r: ``__w`` is r·n and ``__w2``
+    is n·r², so Kish's effective size ``(Σw)²/Σw²`` counts a count row as n observations
+    and a sampled event as one. A rate below 1 or absent is 1; a count that is absent is
+    1, one below 0 is 0 (the row stands for nothing); counts need not be whole (rollups
+    of rates)."""
+    r = [exp.paren(q.positive_or_one(q.col(rate))), q.num(every)] if rate else [q.num(every)]
     if not count:
-        return [f"{r} AS {W}", f"{r} * {r} AS {W2}"]
-    n = f"(CASE WHEN {ident(count)} IS NULL THEN 1 WHEN {ident(count)} > 0 THEN {ident(count)} ELSE 0 END)"
-    return [f"{r} * {n} AS {W}", f"{r} * {r} * {n} AS {W2}"]
+        return q.product(r), q.product(r + r)
+    c = q.col(count)
+    n = exp.paren(q.case([(q.is_null(c), q.num(1)), (c.copy() > q.num(0), c.copy())], q.num(0)))
+    return q.product([*r, n]), q.product([*r, *r, n])
 
 
 @dataclass
@@ -88,8 +95,11 @@ class Frame:
     weight: str | None = field(init=False)
     count: str | None = field(init=False)
     """The count field in use (``count_field``, the setting, or None)."""
+    relation: exp.Expr = field(init=False)
+    """The dataset's events over the range (segments pruned to it): made once per frame."""
     relation_sql: str = field(init=False)
-    """The dataset's events over the range (segments pruned to it), as SQL: made once per frame."""
+    """``relation`` rendered in the backend's dialect, for the modules that still write SQL
+    text (docs/architecture.md, "How an analysis builds SQL")."""
 
     def __post_init__(self) -> None:
         ranges = (
@@ -102,19 +112,16 @@ class Frame:
         self.fields = {n: f for n, f in self.backend.fields(self.dataset).items() if not n.endswith(RAW_SUFFIX)}
         self.weight = self.backend.weight_field(self.dataset)
         self.count = self._count_field()
-        self._relation = self.backend.relation(self.dataset, self.start, self.end)
-        self.relation_sql = self._relation.sql(dialect="duckdb")
-        self._holds = key_checker(self.backend.execute, self._relation) if OVERFLOW_FIELD in self.fields else None
-        sample = self.backend.sample_relation(self.dataset, self.start, self.end) if self.sampled else None
-        self.sampled = sample is not None
-        self.sample_sql = sample.sql(dialect="duckdb") if sample is not None else None
+        self.relation = self.backend.relation(self.dataset, self.start, self.end)
+        self.relation_sql = self.relation.sql(dialect=self.backend.dialect)
+        self._holds = key_checker(self.backend.execute, self.relation) if OVERFLOW_FIELD in self.fields else None
+        self.sample = self.backend.sample_relation(self.dataset, self.start, self.end) if self.sampled else None
+        self.sampled = self.sample is not None
         self.sql()  # unknown fields and bad expressions fail here, before anything runs
-        if self.sample_sql is not None:
-            text, params = self._marked([], self.sample_sql, "selection", 1)
-            found = self.backend.execute_sql(f"SELECT count(*) FROM ({text})", params).rows[0][0]
-            self.selection_sampled = (
-                int(found) >= SAMPLED_SELECTION_MIN
-            )  # unknown fields and bad expressions fail here, before anything runs
+        if self.sample is not None:
+            marked, params = self._marked([], self.sample, "selection", 1)
+            found = self.backend.execute(q.select([q.count_rows()], marked), params).rows[0][0]
+            self.selection_sampled = int(found) >= SAMPLED_SELECTION_MIN
 
     def _count_field(self) -> str | None:
         name = self.count_field
@@ -148,26 +155,45 @@ class Frame:
         every = float(SAMPLE_EVERY)
         return (every if self.selection_sampled else 1.0, every if self.sampled else 1.0)
 
-    def start_sql(self) -> str:
-        """SQL for the time the selection's time box bounds: the timestamp, or the event's
-        start (``select_start_of``)."""
-        ts = ident(TIME_COLUMN)
+    def event_start(self) -> exp.Expr:
+        """The time the selection's time box bounds: the timestamp, or the event's start
+        (``select_start_of``)."""
+        ts = q.col(TIME_COLUMN)
         name = self.select_start_of
         if name is None:
             return ts
         scale = micros_per_unit(name)
         if name not in self.fields or scale is None:
             raise QuerySpecError(f"no duration field {name!r} (named *_ms, *_s, *_us…) to take the start from")
-        return f"({ts} - to_microseconds(CAST(coalesce({ident(name)}, 0) * {scale} AS BIGINT)))"
+        micros = exp.cast(
+            exp.Mul(this=exp.Coalesce(this=q.col(name), expressions=[q.num(0)]), expression=q.num(scale)), "BIGINT"
+        )
+        return exp.paren(exp.Sub(this=ts, expression=exp.Interval(this=micros, unit=exp.Var(this="MICROSECOND"))))
+
+    def start_sql(self) -> str:
+        """``event_start()`` rendered in the backend's dialect (for modules that still write text)."""
+        return self.event_start().sql(dialect=self.backend.dialect)
 
     def has_selection(self) -> bool:
         return bool(self.select and self.select.strip()) or self.select_from is not None or self.select_to is not None
 
-    def range_filter(self) -> tuple[str, list[Any]]:
-        """The range and ``where`` as SQL over the dataset's relation (no selection): (text, params)."""
-        scope = qc.Compiler(self.fields, self._relation, overflow_holds=self._holds)
+    def range_where(self) -> tuple[exp.Expr, list[Any]]:
+        """The range and ``where`` over the dataset's relation (no selection), TRUE when
+        neither is given: (condition, params)."""
+        scope = qc.Compiler(self.fields, self.relation, overflow_holds=self._holds)
         where = scope.where(self.start, self.end, self.where)
-        return (where.sql(dialect="duckdb") if where is not None else "true"), list(scope.params)
+        return (where if where is not None else exp.true()), list(scope.params)
+
+    def range_filter(self) -> tuple[str, list[Any]]:
+        """``range_where()`` rendered in the backend's dialect (for modules that still write text)."""
+        where, params = self.range_where()
+        return where.sql(dialect=self.backend.dialect), params
+
+    def rows(self, items: Sequence[exp.Expr], *also: exp.Expr) -> tuple[exp.Select, list[Any]]:
+        """``SELECT items FROM relation WHERE (range and filter) AND (each of also)``; the
+        parameters are the range's, so ``also`` binds none of its own."""
+        where, params = self.range_where()
+        return q.select(items, self.relation.copy(), q.and_(where, *also)), params
 
     def selection_fields(self) -> set[str]:
         """Fields the selection and baseline are defined by (their differences are by construction)."""
@@ -177,65 +203,67 @@ class Frame:
                 names |= filter_fields(parse_filter(text))
         return names
 
-    def sql(self, columns: list[tuple[str, str, list[Any]]] | None = None) -> tuple[str, list[Any]]:
-        """``SELECT <columns>, __sel[, __w] FROM <dataset> WHERE range, filter and (selected or baseline)``.
-
-        ``columns`` are (SQL expression, alias, its parameters) over the dataset's columns.
-        """
-        if self.sample_sql is None:
-            return self._marked(columns, self.relation_sql, "both", 1)
+    def sql(self, columns: list[Column] | None = None) -> tuple[exp.Expr, list[Any]]:
+        """``SELECT <columns>, __sel[, __w, __w2] FROM <dataset> WHERE range, filter and
+        (selected or baseline)``: (query, params). ``columns``: see ``Column``."""
+        if self.sample is None:
+            return self._marked(columns, self.relation, "both", 1)
         if self.selection_sampled:
-            return self._marked(columns, self.sample_sql, "both", SAMPLE_EVERY)
-        selected, p1 = self._marked(columns, self.relation_sql, "selection", 1)
-        base, p2 = self._marked(columns, self.sample_sql, "baseline", SAMPLE_EVERY)
-        return f"{selected} UNION ALL {base}", p1 + p2
+            return self._marked(columns, self.sample, "both", SAMPLE_EVERY)
+        selected, p1 = self._marked(columns, self.relation, "selection", 1)
+        again = [(expr.copy(), label, bound) for expr, label, bound in columns or []]  # a tree has one parent
+        base, p2 = self._marked(again, self.sample, "baseline", SAMPLE_EVERY)
+        return exp.union(selected, base, distinct=False, copy=False), p1 + p2
 
-    def baseline_sql(self, columns: list[tuple[str, str, list[Any]]]) -> tuple[str, list[Any]]:
+    def baseline_sql(self, columns: list[Column]) -> tuple[exp.Expr, list[Any]]:
         """Like ``sql()``, the baseline's events only (from the stored sample when there is
         one): a read of the baseline alone never scans for the selection."""
-        return self._marked(columns, self.sample_sql or self.relation_sql, "baseline", 1)
+        return self._marked(columns, self.sample or self.relation, "baseline", 1)
 
     def _marked(
-        self, columns: list[tuple[str, str, list[Any]]] | None, relation: str, keep_only: str, every: int
-    ) -> tuple[str, list[Any]]:
+        self, columns: list[Column] | None, relation: exp.Expr, keep_only: str, every: int
+    ) -> tuple[exp.Select, list[Any]]:
         """The marked events of ``relation``: ``both`` groups, only the ``selection`` or only
-        the ``baseline``, each weighing ``every`` (times its sample rate)."""
+        the ``baseline``, each weighing ``every`` (times its sample rate). The columns'
+        expressions become part of the query (not copied)."""
         params: list[Any] = []
-        items = []
-        for expr, alias, bound in columns or []:
-            items.append(f"{expr} AS {ident(alias)}")
+        items: list[exp.Expr] = []
+        for expr, label, bound in columns or []:
+            items.append(q.alias(expr, label))
             params += bound
         sel = self._condition(self.select, self.select_from, self.select_to, params)
-        items.append(f"COALESCE({sel}, false) AS {SEL}")
+        items.append(q.alias(exp.Coalesce(this=sel, expressions=[exp.false()]), SEL))
         if self.row_weights:
-            items += row_weight_sql(self.weight, self.count, every)
-        where_sql, scope_params = self.range_filter()
+            w, w2 = row_weights(self.weight, self.count, every)
+            items += [q.alias(w, W), q.alias(w2, W2)]
+        where, scope_params = self.range_where()
         params += scope_params
-        keep = "true"  # both groups, the baseline being the rest
+        keep: exp.Expr = exp.true()  # both groups, the baseline being the rest
         if keep_only != "both" or self.baseline:  # the selection condition again, in the filter: bound again
             cond = self._condition(self.select, self.select_from, self.select_to, params)
-            again = f"COALESCE({cond}, false)"
-            base = "true"
+            again = exp.Coalesce(this=cond, expressions=[exp.false()])
+            base: exp.Expr = exp.true()
             if self.baseline and keep_only != "selection":  # bound only where it is used
-                base = f"COALESCE({self._condition(self.baseline, None, None, params)}, false)"
+                base = exp.Coalesce(this=self._condition(self.baseline, None, None, params), expressions=[exp.false()])
             # the selection alone as a bare predicate (NULL drops the row), so DuckDB pushes it into the scan
-            keep = {"both": f"{again} OR {base}", "selection": cond, "baseline": f"NOT {again} AND {base}"}[keep_only]
-        text = f"SELECT {', '.join(items)} FROM {relation} WHERE ({where_sql}) AND ({keep})"
-        return text, params
+            if keep_only == "both":
+                keep = exp.or_(again, base, copy=False)
+            elif keep_only == "selection":
+                keep = cond.copy()
+            else:
+                keep = exp.and_(exp.Not(this=again.copy()), base, copy=False)
+        query = exp.select(*items, copy=False).from_(relation.copy(), copy=False)
+        return query.where(q.and_(where, keep), copy=False), params
 
-    def _condition(self, text: str | None, lo: datetime | None, hi: datetime | None, params: list[Any]) -> str:
-        compiler = qc.Compiler(self.fields, self._relation, overflow_holds=self._holds)
-        parts = []
+    def _condition(self, text: str | None, lo: datetime | None, hi: datetime | None, params: list[Any]) -> exp.Expr:
+        compiler = qc.Compiler(self.fields, self.relation, overflow_holds=self._holds)
+        parts: list[exp.Expr] = []
         if text and text.strip():
-            parts.append(
-                f"({compile_filter(parse_filter(text), compiler.column, compiler.bind).sql(dialect='duckdb')})"
-            )
-        ts = self.start_sql() if lo is not None or hi is not None else ident(TIME_COLUMN)
+            parts.append(exp.paren(compile_filter(parse_filter(text), compiler.column, compiler.bind), copy=False))
+        ts = self.event_start() if lo is not None or hi is not None else q.col(TIME_COLUMN)
         if lo is not None:
-            parts.append(f"{ts} >= ?")
-            compiler.params.append(lo)
+            parts.append(ts.copy() >= compiler.bind(lo))
         if hi is not None:
-            parts.append(f"{ts} < ?")
-            compiler.params.append(hi)
+            parts.append(ts.copy() < compiler.bind(hi))
         params += compiler.params
-        return "(" + " AND ".join(parts) + ")" if parts else "true"
+        return exp.paren(exp.and_(*parts, copy=False), copy=False) if parts else exp.true()

@@ -28,12 +28,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
+from rootsift.analysis import sql as q
 from rootsift.analysis.fields import NUMERIC
-from rootsift.analysis.frame import Frame, micros_per_unit
+from rootsift.analysis.frame import Column, Frame, micros_per_unit
 from rootsift.query.filters import fields as filter_fields
 from rootsift.query.filters import parse_filter
-from rootsift.store.sqltext import ident
 
 PART_WITHIN = 0.99
 DERIVED_RHO = 0.9
@@ -83,10 +84,10 @@ def restatements(frame: Frame, candidates: list[str]) -> dict[str, Restatement]:
     names = [c for c in dict.fromkeys(candidates) if c not in measures and frame.fields[c].type in NUMERIC]
     if not measures or not names:
         return {}
-    columns: list[tuple[str, str, list[Any]]] = [(ident(n), f"__p{i}", []) for i, n in enumerate([*measures, *names])]
+    columns: list[Column] = [(q.col(n), f"__p{i}", []) for i, n in enumerate([*measures, *names])]
     source, params = frame.baseline_sql(columns)  # the baseline alone: no scan for the selection
-    picked = ", ".join(ident(a) for _, a, _ in columns)
-    rows = frame.backend.execute_sql(f"SELECT {picked} FROM ({source}) LIMIT {SAMPLE_ROWS}", params)
+    picked = q.select([exp.column(q.name(a)) for _, a, _ in columns], source).limit(q.num(SAMPLE_ROWS), copy=False)
+    rows = frame.backend.execute(picked, params)
     width = len(measures) + len(names)
     table = np.array(
         [[np.nan if v is None else float(v) for v in r[:width]] for r in rows.rows], dtype=np.float64

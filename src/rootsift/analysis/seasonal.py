@@ -19,10 +19,12 @@ import math
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlglot import exp
+
+from rootsift.analysis import sql as q
 from rootsift.analysis import weighted
 from rootsift.analysis.frame import Frame
 from rootsift.store.base import TIME_COLUMN
-from rootsift.store.sqltext import ident
 
 PERIOD = timedelta(days=1)
 MIN_PERIODS = 3
@@ -31,9 +33,17 @@ SLOTS = 24
 
 
 def deseasonalised(frame: Frame, measure: str, start: datetime, end: datetime) -> tuple[str, dict[str, Any] | None]:
-    """(SQL for the measure as the scan reads it, what was taken out or None): the column
-    itself over fewer than ``MIN_PERIODS`` days, else the column less its hour's median."""
-    col = ident(measure)
+    """``deseasonal_value`` rendered in the backend's dialect (for modules that still write text)."""
+    value, taken = deseasonal_value(frame, measure, start, end)
+    return value.sql(dialect=frame.backend.dialect), taken
+
+
+def deseasonal_value(
+    frame: Frame, measure: str, start: datetime, end: datetime
+) -> tuple[exp.Expr, dict[str, Any] | None]:
+    """(the measure as the scan reads it, what was taken out or None): the column itself
+    over fewer than ``MIN_PERIODS`` days, else the column less its hour's median."""
+    col = q.col(measure)
     if end - start < MIN_PERIODS * PERIOD:
         return col, None
     medians = hourly_medians(frame, measure)
@@ -41,8 +51,8 @@ def deseasonalised(frame: Frame, measure: str, start: datetime, end: datetime) -
     if not known:
         return col, None
     fill = sorted(known)[len(known) // 2]  # an hour with no value has nothing to subtract from
-    values = ", ".join(repr(float(fill if m is None else m)) for m in medians)
-    expr = f"({col} - CAST([{values}] AS DOUBLE[])[CAST(hour({ident(TIME_COLUMN)}) AS BIGINT) + 1])"
+    values = [float(fill if m is None else m) for m in medians]
+    expr = exp.paren(exp.Sub(this=col, expression=q.lookup(values, q.hour_of_day(q.col(TIME_COLUMN)))))
     spread = max(known) - min(known)
     return expr, {"period": "1 day", "by": "hour of day (UTC) median", "hourly_median_spread": round(spread, 6)}
 
@@ -51,20 +61,29 @@ def hourly_medians(frame: Frame, measure: str) -> list[float | None]:
     """The measure's median in each hour of the day (UTC) over the frame's range, hour 0
     first; None for an hour without values: the lower median (of an even number of values,
     the smaller middle one), a row with a count being that many events."""
-    where, params = frame.range_filter()
-    col, hour = ident(measure), f"CAST(hour({ident(TIME_COLUMN)}) AS BIGINT)"
-    rows_in = f"FROM {frame.relation_sql} WHERE ({where}) AND {col} IS NOT NULL"
+    col, hour = q.col(measure), q.hour_of_day(q.col(TIME_COLUMN))
     if frame.count is None:
-        sql = f"SELECT {hour} AS h, quantile_disc({col}, 0.5) {rows_in} GROUP BY 1"
+        query, params = frame.rows([q.alias(hour, "h"), q.quantile_disc(col, 0.5)], q.not_null(col.copy()))
+        query = query.group_by(q.num(1), copy=False)
     else:
-        w = weighted.count_sql(frame)
-        sql = (
-            "SELECT h, min(v) FILTER (WHERE cw >= tw / 2) FROM (SELECT h, v, "
-            "sum(w) OVER (PARTITION BY h ORDER BY v ROWS UNBOUNDED PRECEDING) AS cw, sum(w) OVER (PARTITION BY h) AS tw "
-            f"FROM (SELECT {hour} AS h, {col} AS v, {w} AS w {rows_in}) WHERE w > 0) GROUP BY 1"
+        rows, params = frame.rows(
+            [q.alias(hour, "h"), q.alias(col, "v"), q.alias(weighted.count_of(frame), "w")], q.not_null(col.copy())
         )
+        h, v, w = exp.column("h"), exp.column("v"), exp.column("w")
+        ranked = q.select(
+            [
+                h,
+                v,
+                q.alias(q.running_sum(w, v.copy(), [h.copy()]), "cw"),
+                q.alias(q.over(exp.Sum(this=w.copy()), [h.copy()]), "tw"),
+            ],
+            rows,
+            w.copy() > q.num(0),
+        )
+        half = exp.Div(this=exp.column("tw"), expression=q.num(2))
+        query = q.select([h.copy(), q.where(exp.Min(this=v.copy()), exp.column("cw") >= half)], ranked, group=1)
     out: list[float | None] = [None] * SLOTS
-    for h, m in frame.backend.execute_sql(sql, params).rows:
-        if h is not None and m is not None and math.isfinite(float(m)):
-            out[int(h)] = float(m)
+    for at, m in frame.backend.execute(query, params).rows:
+        if at is not None and m is not None and math.isfinite(float(m)):
+            out[int(at)] = float(m)
     return out

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from sqlglot import exp
 
-from rootsift.analysis.counts import BIN_OFFSET, BIN_STEPS, bin_sql
+from rootsift.analysis import sql as q
+from rootsift.analysis.counts import BIN_OFFSET, BIN_STEPS, bin_key
 from rootsift.analysis.findings import Finding
 from rootsift.analysis.frame import Frame
-from rootsift.store.sqltext import ident
 
 if TYPE_CHECKING:
     from rootsift.analysis.explain import Explanation
@@ -110,17 +111,19 @@ def _tail_starts(frame: Frame, fields: list[str]) -> dict[str, int | None]:
     sample = frame.backend.sample_relation(frame.dataset, frame.start, frame.end)
     if sample is None or not fields:
         return {}
-    where, params = frame.range_filter()
-    aggs = ", ".join(
-        f"count(*) FILTER (WHERE {ident(n)} > 0), quantile_cont({ident(n)}, {TAIL_FROM}) FILTER (WHERE {ident(n)} > 0)"
-        for n in fields
-    )
-    row = frame.backend.execute_sql(f"SELECT {aggs} FROM {sample.sql(dialect='duckdb')} WHERE {where}", params).rows[0]
+    where, params = frame.range_where()
+    aggs: list[exp.Expr] = []
+    for n in fields:
+        aggs += [
+            q.where(q.count_rows(), q.col(n) > q.num(0)),
+            q.where(q.quantile_cont(q.col(n), TAIL_FROM), q.col(n) > q.num(0)),
+        ]
+    row = frame.backend.execute(q.select(aggs, sample, where), params).rows[0]
     out: dict[str, int | None] = {}
     for i, name in enumerate(fields):
-        n, q = row[2 * i], row[2 * i + 1]
-        ok = n is not None and n >= TAIL_MIN_SAMPLED and q is not None and float(q) > 0
-        out[name] = math.floor(math.log2(float(q)) * BIN_STEPS) - 4 + BIN_OFFSET if ok else None
+        n, at = row[2 * i], row[2 * i + 1]
+        ok = n is not None and n >= TAIL_MIN_SAMPLED and at is not None and float(at) > 0
+        out[name] = math.floor(math.log2(float(at)) * BIN_STEPS) - 4 + BIN_OFFSET if ok else None
     return out
 
 
@@ -130,18 +133,14 @@ def _tail_bins(frame: Frame, lows: dict[str, int]) -> dict[str, tuple[np.ndarray
     binned (a comparison is cheaper than a logarithm; a grouping with a filter in front of
     it cheaper than a ``histogram`` with one, by half); binned values below it join the
     count below."""
-    where, params = frame.range_filter()
     out = {}
     for name, lowest in lows.items():
-        col, near = ident(name), 0.99 * 2.0 ** ((lowest - BIN_OFFSET) / BIN_STEPS)
-        rows = frame.backend.execute_sql(
-            f"SELECT {bin_sql(col)} AS k, count(*) FROM {frame.relation_sql} WHERE ({where}) AND {col} >= {near!r} "
-            "GROUP BY 1 ORDER BY 1",
-            params,
-        ).rows
-        under = frame.backend.execute_sql(
-            f"SELECT count(*) FROM {frame.relation_sql} WHERE ({where}) AND {col} > 0 AND {col} < {near!r}", params
-        ).rows[0][0]
+        col, near = q.col(name), 0.99 * 2.0 ** ((lowest - BIN_OFFSET) / BIN_STEPS)
+        binned, params = frame.rows([q.alias(bin_key(col), "k"), q.count_rows()], col.copy() >= q.num(near))
+        rows = frame.backend.execute(q.order_by(binned.group_by(q.num(1), copy=False), q.num(1)), params).rows
+        above_zero = exp.and_(col.copy() > q.num(0), col.copy() < q.num(near))
+        counted, params = frame.rows([q.count_rows()], above_zero)
+        under = frame.backend.execute(counted, params).rows[0][0]
         keys = np.array([k for k, _ in rows if k >= lowest], dtype=np.float64)
         counts = np.array([n for k, n in rows if k >= lowest], dtype=np.float64)
         below = float(under or 0) + sum(float(n) for k, n in rows if k < lowest)
@@ -151,26 +150,24 @@ def _tail_bins(frame: Frame, lows: dict[str, int]) -> dict[str, tuple[np.ndarray
 
 def _all_bins(frame: Frame, name: str) -> tuple[np.ndarray, np.ndarray]:
     """(bin keys, events per bin) of a field's positive values, every bin."""
-    col = ident(name)
-    where, params = frame.range_filter()
-    rows = frame.backend.execute_sql(
-        f"SELECT {bin_sql(col)} AS k, count(*) FROM {frame.relation_sql} WHERE ({where}) AND {col} > 0 "
-        "GROUP BY 1 ORDER BY 1",
-        params,
-    ).rows
+    col = q.col(name)
+    binned, params = frame.rows([q.alias(bin_key(col), "k"), q.count_rows()], col.copy() > q.num(0))
+    rows = frame.backend.execute(q.order_by(binned.group_by(q.num(1), copy=False), q.num(1)), params).rows
     return np.array([r[0] for r in rows], dtype=np.float64), np.array([r[1] for r in rows], dtype=np.float64)
 
 
 def _mode_in_bin(frame: Frame, name: str, key: int) -> float:
     """The most common value of a field in bin ``key``: the ceiling itself."""
-    col = ident(name)
-    where, params = frame.range_filter()
+    col = q.col(name)
     lo, hi = 2.0 ** ((key - BIN_OFFSET) / BIN_STEPS), 2.0 ** ((key - BIN_OFFSET + 1) / BIN_STEPS)
-    row = frame.backend.execute_sql(  # the value range first (cheap), the bin's own rule after it (exact)
-        f"SELECT mode({col}) FROM {frame.relation_sql} WHERE ({where}) AND {col} >= {lo * 0.999!r} "
-        f"AND {col} <= {hi * 1.001!r} AND {bin_sql(col)} = {key}",
-        params,
-    ).rows[0]
+    # the value range first (cheap), the bin's own rule after it (exact)
+    in_bin = exp.and_(
+        col.copy() >= q.num(lo * 0.999),
+        col.copy() <= q.num(hi * 1.001),
+        exp.EQ(this=bin_key(col.copy()), expression=q.num(key)),
+    )
+    query, params = frame.rows([exp.Mode(this=col.copy())], in_bin)
+    row = frame.backend.execute(query, params).rows[0]
     return float(row[0])
 
 

@@ -5,37 +5,63 @@ from __future__ import annotations
 
 from typing import Any
 
-from rootsift.analysis.frame import Frame, W, row_weight_sql
+from sqlglot import exp
+
+from rootsift.analysis import sql as q
+from rootsift.analysis.frame import Frame, row_weights
 from rootsift.store.duckdb import DuckDBBackend
 
 
-def count_sql(frame: Frame) -> str:
-    """SQL for the events observed in a row: its count (``Frame.count``), or 1. Sample rates
-    are left out: a sampled event is one observation, and the scans count observations."""
+def count_of(frame: Frame) -> exp.Expr:
+    """The events observed in a row: its count (``Frame.count``), or 1. Sample rates are
+    left out: a sampled event is one observation, and the scans count observations."""
     if frame.count is None:
-        return "1"
-    return row_weight_sql(None, frame.count, 1)[0].removesuffix(f" AS {W}")
+        return q.num(1)
+    return row_weights(None, frame.count, 1)[0]
+
+
+def count_sql(frame: Frame) -> str:
+    """``count_of`` rendered in the backend's dialect (for modules that still write text)."""
+    return count_of(frame).sql(dialect=frame.backend.dialect)
 
 
 def quantiles(
-    backend: DuckDBBackend, rows_sql: str, params: list[Any], qs: list[float]
+    backend: DuckDBBackend, rows: exp.Expr | str, params: list[Any], qs: list[float]
 ) -> tuple[int, list[float] | None]:
-    """(rows, quantiles) of the values ``v`` weighted by ``w`` in ``rows_sql`` (a query
-    with those two columns), as ``quantile_cont`` interpolates them over the expanded
-    events: with W events in all, quantile q lies at position h = q (W − 1) of the sorted
-    events, between the events at ⌊h⌋ and ⌊h⌋ + 1; the event at position i is the value of
-    the first row whose cumulative weight passes i. Whole weights give exactly what the
-    expanded events give, from a sort of the rows."""
-    picks = []
-    for q in qs:
-        h = f"greatest({q!r} * (tw - 1), 0)"
-        at_lo = f"min(v) FILTER (WHERE cw > floor({h}))"
-        at_hi = f"coalesce(min(v) FILTER (WHERE cw > floor({h}) + 1), {at_lo})"
-        frac = f"(max({h}) - floor(max({h})))"
-        picks.append(f"{at_lo} + ({at_hi} - {at_lo}) * {frac}")
-    n, values = backend.execute_sql(
-        f"SELECT count(*), [{', '.join(picks)}] FROM (SELECT v, sum(w) OVER (ORDER BY v ROWS UNBOUNDED PRECEDING) "
-        f"AS cw, sum(w) OVER () AS tw FROM ({rows_sql}) WHERE v IS NOT NULL)",
-        params,
-    ).rows[0]
+    """(rows, quantiles) of the values ``v`` weighted by ``w`` in ``rows`` (a query with
+    those two columns; as text in the backend's dialect from modules that still write
+    text), as ``quantile_cont`` interpolates them over the expanded events: with W events
+    in all, quantile q lies at position h = q (W − 1) of the sorted events, between the
+    events at ⌊h⌋ and ⌊h⌋ + 1; the event at position i is the value of the first row
+    whose cumulative weight passes i. Whole weights give exactly what the expanded
+    events give, from a sort of the rows."""
+    if isinstance(rows, str):
+        import sqlglot
+
+        rows = sqlglot.parse_one(rows, dialect=backend.dialect)
+    v, cw, tw = exp.column("v"), exp.column("cw"), exp.column("tw")
+    picks: list[exp.Expr] = []
+    for at in qs:
+        h = exp.Greatest(
+            this=exp.Mul(this=q.num(at), expression=exp.paren(exp.Sub(this=tw.copy(), expression=q.num(1)))),
+            expressions=[q.num(0)],
+        )
+        at_lo = q.where(exp.Min(this=v.copy()), cw.copy() > exp.Floor(this=h.copy()))
+        beyond = cw.copy() > exp.Add(this=exp.Floor(this=h.copy()), expression=q.num(1))
+        at_hi = exp.Coalesce(this=q.where(exp.Min(this=v.copy()), beyond), expressions=[at_lo.copy()])
+        top = exp.Max(this=h.copy())
+        frac = exp.paren(exp.Sub(this=top, expression=exp.Floor(this=top.copy())))
+        step = exp.Mul(this=exp.paren(exp.Sub(this=at_hi, expression=at_lo.copy())), expression=frac)
+        picks.append(exp.Add(this=at_lo, expression=step))
+    ranked = q.select(
+        [
+            v.copy(),
+            q.alias(q.running_sum(exp.column("w"), v.copy()), "cw"),
+            q.alias(q.over(exp.Sum(this=exp.column("w"))), "tw"),
+        ],
+        rows,
+        q.not_null(v.copy()),
+    )
+    query = q.select([q.count_rows(), exp.Array(expressions=picks)], ranked)
+    n, values = backend.execute(query, params).rows[0]
     return int(n), (values if n else None)

@@ -6,9 +6,11 @@ import math
 
 import numpy as np
 from scipy import stats as sps
+from sqlglot import exp
 
+from rootsift.analysis import sql as q
 from rootsift.analysis import stats
-from rootsift.analysis.compare.cohorts import squares_of, values_sql, weight_of
+from rootsift.analysis.compare.cohorts import squares_of, weight_of
 from rootsift.analysis.frame import Frame
 
 BOOTSTRAP = 2000
@@ -19,14 +21,20 @@ SEED = 20261121
 """The bootstrap's seed: the same data give the same intervals."""
 
 
-def binned_counts(frame: Frame, col: str) -> tuple[np.ndarray, np.ndarray]:
-    """(bin keys, counts) of a field's values in the cohort (``bin_sql``). With sample rates
+def binned_counts(frame: Frame, field: str) -> tuple[np.ndarray, np.ndarray]:
+    """(bin keys, counts) of a field's values in the cohort (``bin_key``). With sample rates
     or counts the counts are effective: each bin's weight, scaled so that they add up to
     Kish's effective size (the shares are the weighted ones, the total what the tests may
     trust). A count row of n adds n to its bin, as n events would."""
-    w = weight_of(frame)
-    sql, params = values_sql(frame, f"{bin_sql(col)} AS k, count(*), sum({w}), sum({squares_of(frame)})")
-    rows = frame.backend.execute_sql(f"{sql} AND {col} IS NOT NULL GROUP BY 1", params).rows
+    col = q.col(field)
+    items = [
+        q.alias(bin_key(col), "k"),
+        q.count_rows(),
+        exp.Sum(this=weight_of(frame)),
+        exp.Sum(this=squares_of(frame)),
+    ]
+    query, params = frame.rows(items, q.not_null(col.copy()))
+    rows = frame.backend.execute(query.group_by(q.num(1), copy=False), params).rows
     keys = np.array([r[0] for r in rows], dtype=np.int64)
     if not frame.row_weights:
         return keys, np.array([r[1] for r in rows], dtype=np.int64)
@@ -53,9 +61,9 @@ def bootstrap(
     return draws[0], draws[1]
 
 
-def bin_sql(col: str) -> str:
+def bin_key(x: exp.Expr) -> exp.Expr:
     """Log-spaced bins, ``STEPS`` per doubling: keys ordered, 0 for zero and below."""
-    return f"(CASE WHEN {col} > 0 THEN CAST(floor(log2({col}) * {STEPS}) AS BIGINT) + 1000000 ELSE 0 END)"
+    return q.log_bin(x, STEPS, 1_000_000, below=q.num(0))
 
 
 def bin_centers(keys: np.ndarray) -> np.ndarray:

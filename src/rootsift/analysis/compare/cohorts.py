@@ -1,4 +1,4 @@
-"""The cohorts compared: their frames, totals and SQL, and how numbers are reported."""
+"""The cohorts compared: their frames, totals and weights, and how numbers are reported."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ import math
 from datetime import datetime
 from typing import Any
 
+from sqlglot import exp
+
+from rootsift.analysis import sql as q
 from rootsift.analysis import stats
 from rootsift.analysis.findings import iso
-from rootsift.analysis.frame import W2, Frame, W, row_weight_sql
+from rootsift.analysis.frame import Frame, row_weights
 from rootsift.store.duckdb import DuckDBBackend
 
 
@@ -45,30 +48,25 @@ def describe(frame: Frame, text: str | None) -> dict[str, Any]:
 def totals(frame: Frame) -> tuple[int, float, float]:
     """(stored events, weighted events, Kish's effective size) of the cohort: the last two
     are the count when events carry no sample rate or count."""
-    sql, params = values_sql(frame, f"count(*), sum({weight_of(frame)}), sum({squares_of(frame)})")
-    n, total, squares = frame.backend.execute_sql(sql, params).rows[0]
+    query, params = frame.rows([q.count_rows(), exp.Sum(this=weight_of(frame)), exp.Sum(this=squares_of(frame))])
+    n, total, squares = frame.backend.execute(query, params).rows[0]
     return int(n), float(total or 0), stats.effective_size(float(total or 0), float(squares or 0))
 
 
-def weight_of(frame: Frame) -> str:
-    """SQL for the events a row stands for: its sample rate times its count (r·n), or 1."""
+def weight_of(frame: Frame) -> exp.Expr:
+    """The events a row stands for: its sample rate times its count (r·n), or 1."""
     if not frame.row_weights:
-        return "1"
-    return row_weight_sql(frame.weight, frame.count, 1)[0].removesuffix(f" AS {W}")
+        return q.num(1)
+    return row_weights(frame.weight, frame.count, 1)[0]
 
 
-def squares_of(frame: Frame) -> str:
-    """SQL for the sum of the squared weights of the events a row observed (n·r²): summed
-    over a cohort with ``weight_of``, Kish's effective size counts a count row as n
-    observations and a sampled event as one."""
+def squares_of(frame: Frame) -> exp.Expr:
+    """The sum of the squared weights of the events a row observed (n·r²): summed over a
+    cohort with ``weight_of``, Kish's effective size counts a count row as n observations
+    and a sampled event as one."""
     if not frame.row_weights:
-        return "1"
-    return row_weight_sql(frame.weight, frame.count, 1)[1].removesuffix(f" AS {W2}")
-
-
-def values_sql(frame: Frame, expr: str) -> tuple[str, list[Any]]:
-    where, params = frame.range_filter()
-    return f"SELECT {expr} FROM {frame.relation_sql} WHERE ({where})", params
+        return q.num(1)
+    return row_weights(frame.weight, frame.count, 1)[1]
 
 
 def finite(x: float | None) -> float | None:

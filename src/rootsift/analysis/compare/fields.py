@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
+from rootsift.analysis import sql as q
 from rootsift.analysis import weighted
 from rootsift.analysis.compare.bins import binned_counts, bootstrap
-from rootsift.analysis.compare.cohorts import totals, values_sql, weight_of
+from rootsift.analysis.compare.cohorts import totals, weight_of
 from rootsift.analysis.compare.metrics import Metric
 from rootsift.analysis.frame import Frame
-from rootsift.store.sqltext import ident
 
 CURVE = (0.5, 0.75, 0.85, 0.9, 0.95, 0.99, 0.999)
 SPREAD = (0.1, 0.9)
@@ -36,15 +37,14 @@ class Fields:
 
     def binned(self, field: str) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         if field not in self._binned:
-            col = ident(field)
-            self._binned[field] = (binned_counts(self.fa, col), binned_counts(self.fb, col))
+            self._binned[field] = (binned_counts(self.fa, field), binned_counts(self.fb, field))
         return self._binned[field]
 
     def quantiles(self, field: str) -> Any:
         """(qs, (n_a, A's quantiles), (n_b, B's), A's draws, B's draws); draws None when
         a cohort has no values."""
         if field not in self._quantiles:
-            col, qs = ident(field), self.qs[field]
+            col, qs = q.col(field), self.qs[field]
             exact: list[tuple[int, dict[float, float | None]]] = []
             for frame in (self.fa, self.fb):
                 n, values = (
@@ -58,14 +58,14 @@ class Fields:
         return self._quantiles[field]
 
 
-def _exact_quantiles(frame: Frame, col: str, qs: list[float]) -> tuple[int, list[float] | None]:
-    sql, params = values_sql(frame, f"count({col}), quantile_cont({col}, {qs!r})")
-    n, values = frame.backend.execute_sql(sql, params).rows[0]
+def _exact_quantiles(frame: Frame, col: exp.Column, qs: list[float]) -> tuple[int, list[float] | None]:
+    query, params = frame.rows([exp.Count(this=col.copy()), q.quantile_cont(col.copy(), qs)])
+    n, values = frame.backend.execute(query, params).rows[0]
     return int(n), values
 
 
-def _weighted_quantiles(frame: Frame, col: str, qs: list[float]) -> tuple[int, list[float] | None]:
+def _weighted_quantiles(frame: Frame, col: exp.Column, qs: list[float]) -> tuple[int, list[float] | None]:
     """Quantiles of the events each row stands for (its sample rate times its count), as
     ``quantile_cont`` gives them over the same events written out one by one."""
-    sql, params = values_sql(frame, f"{col} AS v, {weight_of(frame)} AS w")
-    return weighted.quantiles(frame.backend, sql, params, qs)
+    rows, params = frame.rows([q.alias(col.copy(), "v"), q.alias(weight_of(frame), "w")])
+    return weighted.quantiles(frame.backend, rows, params, qs)

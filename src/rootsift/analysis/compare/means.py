@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from sqlglot import exp
+
+from rootsift.analysis import sql as q
 from rootsift.analysis import stats
-from rootsift.analysis.compare.cohorts import rounded, squares_of, values_sql, weight_of
+from rootsift.analysis.compare.cohorts import rounded, squares_of, weight_of
 from rootsift.analysis.compare.metrics import Metric
 from rootsift.analysis.frame import Frame
 from rootsift.analysis.saturation import unit_field
-from rootsift.store.sqltext import ident
 
 
 def mean(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
@@ -28,32 +30,58 @@ def mean(fa: Frame, fb: Frame, metric: Metric, level: float) -> dict[str, Any]:
     With sample rates or counts each row weighs as the events it stands for (r·n) in the
     mean, the variance, the units' means and r, and n is Kish's effective size (a count
     row is n observations); r is over the rows' series, not over copies of one row."""
-    col = ident(str(metric.field))
+    col = q.col(str(metric.field))
     unit = unit_field(fa)
-    part = f"PARTITION BY {ident(unit)} " if unit else ""
+    previous = exp.Window(
+        this=exp.Lag(this=col.copy()),
+        partition_by=[q.col(unit)] if unit else None,
+        order=exp.Order(expressions=[exp.Ordered(this=q.col("timestamp"))]),
+    )
+    v, w, w2, pv, u, mu = (exp.column(c) for c in ("v", "w", "w2", "pv", "u", "mu"))
     got = {}
     for name, frame in (("a", fa), ("b", fb)):
-        sql, params = values_sql(
-            frame,
-            f"{col} AS v, {weight_of(frame)} AS w, {squares_of(frame)} AS w2, lag({col}) OVER ({part}ORDER BY {ident('timestamp')}) AS pv"
-            + (f", {ident(unit)} AS u" if unit else ", 1 AS u"),
-        )
+        items = [q.alias(col.copy(), "v"), q.alias(weight_of(frame), "w"), q.alias(squares_of(frame), "w2")]
+        items += [q.alias(previous.copy(), "pv"), q.alias(q.col(unit) if unit else q.num(1), "u")]
+        rows, params = frame.rows(items, q.not_null(col.copy()))
         # the mean (each row counting as the events it stands for), Kish's size, and the
         # lag-1 autocorrelation of the deviations from each unit's own mean, pooled over the
         # units, each row's pair weighing as its events
-        n, total, squares, mean, var, r, units = frame.backend.execute_sql(
-            "SELECT count(v), sum(w), sum(w2), sum(w * v) / sum(w), var_samp(v), "
-            "sum(w * (v - mu) * (pv - mu)) / nullif(sum(w * (v - mu) * (v - mu)), 0), count(DISTINCT u) "
-            f"FROM (SELECT *, sum(w * v) OVER (PARTITION BY u) / sum(w) OVER (PARTITION BY u) AS mu "
-            f"FROM ({sql} AND {col} IS NOT NULL))",
-            params,
-        ).rows[0]
+        unit_mean = exp.Div(
+            this=q.over(exp.Sum(this=q.product([w, v])), [u]), expression=q.over(exp.Sum(this=w.copy()), [u])
+        )
+        centred = q.select([exp.Star(), q.alias(unit_mean, "mu")], rows)
+        dev, prev_dev = (
+            exp.paren(exp.Sub(this=v.copy(), expression=mu.copy())),
+            exp.paren(exp.Sub(this=pv.copy(), expression=mu.copy())),
+        )
+        pooled = exp.Div(
+            this=exp.Sum(this=q.product([w, dev, prev_dev])),
+            expression=exp.Nullif(this=exp.Sum(this=q.product([w, dev, dev])), expression=q.num(0)),
+        )
+        summary = [
+            exp.Count(this=v.copy()),
+            exp.Sum(this=w.copy()),
+            exp.Sum(this=w2.copy()),
+            exp.Div(this=exp.Sum(this=q.product([w, v])), expression=exp.Sum(this=w.copy())),
+            exp.Variance(this=v.copy()),
+            pooled,
+            exp.Count(this=exp.Distinct(expressions=[u.copy()])),
+        ]
+        n, total, squares, mean, var, r, units = frame.backend.execute(q.select(summary, centred), params).rows[0]
         eff = stats.effective_size(float(total or 0), float(squares or 0))
         if frame.row_weights and n and eff > 1:  # the weighted variance: a second pass, about the weighted mean
-            spread = frame.backend.execute_sql(
-                f"SELECT sum(w * (v - ?) * (v - ?)) / sum(w) FROM ({sql} AND {col} IS NOT NULL)",
-                [mean, mean, *params],
-            ).rows[0][0]
+            bound: list[Any] = []
+            around = exp.Sum(
+                this=q.product(
+                    [
+                        w,
+                        exp.paren(exp.Sub(this=v.copy(), expression=q.bind(bound, mean))),
+                        exp.paren(exp.Sub(this=v.copy(), expression=q.bind(bound, mean))),
+                    ]
+                )
+            )
+            spread_of = q.select([exp.Div(this=around, expression=exp.Sum(this=w.copy()))], rows.copy())
+            spread = frame.backend.execute(spread_of, [*bound, *params]).rows[0][0]
             var = float(spread) * eff / (eff - 1)
         elif frame.row_weights:
             var = None

@@ -6,20 +6,22 @@ import math
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
+from rootsift.analysis import sql as q
 from rootsift.analysis import stats
-from rootsift.analysis.compare.cohorts import relative, rounded, values_sql, weight_of
+from rootsift.analysis.compare.cohorts import relative, rounded, weight_of
 from rootsift.analysis.compare.metrics import Metric
 from rootsift.analysis.frame import Frame
-from rootsift.store.sqltext import ident
+from rootsift.errors import QuerySpecError
 
 
 def extreme(fa: Frame, fb: Frame, metric: Metric) -> dict[str, Any]:
-    col = ident(str(metric.field))
+    col = q.col(str(metric.field))
     vals = []
     for frame in (fa, fb):
-        sql, params = values_sql(frame, f"count({col}), {metric.kind}({col})")
-        vals.append(frame.backend.execute_sql(sql, params).rows[0])
+        query, params = frame.rows([exp.Count(this=col.copy()), _extreme(metric, col.copy())])
+        vals.append(frame.backend.execute(query, params).rows[0])
     (n_a, a), (n_b, b) = vals
     return {
         "kind": metric.kind,
@@ -36,22 +38,33 @@ def extreme(fa: Frame, fb: Frame, metric: Metric) -> dict[str, Any]:
     }
 
 
+def _extreme(metric: Metric, col: exp.Expr) -> exp.Expr:
+    """``max(col)`` or ``min(col)``: the metric kinds that are one extreme."""
+    if metric.kind not in ("max", "min"):
+        raise QuerySpecError(f"--metrics {metric.text}: {metric.kind} cannot be compared per unit")
+    return exp.Max(this=col) if metric.kind == "max" else exp.Min(this=col)
+
+
 def per_unit(fa: Frame, fb: Frame, metric: Metric, unit: str, level: float) -> dict[str, Any]:
     """The metric per unit (host), then the units compared. Positive quantities (memory,
     latency) vary across hosts by factors, so the test is Welch's on the logarithms: the
     change is the ratio of geometric means, with its interval. With a few hosts per
     cohort a rank test cannot reach significance at all (4 against 4: p ≥ 0.029)."""
-    col, u = ident(str(metric.field)), ident(unit)
-    per_hour = f"regr_slope({col}, epoch({ident('timestamp')}) / 3600.0)"
-    w = weight_of(fa)
-    mean = f"sum({w} * {col}) / sum({w})"  # each event counts as its sample rate
-    agg = {"quantile": f"quantile_cont({col}, {metric.q})", "avg": mean, "slope": per_hour}.get(
-        metric.kind, f"{metric.kind}({col})"
-    )
+    col = q.col(str(metric.field))
+    if metric.kind == "quantile":
+        agg: exp.Expr = q.quantile_cont(col, float(metric.q or 0))
+    elif metric.kind == "avg":  # each event counts as its sample rate
+        w = weight_of(fa)
+        agg = exp.Div(this=exp.Sum(this=q.product([w, col])), expression=exp.Sum(this=w.copy()))
+    elif metric.kind == "slope":
+        hours = exp.Div(this=exp.TimeToUnix(this=q.col("timestamp")), expression=q.num(3600.0))
+        agg = exp.RegrSlope(this=col, expression=hours)
+    else:
+        agg = _extreme(metric, col)
     values = {}
     for name, frame in (("a", fa), ("b", fb)):
-        sql, params = values_sql(frame, f"{u} AS u, {agg} AS v")
-        rows = frame.backend.execute_sql(f"{sql} AND {col} IS NOT NULL GROUP BY 1", params).rows
+        query, params = frame.rows([q.alias(q.col(unit), "u"), q.alias(agg.copy(), "v")], q.not_null(col.copy()))
+        rows = frame.backend.execute(query.group_by(q.num(1), copy=False), params).rows
         values[name] = {r[0]: float(r[1]) for r in rows if r[1] is not None}
     xa, xb = np.array(list(values["a"].values())), np.array(list(values["b"].values()))
     out: dict[str, Any] = {

@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from sqlglot import exp
 
+from rootsift.analysis import sql as q
 from rootsift.analysis.frame import Frame
 from rootsift.errors import QuerySpecError
-from rootsift.store.sqltext import ident
 
 NUMERIC = ("DOUBLE", "BIGINT", "INTEGER", "HUGEINT", "FLOAT", "DECIMAL", "UBIGINT")
 UNIT_FIELDS = ("profile", "host", "timestamp")
@@ -56,12 +57,8 @@ def value_field(frame: Frame, value: str | None) -> str:
     if value is None:
         kinds: list[str] = []
         if "sample_type" in fields:  # what the profiles of the cohort say to sum (pprof: its default type)
-            where, params = frame.range_filter()
-            rows = frame.backend.execute_sql(
-                f"SELECT DISTINCT sample_type FROM {frame.relation_sql} WHERE ({where}) AND sample_type IS NOT NULL "
-                "LIMIT 3",
-                params,
-            ).rows
+            query, params = frame.rows([q.col("sample_type")], q.not_null(q.col("sample_type")))
+            rows = frame.backend.execute(query.distinct(copy=False).limit(q.num(3), copy=False), params).rows
             kinds = [str(r[0]) for r in rows]
         if len(kinds) == 1:
             value = kinds[0]
@@ -88,14 +85,21 @@ def read_cohort(frame: Frame, value: str, focus: str | None) -> Cohort:
     stack → each function on it once) with that stack × profile table."""
     from scipy import sparse
 
-    where, params = frame.range_filter()
-    units = [ident(n) for n in UNIT_FIELDS if n in frame.fields]
-    unit = " || '|' || ".join(f"coalesce(CAST({u} AS VARCHAR), '')" for u in units) or "''"
-    rows = frame.backend.execute_sql(
-        f"SELECT s, list(u), list(v) FROM (SELECT {unit} AS u, CAST(stack AS VARCHAR) AS s, "
-        f"sum(CAST({ident(value)} AS DOUBLE)) AS v FROM {frame.relation_sql} "
-        f"WHERE ({where}) AND stack IS NOT NULL AND {ident(value)} > 0 GROUP BY ALL) GROUP BY s",
-        params,
+    texts = [
+        exp.Coalesce(this=exp.cast(q.col(n), "VARCHAR"), expressions=[exp.Literal.string("")])
+        for n in UNIT_FIELDS
+        if n in frame.fields
+    ]
+    unit: exp.Expr = texts[0] if texts else exp.Literal.string("")
+    for text in texts[1:]:
+        unit = exp.DPipe(this=exp.DPipe(this=unit, expression=exp.Literal.string("|")), expression=text)
+    items = [q.alias(unit, "u"), q.alias(exp.cast(q.col("stack"), "VARCHAR"), "s")]
+    items.append(q.alias(exp.Sum(this=exp.cast(q.col(value), "DOUBLE")), "v"))
+    per_unit, params = frame.rows(items, q.not_null(q.col("stack")), q.col(value) > q.num(0))
+    s, u, v = exp.column("s"), exp.column("u"), exp.column("v")
+    lists = [s, exp.ArrayAgg(this=u), exp.ArrayAgg(this=v)]  # the same rows in the same order: paired
+    rows = frame.backend.execute(
+        q.select(lists, per_unit.group_by(q.num(1), q.num(2), copy=False), group=1), params
     ).rows
     stack_at: dict[tuple[str, ...], int] = {}
     kept: list[tuple[int, list[str], list[float]]] = []

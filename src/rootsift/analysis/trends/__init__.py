@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
 from rootsift.analysis import stats
 from rootsift.analysis.defaults import ALPHA
@@ -80,14 +81,14 @@ def trends(
     limit_field = limit if isinstance(limit, str) else None
     if limit_field:
         series.check_fields(frame, [limit_field], "--limit")
-    measures: dict[str, str] = {}
+    measures: dict[str, exp.Expr] = {}
     if calc is not None:
-        measures[calc.label] = series.measure_sql(calc)
+        measures[calc.label] = series.measure(calc)
     else:
         skip = {group} if group else set()
-        measures.update({n: series.measure_sql(Calculation("avg", n)) for n in series.numeric_fields(frame, skip)})
+        measures.update({n: series.measure(Calculation("avg", n)) for n in series.numeric_fields(frame, skip)})
     for name in [*part_names, *([limit_field] if limit_field else [])]:
-        measures.setdefault(name, series.measure_sql(Calculation("avg", name)))
+        measures.setdefault(name, series.measure(Calculation("avg", name)))
     result = Trends(dataset, calc.label if calc else None, group, None)
     bucket = series.bucket_for(frame)
     if bucket is None:

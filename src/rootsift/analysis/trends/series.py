@@ -14,17 +14,18 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
+from rootsift.analysis import sql as q
 from rootsift.analysis.frame import Frame
 from rootsift.errors import QuerySpecError, UnknownFieldError
 from rootsift.query.spec import Calculation
 from rootsift.store.base import TIME_COLUMN
-from rootsift.store.sqltext import ident
 
 MAX_POINTS = 240
 BUCKETS = tuple(timedelta(minutes=m) for m in (1, 5, 10, 15, 30, 60, 120, 180, 240, 360, 480, 720, 1440, 2880, 10080))
 NUMERIC = ("DOUBLE", "BIGINT")
-SQL_OF = {"avg": "avg", "min": "min", "max": "max", "sum": "sum", "count": "count"}
+AGGREGATE_OF: dict[str, type[exp.AggFunc]] = {"avg": exp.Avg, "min": exp.Min, "max": exp.Max, "sum": exp.Sum}
 
 
 @dataclass
@@ -36,15 +37,15 @@ class Series:
     values: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def measure_sql(calc: Calculation) -> str:
-    """The SQL aggregate of a measure per bucket: avg, min, max, sum, count or a percentile."""
+def measure(calc: Calculation) -> exp.Expr:
+    """The aggregate of a measure per bucket: avg, min, max, sum, count or a percentile."""
     if calc.op == "count":
-        return f"count({ident(calc.field)})" if calc.field else "count(*)"
+        return exp.Count(this=q.col(calc.field)) if calc.field else q.count_rows()
     if calc.op == "percentile":
-        return f"quantile_cont({ident(str(calc.field))}, {float(calc.q or 0)})"
-    if calc.op not in SQL_OF:
+        return q.quantile_cont(q.col(str(calc.field)), float(calc.q or 0))
+    if calc.op not in AGGREGATE_OF:
         raise QuerySpecError(f"--measure {calc.label}: trends read avg, min, max, sum, count or a percentile")
-    return f"{SQL_OF[calc.op]}({ident(str(calc.field))})"
+    return AGGREGATE_OF[calc.op](this=q.col(str(calc.field)))
 
 
 def check_fields(frame: Frame, names: list[str], flag: str) -> None:
@@ -68,37 +69,32 @@ def numeric_fields(frame: Frame, exclude: set[str]) -> list[str]:
     names = [n for n, f in frame.fields.items() if f.type in NUMERIC and n not in exclude]
     if not names:
         return []
-    parts = ", ".join(f"min({ident(n)}) = max({ident(n)})" for n in names)
-    where, params = frame.range_filter()
-    row = frame.backend.execute_sql(f"SELECT {parts} FROM {frame.relation_sql} WHERE ({where})", params).rows[0]
+    query, params = frame.rows([exp.EQ(this=exp.Min(this=q.col(n)), expression=exp.Max(this=q.col(n))) for n in names])
+    row = frame.backend.execute(query, params).rows[0]
     return [n for n, constant in zip(names, row, strict=True) if constant is False]
 
 
 def bucket_for(frame: Frame) -> timedelta | None:
     """The smallest bucket giving at most ``MAX_POINTS`` points over the frame's events; None when empty."""
-    where, params = frame.range_filter()
-    ts = ident(TIME_COLUMN)
-    lo, hi = frame.backend.execute_sql(
-        f"SELECT min({ts}), max({ts}) FROM {frame.relation_sql} WHERE ({where})", params
-    ).rows[0]
+    query, params = frame.rows([exp.Min(this=q.col(TIME_COLUMN)), exp.Max(this=q.col(TIME_COLUMN))])
+    lo, hi = frame.backend.execute(query, params).rows[0]
     if lo is None:
         return None
     span = hi - lo
     return next((b for b in BUCKETS if span / b <= MAX_POINTS), BUCKETS[-1])
 
 
-def load(frame: Frame, measures: dict[str, str], by: str | None, bucket: timedelta) -> list[Series]:
-    """Every group's series of each measure (name → SQL aggregate), bucketed by ``bucket``."""
-    where, params = frame.range_filter()
-    ts = ident(TIME_COLUMN)
+def load(frame: Frame, measures: dict[str, exp.Expr], by: str | None, bucket: timedelta) -> list[Series]:
+    """Every group's series of each measure (name → aggregate), bucketed by ``bucket``."""
     us = int(bucket.total_seconds() * 1_000_000)
-    group = ident(by) if by else "NULL"
-    aggs = ", ".join(f"{sql} AS {ident('m' + str(i))}" for i, sql in enumerate(measures.values()))
-    sql = (
-        f"SELECT {group} AS g, avg(epoch({ts})) / 3600.0 AS t, {aggs} FROM {frame.relation_sql} "
-        f"WHERE ({where}) GROUP BY 1, epoch_us({ts}) // {us} ORDER BY 1 NULLS LAST, 2"
+    hours = exp.Div(this=exp.Avg(this=exp.TimeToUnix(this=q.col(TIME_COLUMN))), expression=q.num(3600.0))
+    items = [q.alias(q.col(by) if by else exp.Null(), "g"), q.alias(hours, "t")]
+    items += [q.alias(agg.copy(), f"m{i}") for i, agg in enumerate(measures.values())]
+    query, params = frame.rows(items)
+    query = query.group_by(
+        q.num(1), exp.IntDiv(this=exp.UnixMicros(this=q.col(TIME_COLUMN)), expression=q.num(us)), copy=False
     )
-    rows = frame.backend.execute_sql(sql, params).rows
+    rows = frame.backend.execute(q.order_by(query, q.nulls_last(q.num(1)), q.num(2)), params).rows
     out: list[Series] = []
     names = list(measures)
     start = 0
@@ -117,11 +113,11 @@ def labels(frame: Frame, by: str, exclude: set[str]) -> dict[Any, dict[str, Any]
     names = [n for n in names if frame.fields[n].type != "TIMESTAMP"]
     if not names:
         return {}
-    where, params = frame.range_filter()
-    parts = ", ".join(f"count(DISTINCT {ident(n)}), any_value({ident(n)})" for n in names)
-    rows = frame.backend.execute_sql(
-        f"SELECT {ident(by)}, {parts} FROM {frame.relation_sql} WHERE ({where}) GROUP BY 1", params
-    ).rows
+    items: list[exp.Expr] = [q.col(by)]
+    for n in names:
+        items += [exp.Count(this=exp.Distinct(expressions=[q.col(n)])), exp.AnyValue(this=q.col(n))]
+    query, params = frame.rows(items)
+    rows = frame.backend.execute(query.group_by(q.num(1), copy=False), params).rows
     keep = []
     for k, name in enumerate(names):
         single = all(r[1 + 2 * k] <= 1 for r in rows)
