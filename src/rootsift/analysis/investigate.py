@@ -146,7 +146,7 @@ def _saturation(
     parts = [str(p["field"]) for p in split.detail["parts"]] if split is not None else []
     if split is not None:
         out.findings.append(split)
-    out.findings.extend(sat.in_flight(frame, a, measure, parts, timestamp_at))
+    out.findings.extend(sat.in_flight(frame, a, measure, parts, timestamp_at, alpha))
 
 
 def _default_measure(frame: Frame) -> str | None:
