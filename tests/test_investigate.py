@@ -207,3 +207,38 @@ def test_onset_refined_at_the_finest_scale(rs: Rootsift, tmp_path: Path, seed: i
     assert a is not None and a.kind == "latency"
     begun = (a.start - START.replace(tzinfo=None)).total_seconds()
     assert 1470 <= begun <= 1530, a.start
+
+
+def spreading(seed: int) -> list[dict[str, Any]]:
+    """An hour of requests, 20/s over four hosts and three upstreams. From 1200 s upstream
+    A is slow on h1 (3 s: the cause); from 1240 s h1's pool is full and every request on it
+    is slow (2 s: the consequence), to the end."""
+    rng = np.random.default_rng(seed)
+    times = np.sort(rng.random(3600 * 20)) * 3600
+    hosts = rng.choice(["h1", "h2", "h3", "h4"], times.size)
+    upstreams = rng.choice(["A", "B", "C"], times.size)
+    duration = rng.lognormal(np.log(50), 0.4, times.size)
+    duration += np.where((times >= 1200) & (hosts == "h1") & (upstreams == "A"), 3000, 0)
+    duration += np.where((times >= 1240) & (hosts == "h1") & (upstreams != "A"), 2000, 0)
+    return [
+        {
+            "timestamp": (START + timedelta(seconds=float(t))).isoformat(),
+            "host": str(h),
+            "upstream": str(u),
+            "duration_ms": round(float(d), 3),
+        }
+        for t, h, u, d in zip(times, hosts, upstreams, duration, strict=True)
+    ]
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_onset_is_the_first_slow_events_not_a_share_of_the_incident(rs: Rootsift, tmp_path: Path, seed: int) -> None:
+    """A share of an hour-long incident's slow events spans minutes, long after the
+    consequence (every request on h1) outnumbers the cause (upstream A on h1): the onset is
+    the earliest few, and the cause is the first finding."""
+    rs.ingest(write_events(tmp_path / "r.jsonl", spreading(seed)), "api")
+    result = rs.investigate("api")
+    assert result.anomaly is not None and result.selection["events"] <= 40
+    first = next(f for f in result.findings if f.kind in ("dimension", "combination"))
+    named = [(c["field"], c["value"]) for c in first.conditions] if first.conditions else [(first.field, first.value)]
+    assert ("upstream", "A") in named, first
