@@ -85,6 +85,11 @@ def test_unbounded_service_rises_without_a_ceiling(rs: Rootsift, tmp_path: Path)
     held = kinds(result, "saturation")
     assert [f.value for f in held] == ["h2"]
     assert held[0].detail["in_flight_ceiling"] is None and held[0].q_value < 0.05
+    from rootsift.ui.findings import sides, what
+
+    assert what(held[0]) == f"host = h2: in flight rose ({held[0].detail['duration']})"
+    region, outside = sides(held[0])
+    assert region.startswith("mean ") and outside.startswith("mean ")
     split = kinds(result, "decomposition")[0]
     assert split.detail["dominated_by"] == "service" and split.field == "service_ms"
 
