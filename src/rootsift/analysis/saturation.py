@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from rootsift.analysis import weighted
 from rootsift.analysis.anomaly import COMPLETION, Anomaly
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame, micros_per_unit
@@ -232,16 +233,16 @@ def _carriers(frame: Frame, a: Anomaly, unit: str | None) -> set[Any] | None:
     else:
         bad, args = f"{column} >= 500", []
     where, params = frame.range_filter()
-    ts = ident(TIME_COLUMN)
+    ts, n = ident(TIME_COLUMN), weighted.count_sql(frame)  # a row with a count is that many events
     rows = frame.backend.execute_sql(
-        f"SELECT {ident(unit)}, count(*), count_if({bad}) FROM {frame.relation_sql} "
+        f"SELECT {ident(unit)}, sum({n}), sum({n}) FILTER (WHERE {bad}) FROM {frame.relation_sql} "
         f"WHERE ({where}) AND {ts} >= ? AND {ts} < ? GROUP BY 1",
         [*args, *params, a.start, a.end],
     ).rows
-    events, slow = sum(int(r[1]) for r in rows), sum(int(r[2]) for r in rows)
+    events, slow = sum(float(r[1] or 0) for r in rows), sum(float(r[2] or 0) for r in rows)
     if not events or not slow:
         return set()
-    return {name for name, n, k in rows if int(k) * events > slow * int(n)}
+    return {name for name, m, k in rows if float(k or 0) * events > slow * float(m or 0)}
 
 
 def around(frame: Frame, a: Anomaly) -> Frame:
