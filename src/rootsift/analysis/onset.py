@@ -3,8 +3,8 @@ rows outside it.
 
 - A latency or error region: its **onset**, the region's earliest ``ONSET_EVENTS`` bad
   events (the cause shows before its consequences spread), with explain's statistics,
-  against every event outside the region. Findings on a status field (a 499, a 502: what the slowness produced) come
-  after the others.
+  against every event outside the region. Findings on a status field (a 499, a 502:
+  what the slowness produced) come after the others.
 - A stall: the kinds of events completing right after it, earliest first
   (``stalls.py``), then the region's events explained against those outside it.
 
@@ -61,8 +61,8 @@ def _outside(a: an.Anomaly) -> str:
 
 def _onset_end(frame: Frame, a: an.Anomaly, bad_sql: str, bad: list[Any]) -> datetime:
     """Just after the region's earliest ``ONSET_EVENTS`` bad events: where the cause shows
-    before its consequences spread. Earliest
-    by start when the frame says where events start (their timestamp is the end)."""
+    before its consequences spread. Earliest by start when the frame says where events
+    start (their timestamp is the end)."""
     rel = frame.backend.relation(frame.dataset, a.start, a.end).sql(dialect="duckdb")
     where, params = frame.range_filter()
     ts, n = frame.start_sql(), weighted.count_sql(frame)  # a row with a count is that many events
