@@ -70,16 +70,26 @@ def test_bounded_pool_holds_at_its_size(rs: Rootsift, tmp_path: Path, seed: int)
     f = held[0]
     assert f.field == "host" and f.detail["duration"] == "service_ms"
     assert 7 <= f.detail["in_flight_ceiling"] <= 8
-    assert f.selection_fraction > 0.5
+    assert f.detail["share_at_ceiling"] > 0.5
+    assert f.detail["in_flight_mean"] > 2 * f.detail["in_flight_mean_outside"]
     split = kinds(result, "decomposition")[0]
     assert split.detail["dominated_by"] == "wait" and split.field == "queue_wait_ms"
 
 
-def test_unbounded_service_holds_nothing(rs: Rootsift, tmp_path: Path) -> None:
+def test_unbounded_service_rises_without_a_ceiling(rs: Rootsift, tmp_path: Path) -> None:
+    """Without a bound the slow host's in-flight count rises (significantly) but holds at no
+    level: it is reported with no ceiling, and the hosts beside it are not."""
     rs.ingest(write_events(tmp_path / "r.jsonl", served(3, workers=None)), "api")
     result = rs.investigate("api")
     assert result.anomaly is not None and result.anomaly.kind == "latency"
-    assert kinds(result, "saturation") == []
+    held = kinds(result, "saturation")
+    assert [f.value for f in held] == ["h2"]
+    assert held[0].detail["in_flight_ceiling"] is None and held[0].q_value < 0.05
+    from rootsift.ui.findings import sides, what
+
+    assert what(held[0]) == f"host = h2: in flight rose ({held[0].detail['duration']})"
+    region, outside = sides(held[0])
+    assert region.startswith("mean ") and outside.startswith("mean ")
     split = kinds(result, "decomposition")[0]
     assert split.detail["dominated_by"] == "service" and split.field == "service_ms"
 
@@ -175,3 +185,62 @@ def test_additive_parts_stay_siblings(rs: Rootsift, tmp_path: Path) -> None:
     assert split.detail["nested"] is False and split.field == "pool_wait_ms"
     assert all(p["parent"] is None and p["depth"] == 0 for p in split.detail["parts"])
     assert 0.9 < sum(p["share_of_rise"] for p in split.detail["parts"]) < 1.1
+
+
+def fleet(seed: int) -> list[dict[str, Any]]:
+    """Four hosts, 3 requests/s each, no bound. From ``SLOW_FROM`` to ``SLOW_TO``: h2's
+    service is 40 times slower, and h4 takes twice its traffic (fast). h3 is slow all along
+    (20 times h1's service, its in-flight count high before, during and after)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for host in ("h1", "h2", "h3", "h4"):
+        arrivals = list(rng.random(3600 * 3) * 3600)
+        if host == "h4":
+            arrivals += list(SLOW_FROM + rng.random(int((SLOW_TO - SLOW_FROM) * 3)) * (SLOW_TO - SLOW_FROM))
+        for t in sorted(arrivals):
+            service = float(rng.lognormal(np.log(0.05), 0.4)) * (20 if host == "h3" else 1)
+            if host == "h2" and SLOW_FROM <= t < SLOW_TO:
+                service *= 40
+            rows.append(
+                {
+                    "timestamp": (START + timedelta(seconds=float(t))).isoformat(),
+                    "host": host,
+                    "duration_ms": round(service * 1000, 3),
+                }
+            )
+    rows.sort(key=lambda r: r["timestamp"])
+    return rows
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_only_the_host_that_rose_and_carries_the_slow_requests(rs: Rootsift, tmp_path: Path, seed: int) -> None:
+    """h2 rose and carries the slow requests; h3 carries slow requests but held its level
+    all along; h4 rose (it took traffic over) but its requests stayed fast."""
+    rs.ingest(write_events(tmp_path / "r.jsonl", fleet(seed)), "api")
+    result = rs.investigate("api")
+    assert result.anomaly is not None
+    assert abs((result.anomaly.start - START.replace(tzinfo=None)).total_seconds() - SLOW_FROM) < 60
+    held = kinds(result, "saturation")
+    assert [f.value for f in held] == ["h2"]
+    assert held[0].detail["in_flight_mean"] > 5 * held[0].detail["in_flight_mean_outside"]
+
+
+def test_rise_is_calibrated_on_dependent_counts() -> None:
+    """A count that rises nowhere but whose samples depend on each other (an AR(1) with
+    coefficient 0.95: a count now and a moment later share their events) is called a rise
+    about as often as the level says, not half of the time as independent samples would."""
+    from rootsift.analysis.saturation import _rise, effective_samples
+
+    rng = np.random.default_rng(11)
+    calls, naive = 0, 0
+    for _ in range(200):
+        x = np.zeros(1000)
+        for i in range(1, 1000):
+            x[i] = 0.95 * x[i - 1] + rng.normal()
+        rise = _rise(x + 10, 300, 700)
+        calls += rise is not None and rise.p_value < 0.05
+        inside, outside = x[300:700], np.r_[x[:300], x[700:]]
+        z = (inside.mean() - outside.mean()) / np.sqrt(inside.var() / 400 + outside.var() / 600)
+        naive += z > 1.645
+    assert calls <= 0.05 * 200 * 2 and naive > 0.25 * 200
+    assert 10 < effective_samples(x) < 100  # 1000 samples worth about (1 - 0.95) / (1 + 0.95) of them

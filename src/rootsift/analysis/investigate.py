@@ -42,6 +42,8 @@ MEASURES = ("duration_ms", "request_time_ms", "latency_ms", "response_time_ms", 
 ERROR_FIELDS = ("status", "status_code", "http_status")
 MAX_REGIONS = 3
 NORMAL_QUANTILE = 0.99
+NORMAL_QUANTILES = (NORMAL_QUANTILE, 0.999)
+"""The onset walks back on both: normal behaviour's p99, and its p99.9 (``_normal_line``)."""
 SAMPLED_FROM = 5_000_000
 """From this many events in range, explanations read their baseline from the stored sample
 (explain --sampled: about 80,000 sampled events and more, shares within ±0.0035)."""
@@ -146,7 +148,7 @@ def _saturation(
     parts = [str(p["field"]) for p in split.detail["parts"]] if split is not None else []
     if split is not None:
         out.findings.append(split)
-    out.findings.extend(sat.in_flight(frame, a, measure, parts, timestamp_at))
+    out.findings.extend(sat.in_flight(frame, a, measure, parts, timestamp_at, alpha))
 
 
 def _default_measure(frame: Frame) -> str | None:
@@ -243,7 +245,7 @@ def _headline(
     if shift is not None and shift.kind == "latency":
         own = timedelta(seconds=float(shift.detail["bucket_seconds"]))  # the scale it was found at
         _median_shift(frame, shift, own)
-        _normal_line(frame, shift, own)
+        _normal_line(frame, shift, own, timedelta(seconds=float(method["shift_fine_bucket_seconds"])))
     if stall is not None and (shift is None or _coincide(stall, shift) or stall.p_value < shift.p_value):
         return stall
     if shift is not None and shift.end - shift.start <= timedelta(seconds=an.STALL_MAX_S):
@@ -289,32 +291,28 @@ def _median_shift(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
             return
 
 
-def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
+def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta, fine: timedelta) -> None:
     """Once the region is found, bad is redefined as slower than 99 % of the events outside
     it (normal behaviour's tail, not the incident's), and the onset walks back over the
-    buckets already above that line: the first slow requests count even when the worst
-    come later."""
+    buckets already above that line or above 99.9 % of them (``an.walked_onset``): the
+    first slow requests count even when the worst come later."""
     rel = frame.relation_sql
     where, params = frame.range_filter()
     ts, col = ident("timestamp"), ident(str(a.measure))
     down = direction(a) == "down"
+    qs = [1 - q if down else q for q in NORMAL_QUANTILES]
     row = frame.backend.execute_sql(
-        f"SELECT quantile_cont({col}, {1 - NORMAL_QUANTILE if down else NORMAL_QUANTILE}) FROM {rel} "
-        f"WHERE ({where}) AND ({ts} < ? OR {ts} >= ?)",
+        f"SELECT quantile_cont({col}, {qs}) FROM {rel} WHERE ({where}) AND ({ts} < ? OR {ts} >= ?)",
         [*params, a.start, a.end],
     ).rows[0]
-    raw = a.detail.get("deseasonalised")  # the scan's line was on values less their hour's median
-    if row[0] is None or (
-        not raw and (float(row[0]) <= float(a.threshold or 0) if down else float(row[0]) >= float(a.threshold or 0))
-    ):
+    lines = [float(v) for v in row[0] or [] if v is not None]
+    if not lines:
         return
-    a.detail["scan_threshold"] = a.threshold
-    a.threshold = float(row[0])
-    s = an.series(frame, f"{col} {OPERATOR[direction(a)]} ?", [a.threshold], width, origin=a.start)
-    first = next((k for k, t in enumerate(s.starts) if t >= a.start), None)
-    last = next((k for k in range(len(s.starts) - 1, -1, -1) if s.starts[k] < a.end), None)
-    if first is not None and last is not None and first <= last:
-        a.start = min(a.start, s.starts[an.earlier_onset(s, first, last)])
+    raw = a.detail.get("deseasonalised")  # the scan's line was on values less their hour's median
+    if raw or (lines[0] > float(a.threshold or 0) if down else lines[0] < float(a.threshold or 0)):
+        a.detail["scan_threshold"] = a.threshold
+        a.threshold = lines[0]
+    a.start = an.walked_onset(frame, a, f"{col} {OPERATOR[direction(a)]} ?", lines, width, fine)
 
 
 def _coincide(stall: an.Anomaly, shift: an.Anomaly) -> bool:

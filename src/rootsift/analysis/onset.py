@@ -1,11 +1,10 @@
 """Explaining investigate's headline region: what its rows have in common, against the
 rows outside it.
 
-- A latency or error region: its **onset**, the region's earliest bad events (the first
-  ``ONSET_SHARE`` of them, at least ``ONSET_MIN_EVENTS``: the cause shows before its
-  consequences spread), with explain's statistics, against every event outside the
-  region. Findings on a status field (a 499, a 502: what the slowness produced) come
-  after the others.
+- A latency or error region: its **onset**, the region's earliest ``ONSET_EVENTS`` bad
+  events (the cause shows before its consequences spread), with explain's statistics,
+  against every event outside the region. Findings on a status field (a 499, a 502:
+  what the slowness produced) come after the others.
 - A stall: the kinds of events completing right after it, earliest first
   (``stalls.py``), then the region's events explained against those outside it.
 
@@ -29,9 +28,12 @@ from rootsift.store.sqltext import ident
 
 OPERATOR = {"up": ">", "down": "<"}
 """Bad events of a shift up (above the line) and down (below it)."""
-ONSET_SHARE = 0.02
-ONSET_MIN_EVENTS = 30
-"""The onset is the region's earliest bad events: the first 2 % of them, at least 30."""
+ONSET_EVENTS = 30
+"""The onset is the region's earliest 30 bad events: enough for explain's tests to tell a
+culprit from chance, and no more. Not a share of the region's bad events: a share grows
+with the incident's length, and in an hour-long incident 2 % of them spanned a minute,
+long after a pool had filled and every request on its host was slow (gateway seeds 119
+and 131: the culprit upstream fell out of the top three behind the hosts)."""
 
 
 def direction(a: an.Anomaly) -> str:
@@ -58,16 +60,16 @@ def _outside(a: an.Anomaly) -> str:
 
 
 def _onset_end(frame: Frame, a: an.Anomaly, bad_sql: str, bad: list[Any]) -> datetime:
-    """Just after the region's earliest bad events (``ONSET_SHARE`` of them, at least
-    ``ONSET_MIN_EVENTS``): where the cause shows before its consequences spread. Earliest
-    by start when the frame says where events start (their timestamp is the end)."""
+    """Just after the region's earliest ``ONSET_EVENTS`` bad events: where the cause shows
+    before its consequences spread. Earliest by start when the frame says where events
+    start (their timestamp is the end)."""
     rel = frame.backend.relation(frame.dataset, a.start, a.end).sql(dialect="duckdb")
     where, params = frame.range_filter()
     ts, n = frame.start_sql(), weighted.count_sql(frame)  # a row with a count is that many events
     inside = f"({where}) AND {ts} >= ? AND {ts} < ? AND {bad_sql}"
     args = [*params, a.start, a.end, *bad]
     total = float(frame.backend.execute_sql(f"SELECT sum({n}) FROM {rel} WHERE {inside}", args).rows[0][0] or 0)
-    k = max(ONSET_MIN_EVENTS, int(total * ONSET_SHARE))
+    k = ONSET_EVENTS
     if k >= total:
         return a.end
     row = frame.backend.execute_sql(  # the time of the k-th event (from 0) in time order

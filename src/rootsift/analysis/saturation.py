@@ -1,12 +1,16 @@
-"""Saturation: the limit the work ran into (where the extra time went is decomposition.py).
+"""Saturation: the resources held that rose with the region (where the extra time went
+is decomposition.py).
 
 **In flight.** From each event's start and end, the number of events in progress at
 ``SAMPLES`` instants over a window around the region, per unit (the events' ``host``,
-``instance``, ``server``…: a worker or connection pool is a per-process limit). A limit
-shows as a *flat top*: the count climbs to a level and stays there while the queue behind
-it grows, where unlimited load thins out towards its top and touches it only briefly
-(``_plateau`` has the rule). The numbers are descriptive: consecutive samples of a count
-are not independent, so no p-value is claimed for them.
+``instance``, ``server``…: a worker or connection pool is a per-process resource). A unit
+is reported when its in-flight count **rose** in the region against the window outside
+it, significantly (``_rise``: Welch's test on the two sides' means, each side's samples
+counted at their effective number, since a count now and a count a moment later hold
+the same events), and when it **carries the region's slow events** (more than its share
+of them: a unit that only took over traffic from a slow one rose too, and is not where
+the time went). Units are ranked by the rise. When the count also held at a ceiling in
+the region, the limit is named (a *flat top*: ``_plateau``): a pool that filled.
 
 An event's interval is ``[timestamp, end_time]`` when it has a completion field, else the
 timestamp and a duration: ``timestamp`` is the start by default (spans, wide events, the
@@ -20,11 +24,14 @@ placed at the event's start, any other at its end (``interval_sql``).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
+from scipy import stats as sps
 
+from rootsift.analysis import weighted
 from rootsift.analysis.anomaly import COMPLETION, Anomaly
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame, micros_per_unit
@@ -43,6 +50,8 @@ MIN_RUN = 5
 ABOVE_MAX = 0.05
 PILE_UP = 1.5
 SHOWN_UNITS = 5
+MIN_EFFECTIVE = 3
+"""A side of the window worth fewer independent samples than this is no baseline."""
 WAIT_WORDS = ("wait", "queue", "pending", "blocked", "acquire", "connect")
 
 
@@ -80,9 +89,13 @@ def interval_sql(frame: Frame, measure: str | None, part: str | None, timestamp_
     return (start, f"{start} + {held}") if role(part) == "wait" else (f"{end} - {held}", end)
 
 
-def in_flight(frame: Frame, a: Anomaly, measure: str | None, parts: list[str], timestamp_at: str) -> list[Finding]:
-    """Units whose in-flight count held at a ceiling during the region: of whole events, or
-    of one of their ``parts`` (see the module docstring)."""
+def in_flight(
+    frame: Frame, a: Anomaly, measure: str | None, parts: list[str], timestamp_at: str, alpha: float = 0.05
+) -> list[Finding]:
+    """Units that carry the region's slow events and whose in-flight count rose in it
+    (significantly, or up to a ceiling it held), the largest rise first: of whole events,
+    or of one of their ``parts`` (see the module docstring). Per unit, the interval that
+    held at a ceiling when one did (a pool that filled), else the one that rose most."""
     spans = {
         d or "(whole event)": s
         for d in [measure, *parts]
@@ -98,42 +111,138 @@ def in_flight(frame: Frame, a: Anomaly, measure: str | None, parts: list[str], t
     counts = _start_end_counts(window, unit, list(spans.values()), lo, width)
     i0 = int((a.start - lo) / width)
     i1 = min(SAMPLES, max(i0 + 1, int(math.ceil((a.end - lo) / width))))
+    carriers = _carriers(frame, a, unit)
+    tests = {key: _rise(level, i0, i1) for key, level in counts.items() if carriers is None or key[1] in carriers}
+    tried = max(1, len(tests))  # Bonferroni over every unit and interval tested
     found = []
-    for (k, name), level in counts.items():
+    for (k, name), rise in tests.items():
+        level = counts[(k, name)]
         held = _plateau(level, i0, i1)
-        if held is None:
+        if rise is None or (held is None and rise.p_value * tried >= alpha):
             continue
-        share_in, share_out, ceiling, run, first = held
-        outside = np.concatenate([level[:i0], level[i1:]])
+        ceiling: dict[str, Any] = {"in_flight_ceiling": None}
+        if held is not None:
+            share_in, share_out, top, run, first = held
+            ceiling = {
+                "in_flight_ceiling": top,
+                "share_at_ceiling": round(share_in, 4),
+                "share_at_ceiling_outside": round(share_out, 4),
+                "first_at_ceiling": iso(lo + first * width),
+                "longest_at_ceiling_seconds": round(run * width.total_seconds(), 3),
+            }
         found.append(
             Finding(
                 "saturation",
-                share_in - share_out,
-                1.0,
+                rise.relative,
+                rise.p_value,
+                q_value=min(1.0, rise.p_value * tried),
                 field=unit,
                 value=name,
-                selection_fraction=share_in,
-                baseline_fraction=share_out,
-                effect=share_in - share_out,
+                effect=rise.mean_in - rise.mean_out,
                 detail={
                     "duration": list(spans)[k],
-                    "in_flight_ceiling": ceiling,
-                    "in_flight_median_outside": float(np.median(outside)) if outside.size else None,
-                    "first_at_ceiling": iso(lo + first * width),
-                    "longest_at_ceiling_seconds": round(run * width.total_seconds(), 3),
+                    "in_flight_mean": round(rise.mean_in, 3),
+                    "in_flight_mean_outside": round(rise.mean_out, 3),
+                    "in_flight_p90": float(np.quantile(level[i0:i1], 0.9)),
+                    "in_flight_max": float(level[i0:i1].max()),
+                    "effective_samples": [round(float(rise.n_in), 1), round(float(rise.n_out), 1)],
+                    **ceiling,
                     "sample_seconds": round(width.total_seconds(), 6),
                     "timestamp_at": timestamp_at,
                 },
             )
         )
-    # one finding per unit: the interval whose ceiling held longest
+    # one finding per unit: the interval that held at a ceiling, else the one that rose most
     best: dict[Any, Finding] = {}
-    for f in sorted(found, key=lambda f: (-f.score, str(f.detail["duration"]))):
+    for f in sorted(found, key=lambda f: (f.detail["in_flight_ceiling"] is None, -f.effect, str(f.detail["duration"]))):
         best.setdefault(f.value, f)
-    shown = sorted(best.values(), key=lambda f: (-f.score, str(f.value)))
+    shown = sorted(best.values(), key=lambda f: (-f.effect, str(f.value)))
     for f in shown:
-        f.detail["units_at_ceiling"] = len(shown)
+        f.detail["units_rose"] = len(shown)
     return shown[:SHOWN_UNITS]
+
+
+@dataclass
+class Rise:
+    """A count's mean in the region and outside it, each side's effective number of
+    samples, and the one-sided p-value of the rise."""
+
+    mean_in: float
+    mean_out: float
+    n_in: float
+    n_out: float
+    p_value: float
+
+    @property
+    def relative(self) -> float:
+        """The share of the region's mean that is the rise (0 to 1)."""
+        return (self.mean_in - self.mean_out) / self.mean_in if self.mean_in > 0 else 0.0
+
+
+def _rise(level: np.ndarray, i0: int, i1: int) -> Rise | None:
+    """Welch's one-sided test that the count's mean is higher in ``[i0, i1)`` than outside
+    it, each side's samples counted at their effective number (``effective_samples``):
+    an in-flight count now and a moment later hold the same events. None when a side has
+    fewer than ``MIN_EFFECTIVE`` effective samples, or the count did not rise."""
+    inside = level[i0:i1].astype(np.float64)
+    outside = np.concatenate([level[:i0], level[i1:]]).astype(np.float64)
+    if inside.size < MIN_RUN or outside.size < MIN_RUN:
+        return None
+    n_in, n_out = effective_samples(inside), effective_samples(outside)
+    if n_in < MIN_EFFECTIVE or n_out < MIN_EFFECTIVE:
+        return None
+    m_in, m_out = float(inside.mean()), float(outside.mean())
+    if m_in <= m_out:
+        return None
+    v_in, v_out = float(inside.var(ddof=1)) / n_in, float(outside.var(ddof=1)) / n_out
+    se = math.sqrt(v_in + v_out)
+    if se == 0:
+        return Rise(m_in, m_out, n_in, n_out, 0.0)
+    df = (v_in + v_out) ** 2 / ((v_in**2 / (n_in - 1) if v_in else 0.0) + (v_out**2 / (n_out - 1) if v_out else 0.0))
+    return Rise(m_in, m_out, n_in, n_out, float(sps.t.sf((m_in - m_out) / se, df)))
+
+
+def effective_samples(x: np.ndarray) -> float:
+    """How many independent samples ``x`` is worth: its length over its integrated
+    autocorrelation time, 1 + 2 Σ ρ_k, summed over Geyer's initial positive sequence (pairs
+    of lags while their sum stays positive). A constant series is worth its length."""
+    n = x.size
+    d = x - x.mean()
+    var = float(d @ d)
+    if n < 3 or var == 0:
+        return float(n)
+    acf = np.correlate(d, d, mode="full")[n - 1 :] / var
+    tau = -1.0  # 1 + 2 Σ_{k≥1} ρ_k = -1 + 2 Σ_{m≥0} (ρ_2m + ρ_2m+1)
+    for m in range(n // 2):
+        pair = acf[2 * m] + acf[2 * m + 1]
+        if pair <= 0:
+            break
+        tau += 2 * pair
+    return n / max(1.0, tau)
+
+
+def _carriers(frame: Frame, a: Anomaly, unit: str | None) -> set[Any] | None:
+    """The units with more than their share of the region's bad events (slower than its
+    line, or an error); None when every unit is tried (no unit, or a stall: every event
+    of a stall waited)."""
+    if unit is None or a.kind not in ("latency", "errors") or a.measure is None:
+        return None
+    column = ident(a.measure)
+    if a.kind == "latency":
+        bad, args = f"{column} {'<' if a.detail.get('direction') == 'down' else '>'} ?", [a.threshold]
+    else:
+        bad, args = f"{column} >= 500", []
+    where, params = frame.range_filter()
+    ts, n = ident(TIME_COLUMN), weighted.count_sql(frame)  # a row with a count is that many events
+    rows = frame.backend.execute_sql(
+        f"SELECT {ident(unit)}, sum({n}), sum({n}) FILTER (WHERE {bad}) FROM {frame.relation_sql} "
+        f"WHERE ({where}) AND {ts} >= ? AND {ts} < ? GROUP BY 1",
+        [*args, *params, a.start, a.end],
+    ).rows
+    events, slow = sum(float(r[1] or 0) for r in rows), sum(float(r[2] or 0) for r in rows)
+    if not events or not slow:
+        return set()
+    return {name for name, m, k in rows if float(k or 0) * events > slow * float(m or 0)}
 
 
 def around(frame: Frame, a: Anomaly) -> Frame:

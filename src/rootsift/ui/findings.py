@@ -70,6 +70,8 @@ def sides(f: Finding, quantiles: tuple[str, ...] | None = ("p50", "p99")) -> tup
         return f"{f.selection_count:,.0f} in stall", f"{f.baseline_count:,.0f} elsewhere"
     if f.kind == "decomposition":
         return f"mean {num(f.detail['region_mean'])}", f"mean {num(f.detail['outside_mean'])}"
+    if f.kind == "saturation":
+        return f"mean {num(f.detail['in_flight_mean'])}", f"mean {num(f.detail['in_flight_mean_outside'])}"
     if f.kind == "suspect":
         return ("at the onset" if f.detail["coincides_with_onset"] else f"step z {num(f.detail['step_z'])}"), ""
     if f.kind != "measure":
@@ -135,8 +137,8 @@ ALWAYS_SHOWN = ("decomposition", "saturation", "timeout", "suspect")
 
 
 def q_cell(f: Finding) -> str:
-    """The q-value as shown; blank for descriptive findings (a stall's events, an in-flight ceiling)."""
-    return "" if f.kind in ("stall", "saturation", "suspect") else f"{f.q_value:.2g}"
+    """The q-value as shown; blank for descriptive findings (a stall's events, a suspect)."""
+    return "" if f.kind in ("stall", "suspect") else f"{f.q_value:.2g}"
 
 
 def part_tree(parts: list[dict[str, Any]], parent: str | None = None) -> str:
@@ -161,10 +163,10 @@ def what(f: Finding) -> str:
         return f"{f.detail['measure']} +{num(f.detail['rise'])}: {part_tree(f.detail['parts'])}"
     if f.kind == "saturation":
         who = f"{f.field} = {show(f.value)}" if f.field else "all events"
-        return (
-            f"{who}: {num(f.detail['in_flight_ceiling'])} in flight ({f.detail['duration']}) "
-            f"held up to {num(f.detail['longest_at_ceiling_seconds'])} s"
-        )
+        d = f.detail
+        if d.get("in_flight_ceiling") is None:
+            return f"{who}: in flight rose ({d['duration']})"
+        return f"{who}: {num(d['in_flight_ceiling'])} in flight ({d['duration']}) held up to {num(d['longest_at_ceiling_seconds'])} s"
     if f.kind == "suspect":
         d = f.detail
         when = "after the onset: not a cause" if d["relation"] == "after" else f"{d['lead']} before the shift"

@@ -129,7 +129,9 @@ def _table(findings: list[Finding]) -> str:
 
 
 def _finding(f: Finding, result: Investigation, command: list[str]) -> str:
-    chart = {"measure": _quantile_bars, "decomposition": _part_bars}.get(f.kind, _share_bars)(f)
+    chart = {"measure": _quantile_bars, "decomposition": _part_bars, "saturation": _in_flight_bars}.get(
+        f.kind, _share_bars
+    )(f)
     return (
         f"<div class=finding><b>{_e(f.kind)}: {_e(what(f))}</b>{chart}"
         f"<div class=sub>reproduce: <code>{_e(shlex.join(_reproduce(f, result, command)))}</code></div></div>"
@@ -149,6 +151,25 @@ def _share_bars(f: Finding) -> str:
             f'<rect class="bar" x="80" y="{6 + i * 22}" width="{w:.1f}" height="16" fill="{colour}">'
             f"<title>{label}: {100 * share:.1f} %</title></rect>"
             f'<text x="{86 + w:.1f}" y="{18 + i * 22}" font-size="12">{100 * share:.1f} %</text>'
+        )
+    return f'<div><svg xmlns="http://www.w3.org/2000/svg" width="560" height="52">{"".join(bars)}</svg></div>'
+
+
+def _in_flight_bars(f: Finding) -> str:
+    """A saturation finding's mean in-flight count in the region and outside it, on the scale
+    of its largest count in the region (its ceiling, when it held at one)."""
+    d = f.detail
+    top = max(float(d["in_flight_max"]), float(d["in_flight_mean"]), 1e-9)
+    bars = []
+    for i, (label, v, colour) in enumerate(
+        (("region", d["in_flight_mean"], "#d7263d"), ("outside", d["in_flight_mean_outside"], "#2b66a8"))
+    ):
+        w = 400 * float(v) / top
+        bars.append(
+            f'<text x="0" y="{18 + i * 22}" font-size="12">{label}</text>'
+            f'<rect class="bar" x="80" y="{6 + i * 22}" width="{w:.1f}" height="16" fill="{colour}">'
+            f"<title>{label}: {num(v)} in flight on average</title></rect>"
+            f'<text x="{86 + w:.1f}" y="{18 + i * 22}" font-size="12">{num(v)}</text>'
         )
     return f'<div><svg xmlns="http://www.w3.org/2000/svg" width="560" height="52">{"".join(bars)}</svg></div>'
 
