@@ -52,12 +52,15 @@ def changes(
     width = made.granularity
     per_day = int(timedelta(days=1) / width) if timedelta(days=1) % width == timedelta(0) else None
     found: list[tuple[ser.Series, str, det.Point]] = []
-    detections = []
-    for s in made.series:
-        contiguous = len(s.times) >= 2 and (s.times[-1] - s.times[0]) / width == len(s.times) - 1
-        d = det.detect(s.values, period=per_day if contiguous else None)
-        detections.append(d)
-        found += [(s, aspect, p) for aspect, ps in (("level", d.points), ("slope", d.slope), ("spread", d.spread)) for p in ps]
+    periods = [
+        per_day if len(s.times) >= 2 and (s.times[-1] - s.times[0]) / width == len(s.times) - 1 else None
+        for s in made.series
+    ]
+    detections = det.detect_many([s.values for s in made.series], periods)
+    for s, d in zip(made.series, detections, strict=True):
+        found += [
+            (s, aspect, p) for aspect, ps in (("level", d.points), ("slope", d.slope), ("spread", d.spread)) for p in ps
+        ]
     q = q_values(np.array([p.p_value for _, _, p in found])) if found else np.zeros(0)
     shifts: list = []
     for (s, aspect, p), qv in zip(found, q, strict=True):

@@ -89,9 +89,8 @@ def related(
     warnings: list[str] = []
     for label, made in sets:
         warnings += made.warnings
-        for s in made.series:
+        for s, d in zip(made.series, det.detect_many([s.values for s in made.series]), strict=True):
             title = label + "".join(f" {k}={v}" for k, v in zip(keys, _parts(s.group), strict=False) if v is not None)
-            d = det.detect(s.values)
             found += [(title, s, p, "level") for p in d.points] + [(title, s, p, "slope") for p in d.slope]
     if not found:
         return [], warnings
