@@ -453,3 +453,16 @@ def test_a_change_of_slope_is_a_slope_finding_at_the_kink(tmp_path: Path) -> Non
     assert 0.5 < cps[0]["before"] < 1.5 and 4.5 < cps[0]["after"] < 5.5 and cps[0]["p_value"] < 1e-6
     text = CliRunner().invoke(main, args)
     assert text.exit_code == 0 and "/" in text.output.splitlines()[3] and "slope per bucket" in text.output
+
+
+def test_investigate_ranks_its_onset_suspects_on_the_series_stitched_at_hand_overs(tmp_path: Path) -> None:
+    """``investigate --changes`` on the leader-turns store: on the raw series the decoy (made
+    at the start of a slow leader's turn) shows the larger step; stitched at the leader's
+    hand-overs, as ``changes`` does, the cause ranks first and the suspects name the regime."""
+    data = tmp_path / "data"
+    _turns_store(data)
+    with Rootsift(data) as rs:
+        result = rs.investigate("writes", measure="duration_ms", changes="changes").as_dict()
+    suspects = [f for f in result["findings"] if f["kind"] == "suspect"]
+    assert [s["event"] for s in suspects][:2] == ["cause", "decoy"], suspects
+    assert suspects[0]["regime"] == "leader" and suspects[0]["score"] > suspects[1]["score"]
