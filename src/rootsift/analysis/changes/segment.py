@@ -63,14 +63,17 @@ def _gains(c1: np.ndarray, gain: np.ndarray, rows: np.ndarray, a: np.ndarray, b:
     total_len = int(lengths.sum())
     if not total_len:
         return
-    r = np.repeat(rows, lengths)
+    width = c1.shape[1]
     a_, b_ = np.repeat(a, lengths), np.repeat(b, lengths)
-    p = a_ + 1 + np.arange(total_len) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    left = c1[r, p] - c1[r, a_]
-    right = c1[r, b_] - c1[r, p]
-    total = c1[r, b_] - c1[r, a_]
+    at = np.repeat(rows * width - np.cumsum(lengths) + lengths + a + 1, lengths) + np.arange(total_len)
+    p = at % width  # the positions, and ``at`` their place in the flattened arrays
+    ca, cb = c1[rows, a], c1[rows, b]
+    cp = c1.ravel()[at]
+    left = cp - np.repeat(ca, lengths)
+    right = np.repeat(cb, lengths) - cp
+    total = np.repeat(cb - ca, lengths)
     g = left**2 / (p - a_) + right**2 / (b_ - p) - total**2 / (b_ - a_)
-    gain[r, p] = np.where((p - a_ >= min_size) & (b_ - p >= min_size), g, -np.inf)
+    gain.ravel()[at] = np.where((p - a_ >= min_size) & (b_ - p >= min_size), g, -np.inf)
 
 
 def segment_costs(z: np.ndarray, candidates: list[int]) -> tuple[np.ndarray, np.ndarray]:
