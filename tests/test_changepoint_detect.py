@@ -117,3 +117,40 @@ def test_tcpd_f1_matches_the_published_examples(scorer, notes, predicted, expect
 )
 def test_tcpd_covering_matches_the_published_examples(scorer, notes, predicted, expected) -> None:  # type: ignore[no-untyped-def]
     assert scorer.covering(notes, predicted, 45) == pytest.approx(expected, abs=1e-9)
+
+
+def test_binseg_over_many_rows_makes_each_rows_ruptures_cuts() -> None:
+    """segment.binseg_many on a matrix (a row per host) proposes, for every row, exactly
+    ruptures' Binseg cuts of that row alone, rows stopping at different rounds included."""
+    ruptures = pytest.importorskip("ruptures")
+    from rootsift.analysis.changes.segment import binseg_many
+
+    rng = np.random.default_rng(5)
+    rows = [rng.normal(size=200) + np.r_[np.zeros(80), np.full(40, 2.0 * k), np.zeros(80)] for k in range(6)]
+    rows.append(np.r_[np.zeros(100), np.ones(100)])  # two flat segments: no split gains after the first
+    got = binseg_many(np.stack(rows), 12, 3)
+    for x, cuts in zip(rows, got, strict=True):
+        expected = ruptures.Binseg(model="l2", min_size=3, jump=1).fit(x).predict(n_bkps=len(cuts) or 1)[:-1]
+        assert sorted(cuts) == (expected if cuts else []), (cuts, expected)
+    assert len(got[-1]) == 1 and all(len(c) == 12 for c in got[:-1])
+
+
+def test_detect_many_finds_what_detect_finds_on_each_series() -> None:
+    """``detect_many`` (binary segmentation of series of one length together) gives every
+    series the change points, values and p-values one ``detect`` gives it: mixed lengths,
+    a daily period, a series too short to cut, steps, a kink and no change."""
+    rng = np.random.default_rng(11)
+    kink = np.cumsum(np.where(np.arange(300) >= 150, 3.0, 0.5) + rng.normal(size=300))
+    step = rng.normal(size=300) + np.r_[np.zeros(200), np.full(100, 2.0)]
+    daily = 3 * np.sin(2 * np.pi * np.arange(120) / 24) + rng.normal(size=120) + np.r_[np.zeros(80), np.full(40, 3.0)]
+    series = [kink, step, rng.normal(size=300), daily, rng.standard_t(2, size=120), rng.normal(size=5), step[:77]]
+    periods = [None, None, None, 24, None, None, None]
+
+    def key(d: det.Detection) -> tuple:
+        pts = [(p.index, p.before, p.after, p.effect, p.p_value) for p in d.points + d.slope + d.spread]
+        return d.model, len(d.points), len(d.slope), pts, d.sigma, d.rho, d.penalty, d.seasonal
+
+    many = det.detect_many(series, periods)
+    assert [key(d) for d in many] == [key(det.detect(x, p)) for x, p in zip(series, periods, strict=True)]
+    assert many[0].model == "integrated" and [p.index for p in many[0].slope] == [150]
+    assert [p.index for p in many[1].points] == [200]

@@ -428,3 +428,41 @@ def test_a_regime_recurs_holds_each_bucket_and_moves_the_level() -> None:
     regime = reg.judge("leader", values, modes, full)
     assert regime is not None and regime.switches == 9
     assert regime.at_switch(30) and regime.at_switch(31) and not regime.at_switch(15)  # a's turn ends at 30
+
+
+def test_a_change_of_slope_is_a_slope_finding_at_the_kink(tmp_path: Path) -> None:
+    """A disk filling by about 1 MB a minute, then 5 MB a minute from 03:00 (a random walk
+    around each slope): the CLI's JSON has a ``slope`` change point at the kink, before/after
+    the increments per bucket, and no level steps; the terminal marks it with ``/``."""
+    rng = np.random.default_rng(4)
+    used = 1000 + np.cumsum(np.where(np.arange(360) >= 180, 5.0, 1.0) + rng.normal(0, 1, 360))
+    rows = [
+        {"timestamp": (T0 + timedelta(minutes=m)).isoformat() + "Z", "disk_mb": round(float(v), 3)}
+        for m, v in enumerate(used)
+    ]
+    (tmp_path / "disk.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = tmp_path / "data"
+    with Rootsift(data) as rs:
+        rs.ingest(tmp_path / "disk.jsonl", "disk")
+    args = ["changes", "disk", "--measure", "avg(disk_mb)", "-g", "1m", "--data", str(data)]
+    run = CliRunner().invoke(main, [*args, "--json"])
+    assert run.exit_code == 0, run.output
+    cps = [f for f in json.loads(run.stdout)["findings"] if f["kind"] == "changepoint"]
+    assert [f["aspect"] for f in cps] == ["slope"], cps
+    assert abs(datetime.fromisoformat(cps[0]["time"].rstrip("Z")) - (T0 + timedelta(hours=3))) <= timedelta(minutes=2)
+    assert 0.5 < cps[0]["before"] < 1.5 and 4.5 < cps[0]["after"] < 5.5 and cps[0]["p_value"] < 1e-6
+    text = CliRunner().invoke(main, args)
+    assert text.exit_code == 0 and "/" in text.output.splitlines()[3] and "slope per bucket" in text.output
+
+
+def test_investigate_ranks_its_onset_suspects_on_the_series_stitched_at_hand_overs(tmp_path: Path) -> None:
+    """``investigate --changes`` on the leader-turns store: on the raw series the decoy (made
+    at the start of a slow leader's turn) shows the larger step; stitched at the leader's
+    hand-overs, as ``changes`` does, the cause ranks first and the suspects name the regime."""
+    data = tmp_path / "data"
+    _turns_store(data)
+    with Rootsift(data) as rs:
+        result = rs.investigate("writes", measure="duration_ms", changes="changes").as_dict()
+    suspects = [f for f in result["findings"] if f["kind"] == "suspect"]
+    assert [s["event"] for s in suspects][:2] == ["cause", "decoy"], suspects
+    assert suspects[0]["regime"] == "leader" and suspects[0]["score"] > suspects[1]["score"]

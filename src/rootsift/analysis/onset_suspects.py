@@ -6,7 +6,10 @@ or it falls within a few buckets of the onset) ranks first, by that evidence; th
 rank by how close before the onset they came: with no step to tell them apart, the
 nearest preceding change is the likelier cause (an effect that ramps up after a deploy
 shows no step at the deploy itself). The series is the measure's p50 per bucket (a
-stall or a drop: the event count), over the range investigate looked at.
+stall or a drop: the event count), over the range investigate looked at; when a text field
+of the dataset is a regime of it (a leader handed on in turns, ``changes/regimes.py``), the
+steps are measured on the series stitched at its hand-overs, as ``changes`` does, and an
+onset within a bucket of a hand-over gives no event the coincidence bonus.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from rootsift.analysis import anomaly as an
+from rootsift.analysis.changes import regimes as reg
 from rootsift.analysis.changes import series as ser
 from rootsift.analysis.changes import suspects as sus
 from rootsift.analysis.changes.result import suspect_finding
 from rootsift.analysis.findings import Finding
+from rootsift.errors import RootsiftError
 
 if TYPE_CHECKING:
     from rootsift.store.duckdb import DuckDBBackend
@@ -51,7 +56,19 @@ def onset_suspects(
     up = found.detail.get("direction", "up") != "down" and found.kind != "stall"
     events, more = sus.load_events(backend, events_dataset, start - timedelta(days=sus.MAX_LAG_DAYS), end)
     warnings += more
-    ranked = sus.rank(events, s.times, s.values, at, 1 if up else -1, None, [s.times[at]])
+    values, early = s.values, [s.times[at]]
+    regime = None
+    try:
+        found_regimes = reg.find(backend, dataset, made, [s.group], s.times[at], start=start, end=end, where=where)
+        regime = found_regimes.get(s.group)
+    except RootsiftError as exc:  # the ranking stands without it
+        warnings.append(f"regime fields not looked for: {exc}")
+    if regime is not None:  # judged on the series stitched at the role's hand-overs
+        values = regime.stitched(s.values)
+        early = [t for t in early if not regime.at_switch(s.times.index(t))]
+    ranked = sus.rank(events, s.times, values, at, 1 if up else -1, None, early)
+    for x in ranked:
+        x.regime = regime.field if regime is not None else None
     causes = sorted(
         (x for x in ranked if x.relation != "after"),
         key=lambda x: (

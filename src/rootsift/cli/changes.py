@@ -112,7 +112,8 @@ def changes(
 
 
 def show(result: Changes, limit: int) -> None:
-    """The series as a sparkline with change points (^) and change events (|) marked, then the findings."""
+    """The series as a sparkline with change points (^), changes of slope (/) and change events (|)
+    marked, then the findings."""
     out.print(
         f"[bold]{result.measure}[/bold] of {result.dataset} per {_g(result)}"
         + (f", by {result.by}" if result.by else ""),
@@ -133,13 +134,13 @@ def show(result: Changes, limit: int) -> None:
                 marks[col(t)] = "|"
         for s in result.shifts:
             if s.group == view.group:
-                marks[col(s.time)] = "^"
+                marks[col(s.time)] = "/" if s.aspect == "slope" else "^"
         name = f"{result.by}={view.group} " if result.by else ""
         out.print(
             f"  {name}{t0:%Y-%m-%d %H:%M} .. {t1:%Y-%m-%d %H:%M}  min {min(view.values):.4g}  max {max(view.values):.4g}"
         )
         out.print(f"  {line}")
-        out.print(f"  {''.join(marks)}   ^ change point  | change event")
+        out.print(f"  {''.join(marks)}   ^ change point  / change of slope  | change event")
     findings = result.findings()
     if not findings:
         out.print("no significant change point")
@@ -157,8 +158,9 @@ def show(result: Changes, limit: int) -> None:
             )
         else:
             where = f" {f['field']}={f['value']}" if f.get("field") else ""
+            what = {"spread": "spread", "slope": "slope per bucket"}.get(f["aspect"], "median")
             out.print(
-                f"changepoint {f['time']}{where}  {'spread' if f['aspect'] == 'spread' else 'median'} "
+                f"changepoint {f['time']}{where}  {what} "
                 f"{f['before']:.4g} -> {f['after']:.4g}, "
                 f"mean {f['mean_before']:.4g} -> {f['mean_after']:.4g}  (effect {f['effect']:.2f}, q={f['q_value']:.2g})"
             )

@@ -52,19 +52,24 @@ def changes(
     width = made.granularity
     per_day = int(timedelta(days=1) / width) if timedelta(days=1) % width == timedelta(0) else None
     found: list[tuple[ser.Series, str, det.Point]] = []
-    detections = []
-    for s in made.series:
-        contiguous = len(s.times) >= 2 and (s.times[-1] - s.times[0]) / width == len(s.times) - 1
-        d = det.detect(s.values, period=per_day if contiguous else None)
-        detections.append(d)
-        found += [(s, "level", p) for p in d.points] + [(s, "spread", p) for p in d.spread]
+    periods = [
+        per_day if len(s.times) >= 2 and (s.times[-1] - s.times[0]) / width == len(s.times) - 1 else None
+        for s in made.series
+    ]
+    detections = det.detect_many([s.values for s in made.series], periods)
+    for s, d in zip(made.series, detections, strict=True):
+        found += [
+            (s, aspect, p) for aspect, ps in (("level", d.points), ("slope", d.slope), ("spread", d.spread)) for p in ps
+        ]
     q = q_values(np.array([p.p_value for _, _, p in found])) if found else np.zeros(0)
     shifts: list = []
     for (s, aspect, p), qv in zip(found, q, strict=True):
         if qv >= alpha:
             continue
-        spread = float(np.subtract(*np.percentile(s.values, [75, 25]))) or float(np.std(s.values)) or 1.0
-        mid = float(np.median(s.values))
+        # a slope's before/after are increments per bucket: measured against the increments
+        v = np.diff(s.values) if aspect == "slope" else np.asarray(s.values)
+        spread = float(np.subtract(*np.percentile(v, [75, 25]))) or float(np.std(v)) or 1.0
+        mid = float(np.median(v))
         departure = (abs(p.after - mid) - abs(p.before - mid)) / spread
         if aspect == "spread":
             spread = max(p.before, p.after, 1e-12)
@@ -72,9 +77,10 @@ def changes(
         size = abs(p.after - p.before) / spread
         shift = Shift(s.group, s.times[p.index], s.times[p.index - 1], p, float(qv), size, aspect=aspect)
         shifts.append((departure, shift))
-    # level before spread; into an unusual regime first (away from the series' median),
-    # recoveries last
-    shifts = [x for _, x in sorted(shifts, key=lambda ds: (ds[1].aspect != "level", -ds[0], -ds[1].size))]
+    # level, then slope, then spread; into an unusual regime first (away from the series'
+    # median), recoveries last
+    order = {"level": 0, "slope": 1, "spread": 2}
+    shifts = [x for _, x in sorted(shifts, key=lambda ds: (order[ds[1].aspect], -ds[0], -ds[1].size))]
     out_events: list[datetime] = []
     regime_info: dict[str, object] | None = None
     warnings = list(made.warnings)
@@ -141,7 +147,12 @@ def changes(
         related_dataset=related,
         warnings=warnings,
         method={
-            "detector": "binary segmentation (l2) on rank normal scores, penalised best subset of its first 30 cuts",
+            "detector": (
+                "each series read as levels, levels around a Theil-Sen trend, or increments (changes of slope),"
+                " the reading chosen by BIC; binary segmentation (l2) on its rank normal scores, penalised"
+                " best subset of its first 30 cuts"
+            ),
+            "readings": {m: sum(d.model == m for d in detections) for m in ("level", "trend", "integrated")},
             "penalty": f"{det.BETA} x long-run variance x log n",
             "false_alarm_rate": det.FALSE_ALARM_RATE,
             "groups": len(made.series),

@@ -37,12 +37,19 @@ straight trend in AR(1) noise (98–100 % before) in 0–12 % (bench/changepoint
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy import special
 from scipy import stats as sps
+
+from rootsift.analysis.changes.segment import best_subset, binseg, binseg_many, choose, segment_costs
+
+__all__ = ["Detection", "Point", "best_subset", "binseg", "detect", "detect_many"]
 
 BETA = 2.5
 """Penalty multiplier (per unit of long-run variance and of log n); see the module doc."""
@@ -109,7 +116,7 @@ def scores(values: np.ndarray) -> np.ndarray:
     """Normal scores of the ranks (ties averaged): robust to tails and to monotone transforms."""
     n = len(values)
     ranks = sps.rankdata(values)
-    return np.asarray(sps.norm.ppf(ranks / (n + 1)), dtype=np.float64)
+    return np.asarray(special.ndtri(ranks / (n + 1)), dtype=np.float64)
 
 
 def deseason(z: np.ndarray, period: int | None) -> tuple[np.ndarray, bool]:
@@ -164,111 +171,103 @@ def _residual_noise(z: np.ndarray, cuts: list[int]) -> tuple[float, float]:
     return sigma, min(max(rho, 0.0), MAX_RHO)
 
 
-def binseg(z: np.ndarray, most: int, min_size: int) -> list[int]:
-    """Binary segmentation's first ``most`` cuts of ``z`` under the l2 cost (each the split
-    of one segment that lowers the cost most), in numpy: the cost of every split of a
-    segment comes from cumulative sums at once. The same cuts as ruptures'
-    ``Binseg(model="l2", min_size=min_size, jump=1).predict(n_bkps=most)``, without its
-    Python call per position (0.15–0.3 s a series, too slow for hundreds of groups)."""
-    n = len(z)
-    c1 = np.concatenate([[0.0], np.cumsum(z)])
-    cuts: list[int] = []
-    segments = [(0, n)]
-    best: dict[tuple[int, int], tuple[float, int]] = {}
-    for _ in range(most):
-        for a, b in segments:
-            if (a, b) in best:
-                continue
-            ks = np.arange(a + min_size, b - min_size + 1)
-            if len(ks) == 0:
-                best[(a, b)] = (0.0, -1)
-                continue
-            left, right, total = c1[ks] - c1[a], c1[b] - c1[ks], c1[b] - c1[a]
-            gain = left**2 / (ks - a) + right**2 / (b - ks) - total**2 / (b - a)
-            i = int(np.argmax(gain))
-            best[(a, b)] = (float(gain[i]), int(ks[i]))
-        (a, b), (gain_ab, k) = max(((seg, best[seg]) for seg in segments), key=lambda item: item[1][0])
-        if k < 0 or gain_ab <= 0:
-            break
-        cuts.append(k)
-        segments.remove((a, b))
-        segments += [(a, k), (k, b)]
-    return cuts
-
-
-def best_subset(z: np.ndarray, candidates: list[int], penalty: float) -> list[int]:
-    """The cuts among ``candidates`` that minimise the l2 cost plus ``penalty`` per cut
-    (exact, by dynamic programming over the candidates), ending with ``len(z)`` as
-    ruptures' do. Binary segmentation stopped at the first split that gains less than the
-    penalty misses a short spell in the middle (neither of its edges alone gains much);
-    choosing among its first splits by the penalised cost finds both."""
-    n = len(z)
-    c1 = np.concatenate([[0.0], np.cumsum(z)])
-    c2 = np.concatenate([[0.0], np.cumsum(z * z)])
-
-    points = np.array([0, *sorted(candidates), n])
-    best = np.full(len(points), math.inf)
-    best[0] = 0.0
-    back = [0] * len(points)
-    for j in range(1, len(points)):  # every segment ending at points[j] at once
-        a, b = points[:j], points[j]
-        cost = c2[b] - c2[a] - (c1[b] - c1[a]) ** 2 / (b - a)
-        total = best[:j] + cost + np.where(np.arange(j) > 0, penalty, 0.0)
-        back[j] = int(np.argmin(total))
-        best[j] = total[back[j]]
-    cuts, j = [], len(points) - 1
-    while j > 0:
-        cuts.append(int(points[j]))
-        j = back[j]
-    return sorted(cuts)
-
-
 def detect(values: np.ndarray, period: int | None = None, beta: float = BETA) -> Detection:
     """Change points in level of ``values`` (one per bucket, no gaps), and in spread
     (``Detection.spread``); ``period``: buckets per day when a daily cycle may be present.
     The series is read three ways (module doc): levels; levels around one straight trend
     (``model`` "trend"); integrated, whose change points are changes of slope
     (``Detection.slope``) and of volatility (``spread``), and no level steps."""
-    x = np.asarray(values, dtype=np.float64)
+    return detect_many([values], [period], beta)[0]
+
+
+def detect_many(
+    series: Sequence[np.ndarray], periods: Sequence[int | None] | None = None, beta: float = BETA
+) -> list[Detection]:
+    """``detect`` of each of ``series`` (``periods``: each one's, default none), the same
+    change points; the binary segmentations of series of equal length run together
+    (segment.binseg_many), the cost of hundreds of hosts' series in numpy calls per split
+    rather than per series."""
+    periods = list(periods) if periods is not None else [None] * len(series)
+    prepared = [_readings(np.asarray(v, dtype=np.float64), p) for v, p in zip(series, periods, strict=True)]
+    paths = iter(_paths([w for r in prepared for w, _, _, _ in r[2].values()]))
+    chosen: list[tuple[Any, ...] | None] = []
+    for x, seasonal, readings in prepared:
+        if not readings:
+            chosen.append(None)
+            continue
+        fits = {}
+        for name, (w, z, extra, increments) in readings.items():
+            path = next(paths)
+            fits[name] = (w, path, fit(path, z, extra, increments))
+        model = min(fits, key=lambda name: fits[name][2])
+        w, path, _ = fits[model]
+        cuts, sigma, rho, lrv, penalty = _segment(w, beta, path)
+        dx = np.diff(x) if model == "integrated" else x
+        chosen.append((x, seasonal, model, w, dx, cuts, sigma, rho, lrv, penalty))
+    sizes = [_sizes(c[3], c[4], c[5]) for c in chosen if c is not None]
+    size_paths, sized = iter(_paths([size for size, _ in sizes])), iter(sizes)
+    out = []
+    for c in chosen:
+        if c is None:
+            out.append(Detection([], 0.0, 0.0, 0.0, False))
+            continue
+        x, seasonal, model, w, dx, cuts, sigma, rho, lrv, penalty = c
+        size, level = next(sized)
+        s_cuts, _, _, s_lrv, _ = _segment(size, beta * SPREAD_FACTOR, next(size_paths))
+        spread = _points(size, np.abs(dx - level), s_cuts, s_lrv, np.median)
+        points = _points(w, dx, cuts, lrv, np.median)
+        if model == "integrated":
+            out.append(Detection([], sigma, rho, penalty, seasonal, _shifted(spread), _shifted(points), model))
+        else:
+            out.append(Detection(points, sigma, rho, penalty, seasonal, spread, [], model))
+    return out
+
+
+def _readings(x: np.ndarray, period: int | None) -> tuple[np.ndarray, bool, dict[str, tuple]]:
+    """(x, seasonal, each reading's series its detector cuts, the scores its BIC is taken
+    on, its extra parameters, whether they are increments); no readings when too short."""
     n = len(x)
     if n < MIN_POINTS:
-        return Detection([], 0.0, 0.0, 0.0, False)
+        return x, False, {}
     z, seasonal = deseason(scores(x), period)
-    y = standardized(x, period if seasonal else None)
-    # each reading: the series its detector cuts, its binary segmentation, its BIC
-    path = binseg(z, MAX_CANDIDATES, MIN_SIZE)
-    readings = {"level": (z, path, fit(path, z))}
+    readings: dict[str, tuple] = {"level": (z, z, 0, False)}
     if n > MIN_POINTS:
-        d_scores = scores(np.diff(y))
-        path = binseg(d_scores, MAX_CANDIDATES, MIN_SIZE)
-        readings["integrated"] = (d_scores, path, fit(path, np.diff(z), increments=True))
+        y = standardized(x, period if seasonal else None)
+        readings["integrated"] = (scores(np.diff(y)), np.diff(z), 0, True)
         t = np.arange(n, dtype=np.float64)
-        t_scores = scores(y - _theil(y) * t)
-        z_t = z - _theil(z) * t
-        path = binseg(t_scores, MAX_CANDIDATES, MIN_SIZE)
-        readings["trend"] = (t_scores, path, fit(path, z_t, 1))
-    model = min(readings, key=lambda name: readings[name][2])
-    w, path, _ = readings[model]
-    cuts, sigma, rho, lrv, penalty = _segment(w, beta, path)
-    if model == "integrated":
-        dx = np.diff(x)
-        slope = _shifted(_points(w, dx, cuts, lrv, np.median))
-        spread = _shifted(_spread(w, dx, cuts, beta))
-        return Detection([], sigma, rho, penalty, seasonal, spread, slope, model)
-    points, spread = _points(w, x, cuts, lrv, np.median), _spread(w, x, cuts, beta)
-    return Detection(points, sigma, rho, penalty, seasonal, spread, [], model)
+        readings["trend"] = (scores(y - _theil(y) * t), z - _theil(z) * t, 1, False)
+    return x, seasonal, readings
+
+
+def _paths(series: list[np.ndarray]) -> list[list[int]]:
+    """Binary segmentation's first ``MAX_CANDIDATES`` cuts of each series, those of equal
+    length together."""
+    out: list[list[int]] = [[] for _ in series]
+    by_length: dict[int, list[int]] = {}
+    for i, w in enumerate(series):
+        by_length.setdefault(len(w), []).append(i)
+    for idx in by_length.values():
+        for i, cuts in zip(idx, binseg_many(np.stack([series[i] for i in idx]), MAX_CANDIDATES, MIN_SIZE), strict=True):
+            out[i] = cuts
+    return out
+
+
+def _sizes(z: np.ndarray, x: np.ndarray, cuts: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The scores of the residuals' size around the level segments ``cuts`` (the series the
+    spread channel cuts: ``_spread``), and each bucket's segment median of ``x``."""
+    r = z.copy()
+    level = np.empty(len(x))
+    for a, b in zip([0, *cuts[:-1]], cuts, strict=True):
+        r[a:b] -= r[a:b].mean()
+        level[a:b] = np.median(x[a:b])
+    return scores(np.abs(r)), level
 
 
 def _spread(z: np.ndarray, x: np.ndarray, cuts: list[int], beta: float) -> list[Point]:
     """Change points of spread: the same detector on the scores of the residuals' size
     (around the level segments ``cuts``), with its own penalty factor so that level and
     spread together keep the stated rate."""
-    r = z.copy()
-    level = np.empty(len(x))
-    for a, b in zip([0, *cuts[:-1]], cuts, strict=True):
-        r[a:b] -= r[a:b].mean()
-        level[a:b] = np.median(x[a:b])
-    size = scores(np.abs(r))
+    size, level = _sizes(z, x, cuts)
     s_cuts, _, _, s_lrv, _ = _segment(size, beta * SPREAD_FACTOR)
     return _points(size, np.abs(x - level), s_cuts, s_lrv, np.median)
 
@@ -293,7 +292,8 @@ def bic(z: np.ndarray, cuts: list[int], extra: int = 0, increments: bool = False
     last n − 2 innovations of the series either way: values lose their first residual to
     the AR's lag, ``increments`` (one fewer) none, so the readings of one series compare
     (the increments' model is the values' model given the first value)."""
-    return float(_bics(z, [cuts], extra, increments)[0])
+    ids = np.searchsorted(np.asarray(cuts), np.arange(len(z)), side="right")[None, :]
+    return float(_bics(z, ids, np.array([len(cuts)]), extra, increments)[0])
 
 
 def fit(path: list[int], z: np.ndarray, extra: int = 0, increments: bool = False) -> float:
@@ -302,14 +302,16 @@ def fit(path: list[int], z: np.ndarray, extra: int = 0, increments: bool = False
     complexity (not at the calibrated one, which is for claiming change points: a series
     switching between many short regimes is still a level series)."""
     n = len(z)
-    return float(np.min(_bics(z, [[*sorted(path[:k]), n] for k in range(len(path) + 1)], extra, increments)))
+    # the segment of each position under the first k cuts: how many of them are at or before it
+    before = np.asarray(path, dtype=np.int64)[:, None] <= np.arange(n)[None, :]
+    ids = np.concatenate([np.zeros((1, n), dtype=np.int64), np.cumsum(before, axis=0)])
+    return float(np.min(_bics(z, ids, np.arange(len(path) + 1) + 1, extra, increments)))
 
 
-def _bics(z: np.ndarray, cut_sets: list[list[int]], extra: int, increments: bool) -> np.ndarray:
-    """``bic`` of ``z`` for each set of cuts, in one pass (a row of residuals per set)."""
-    n, rows = len(z), len(cut_sets)
-    at = np.arange(n)
-    ids = np.stack([np.searchsorted(np.asarray(c), at, side="right") for c in cut_sets])
+def _bics(z: np.ndarray, ids: np.ndarray, segments: np.ndarray, extra: int, increments: bool) -> np.ndarray:
+    """``bic`` of ``z`` for each row of ``ids`` (each position's segment number; ``segments``
+    of them), in one pass (a row of residuals per row)."""
+    n, rows = len(z), len(ids)
     flat = (ids + (n + 1) * np.arange(rows)[:, None]).ravel()
     sums = np.bincount(flat, weights=np.tile(z, rows), minlength=rows * (n + 1))
     counts = np.bincount(flat, minlength=rows * (n + 1))
@@ -320,16 +322,23 @@ def _bics(z: np.ndarray, cut_sets: list[list[int]], extra: int, increments: bool
     phi = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 0), -MAX_RHO, MAX_RHO)
     e = r[:, 1:] - phi[:, None] * r[:, :-1]
     m = r.shape[1] - 1
-    params = 2 * np.array([len(c) for c in cut_sets]) + extra
+    params = 2 * segments + extra
     return m * np.log(np.mean(e * e, axis=1) + 1e-300) + params * math.log(m)
 
 
 def _theil(y: np.ndarray) -> float:
     """Theil–Sen's slope of ``y`` per index: the median slope over pairs of at most about
     ``THEIL_POINTS`` evenly spaced points."""
-    t = np.arange(0, len(y), max(1, len(y) // THEIL_POINTS))
+    ti, tj = _pairs(len(y))
+    return float(np.median((y[tj] - y[ti]) / (tj - ti)))
+
+
+@functools.lru_cache(maxsize=32)
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The index pairs (earlier, later) ``_theil`` takes the slopes of, for a series of ``n``."""
+    t = np.arange(0, n, max(1, n // THEIL_POINTS))
     i, j = np.triu_indices(len(t), 1)
-    return float(np.median((y[t[j]] - y[t[i]]) / (t[j] - t[i])))
+    return t[i], t[j]
 
 
 def _shifted(points: list[Point]) -> list[Point]:
@@ -351,13 +360,14 @@ def _segment(
     if candidates is None:
         candidates = binseg(z, MAX_CANDIDATES, MIN_SIZE)
     sigma, rho = noise(z)
+    points, cost = segment_costs(z, candidates)  # the same for every penalty tried
     for _ in range(REFINE):  # the noise around the segments found, then cut again
         lrv = sigma**2 * (1 + rho) / (1 - rho)
-        cuts = best_subset(z, candidates, beta * lrv * math.log(n))
+        cuts = choose(points, cost, beta * lrv * math.log(n))
         sigma, rho = _residual_noise(z, cuts)
     lrv = sigma**2 * (1 + rho) / (1 - rho)
     penalty = beta * lrv * math.log(n)
-    return best_subset(z, candidates, penalty), sigma, rho, lrv, penalty
+    return choose(points, cost, penalty), sigma, rho, lrv, penalty
 
 
 def _points(z: np.ndarray, x: np.ndarray, cuts: list[int], lrv: float, summary: Any) -> list[Point]:

@@ -6,7 +6,8 @@ Series: ``avg(value)`` per bucket per metric name (``metric``, ``name`` or ``__n
 and per label (``host``, ``instance``, ``service``, ``quantile`` when present) when the
 dataset has a ``value`` field; else ``avg(field)`` of each numeric field, per ``host``
 when present. The buckets are the shift's. Each series' change points come from the same
-detector; BH over all of them. (When the dataset is stamped more coarsely than the
+detector: its change points of level, and of slope when it reads the series as integrated
+(``aspect``); BH over all of them. (When the dataset is stamped more coarsely than the
 shift's buckets, whole units of its resolution.) A change point is *related* when it lies between
 ``LEAD_WINDOW`` before the shift's onset and ``LAG_BUCKETS`` buckets after the shift:
 ``lead`` is how long before the shift it happened (negative: after it). Ranked by the
@@ -45,6 +46,8 @@ class Related:
     lead_seconds: float
     point: det.Point
     q_value: float
+    aspect: str = "level"
+    """``level`` (medians either side) or ``slope`` (median increment per bucket either side)."""
 
 
 def related(
@@ -82,22 +85,22 @@ def related(
             m = ser.Measure(f"avg({f})", Calculation("avg", f))
             sets.append((f"avg({f})", ser.build(backend, dataset, m, by=host, start=start, end=end, granularity=g)))
     keys = ([name] if name else []) + labels
-    found: list[tuple[str, ser.Series, det.Point]] = []
+    found: list[tuple[str, ser.Series, det.Point, str]] = []
     warnings: list[str] = []
     for label, made in sets:
         warnings += made.warnings
-        for s in made.series:
+        for s, d in zip(made.series, det.detect_many([s.values for s in made.series]), strict=True):
             title = label + "".join(f" {k}={v}" for k, v in zip(keys, _parts(s.group), strict=False) if v is not None)
-            found += [(title, s, p) for p in det.detect(s.values).points]
+            found += [(title, s, p, "level") for p in d.points] + [(title, s, p, "slope") for p in d.slope]
     if not found:
         return [], warnings
-    q = q_values(np.array([p.p_value for _, _, p in found]))
+    q = q_values(np.array([p.p_value for _, _, p, _ in found]))
     out = []
     lo, hi = onset - LEAD_WINDOW, shift + LAG_BUCKETS * granularity
-    for (title, s, p), qv in zip(found, q, strict=True):
+    for (title, s, p, aspect), qv in zip(found, q, strict=True):
         at = s.times[p.index]
         if qv < alpha and lo <= at <= hi:
-            out.append(Related(title, at, (shift - at).total_seconds(), p, float(qv)))
+            out.append(Related(title, at, (shift - at).total_seconds(), p, float(qv), aspect))
     out.sort(key=lambda r: (abs((r.time - onset).total_seconds()), r.q_value))
     return out, warnings
 

@@ -32,7 +32,8 @@ class Shift:
     onset: datetime | None = None
     """The first change point of the run of same-way shifts leading to this one."""
     aspect: str = "level"
-    """``level`` (medians either side) or ``spread`` (median distance from the level)."""
+    """``level`` (medians either side), ``slope`` (median increment per bucket either side:
+    a series read as integrated, detect.py) or ``spread`` (median distance from the level)."""
 
     @property
     def direction(self) -> int:
@@ -85,6 +86,7 @@ class Changes:
             "time": iso_z(r.time),
             "lead": ("" if r.lead_seconds >= 0 else "-") + format_duration(lead),
             "lead_seconds": round(r.lead_seconds, 3),
+            "aspect": r.aspect,
             "before": _r(p.before),
             "after": _r(p.after),
             "effect": _r(p.effect),
@@ -109,7 +111,7 @@ class Changes:
             "after": _r(p.after),
             "mean_before": _r(p.mean_before),
             "mean_after": _r(p.mean_after),
-            "ratio": _r(p.after / p.before) if p.before else None,
+            "ratio": _r(p.after / p.before) if p.before and s.aspect != "slope" else None,
             "effect": _r(p.effect),
             "size": _r(s.size),
             "score": _r(s.size),
