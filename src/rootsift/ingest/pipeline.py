@@ -212,6 +212,7 @@ def ingest_file(
                 opts.block_bytes,
                 name_files=is_dir,
                 stop_at_reject=opts.strictness == "raise",
+                pace=(opts.commit_every, run.stop) if run.paced else None,
             )
             size = sum(_size(n) for n in names) if inp.name != "-" else None
             run.consume_text(blocks, events, str(source), size)

@@ -11,6 +11,7 @@ the block.
 from __future__ import annotations
 
 import bisect
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from rootsift.ingest.jsonl import BlockStats
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.sources import BOM, Input, line_blocks, open_input
 from rootsift.ingest.staging import write_file
+from rootsift.ingest.streams import paced_buffers
 from rootsift.ingest.textslow import SlowLines, entry_blocks
 from rootsift.ingest.textsql import RawLines
 
@@ -51,6 +53,8 @@ _DUMP = orjson.OPT_APPEND_NEWLINE
 HEAD_BYTES = 64 << 10
 """What ``open_files`` reads of each file's front (for sniffing and detection)."""
 
+Pace = tuple[float, threading.Event]
+"""A stream's commit interval in seconds and the event that ends it (SIGTERM, SIGINT)."""
 Chooser = Callable[[Input, bytes], type[TextFormat]]
 """Picks the format of one file of the input from its name and first bytes."""
 
@@ -110,6 +114,7 @@ def text_blocks(
     block_bytes: int,
     name_files: bool,
     stop_at_reject: bool = False,
+    pace: Pace | None = None,
 ) -> Iterator[TextBlock]:
     """Parse each opened input (with the bytes already read from its front) into blocks of JSON lines.
 
@@ -117,7 +122,8 @@ def text_blocks(
     ``TEXT_BLOCK_BYTES`` of JSON lines, ``RAW_BLOCK_BYTES`` of lines DuckDB parses);
     ``name_files`` names each file in its rejects;
     ``stop_at_reject`` ends the input at the first reject (``--on-error raise``), so no
-    event after it is stored.
+    event after it is stored; ``pace`` (seconds, stop event) cuts the lines of a stream
+    that DuckDB parses every few seconds, and ends it when the event is set (SIGTERM).
     """
     raw_bytes = min(block_bytes, RAW_BLOCK_BYTES)
     block_bytes = min(block_bytes, TEXT_BLOCK_BYTES)
@@ -153,8 +159,7 @@ def text_blocks(
             if buf or block.rejects:
                 yield _sealed(block, buf, tmp_dir, done_bytes)
                 buf = bytearray()
-            cuts = line_blocks(_Joined(head.removeprefix(BOM), inp), FIRST_BLOCK_BYTES)
-            for raw, first in _growing(cuts, raw_bytes, step=RAW_BLOCK_BYTES):
+            for raw, first in _raw_blocks(_Joined(head.removeprefix(BOM), inp), raw_bytes, pace if inp.is_stream else None):
                 stats = RawLines(0, False, write_file(raw, tmp_dir, ".log"), first_line=first, plan=plan[1])
                 stats.compiled, stats.file_time, stats.tag, stats.fmt = plan[0], parser.options.file_time, tag, fmt.name
                 stats.whole_in_python, stats.clean = b"\r" in raw, clean(raw)
@@ -187,6 +192,14 @@ def text_blocks(
                 block = TextBlock(None, [], [(0, number, label)], name_files=name_files)
         done_bytes += inp.position()
     yield _sealed(block, buf, tmp_dir, done_bytes)
+
+
+def _raw_blocks(source: _Joined, most: int, pace: Pace | None) -> Iterator[tuple[bytes, int]]:
+    """Blocks of whole lines for DuckDB: 2 MiB, then ``most``; for a stream (``pace``), what
+    arrived every ``pace[0]`` seconds (``streams.paced_buffers``), so each is committed."""
+    if pace is None:
+        return _growing(line_blocks(source, FIRST_BLOCK_BYTES), most, step=RAW_BLOCK_BYTES)
+    return ((bytes(buf[:end]), line) for buf, end, line in paced_buffers(source, most, *pace))
 
 
 def _growing(blocks: Iterator[tuple[bytes, int]], most: int, step: int = 2) -> Iterator[tuple[bytes, int]]:
