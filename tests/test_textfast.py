@@ -134,3 +134,24 @@ def test_an_access_log_stream_commits_every_few_seconds_and_on_sigterm(tmp_path:
     summary = json.loads(out)
     assert (summary["events"], summary["rejects"], summary["stopped_by"]) == (150, 0, "SIGTERM")
     assert _visible(data, "live") == 150
+
+
+def test_the_reader_thread_writes_json_lines_and_the_storing_thread_counts_them(tmp_path: Path) -> None:
+    # the parser's thread is the slower one: the byte counts of its JSON lines moved out of it
+    from rootsift.ingest.blockstats import BlockStats
+    from rootsift.ingest.formats import get
+    from rootsift.ingest.formats.base import FormatOptions
+    from rootsift.ingest.textrun import open_files, text_blocks
+
+    src = tmp_path / "app.log"
+    src.write_text("".join(f'time=2024-05-01T10:00:{i % 60:02d}Z i={i} msg="a \\"quoted\\" {i}"\n' for i in range(500)))
+    fmt = get("logfmt")
+    blocks = list(text_blocks(open_files([str(src)]), lambda *_: fmt, FormatOptions(), str(tmp_path), 4 << 10, False))
+    assert len(blocks) > 3
+    for block in blocks:
+        assert block.stats is None and block.json_path is not None
+        data = Path(block.json_path).read_bytes()
+        counted = block.counted()
+        assert counted is not None and counted.path == block.json_path
+        expected = BlockStats.of(data)
+        assert (counted.key_tokens, counted.suspect) == (expected.key_tokens, expected.suspect) != (0, False)

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO, cast
 
 import orjson
 
@@ -38,8 +39,10 @@ SQL_SLOW_LOG = False
 2 cores, the parser's thread and DuckDB's JSON insert overlap better than DuckDB's streaming
 windows alone (200k entries: 1.99 s against 2.24-2.49 s wall, the same CPU seconds;
 docs/adr/0016-text-formats-in-one-duckdb-pass.md)."""
-TEXT_BLOCK_BYTES = 32 << 20
-"""JSON bytes per block: big enough for DuckDB, small enough that parsing and storing overlap."""
+TEXT_BLOCK_BYTES = 16 << 20
+"""JSON bytes per block: big enough for DuckDB, small enough that parsing and storing overlap.
+The last block is stored after the parser has finished, on DuckDB alone: at 32 MiB that tail
+was half of a 200k-entry slow log's storing (ADR 0016, amendment)."""
 RAW_BLOCK_BYTES = 64 << 20
 """Log bytes per block DuckDB parses (``RawLines``) after the first: the reader thread only
 cuts them, DuckDB's statement uses every core, and each block costs a commit and a Python
@@ -50,6 +53,8 @@ MAX_EVENT_BYTES = 8 << 20
 text values are cut to ``MAX_TEXT_CHARS`` and the cut is recorded on the event."""
 MAX_TEXT_CHARS = 2 << 20
 _DUMP = orjson.OPT_APPEND_NEWLINE
+COUNT_WINDOW = 8 << 20
+"""Bytes of a block's JSON lines counted at a time (``BlockStats.of_file``)."""
 HEAD_BYTES = 64 << 10
 """What ``open_files`` reads of each file's front (for sniffing and detection)."""
 
@@ -76,6 +81,16 @@ class TextBlock:
     bytes_read: int = 0
     numbered: bool = False
     """The store's rejects already carry the log's line numbers (a ``RawLines`` block)."""
+    json_path: str | None = None
+    """The block's JSON lines, written by the reader thread and counted by ``counted``."""
+
+    def counted(self) -> BlockStats | None:
+        """The block's stats (None when no event was parsed). The JSON lines' byte counts are
+        taken here, by the thread that stores the block: the reader thread, whose parser is
+        the slower of the two, only writes them (ADR 0016, amendment)."""
+        if self.stats is None and self.json_path is not None:
+            self.stats = BlockStats.of_file(self.json_path, chunk=COUNT_WINDOW)
+        return self.stats
 
     def origin(self, index: int) -> tuple[int, int, str | None]:
         """The input line, file number and file name of the block's ``index``-th event (0-based)."""
@@ -159,7 +174,8 @@ def text_blocks(
             if buf or block.rejects:
                 yield _sealed(block, buf, tmp_dir, done_bytes)
                 buf = bytearray()
-            for raw, first in _raw_blocks(_Joined(head.removeprefix(BOM), inp), raw_bytes, pace if inp.is_stream else None):
+            paced = pace if inp.is_stream else None
+            for raw, first in _raw_blocks(_Joined(head.removeprefix(BOM), inp), raw_bytes, paced):
                 stats = RawLines(0, False, write_file(raw, tmp_dir, ".log"), first_line=first, plan=plan[1])
                 stats.compiled, stats.file_time, stats.tag, stats.fmt = plan[0], parser.options.file_time, tag, fmt.name
                 stats.whole_in_python, stats.clean = b"\r" in raw, clean(raw)
@@ -199,7 +215,8 @@ def _raw_blocks(source: _Joined, most: int, pace: Pace | None) -> Iterator[tuple
     arrived every ``pace[0]`` seconds (``streams.paced_buffers``), so each is committed."""
     if pace is None:
         return _growing(line_blocks(source, FIRST_BLOCK_BYTES), most, step=RAW_BLOCK_BYTES)
-    return ((bytes(buf[:end]), line) for buf, end, line in paced_buffers(source, most, *pace))
+    stream = cast(BinaryIO, source)  # paced_buffers only calls read()
+    return ((bytes(buf[:end]), line) for buf, end, line in paced_buffers(stream, most, *pace))
 
 
 def _growing(blocks: Iterator[tuple[bytes, int]], most: int, step: int = 2) -> Iterator[tuple[bytes, int]]:
@@ -253,7 +270,7 @@ def dumped(event: Event, fmt: str) -> bytes | str:
 def _sealed(block: TextBlock, buf: bytearray, tmp_dir: str, bytes_read: int) -> TextBlock:
     """Write the block's JSON lines to a file (when it has any) and note the bytes read so far."""
     if buf:
-        block.stats = BlockStats.of(buf, tmp_dir, len(buf))
+        block.json_path = write_file(memoryview(buf), tmp_dir)
     block.bytes_read = bytes_read
     return block
 
