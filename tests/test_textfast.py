@@ -155,3 +155,22 @@ def test_the_reader_thread_writes_json_lines_and_the_storing_thread_counts_them(
         assert counted is not None and counted.path == block.json_path
         expected = BlockStats.of(data)
         assert (counted.key_tokens, counted.suspect) == (expected.key_tokens, expected.suspect) != (0, False)
+
+
+def test_an_odd_line_not_found_in_the_block_is_numbered_by_duckdb(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a safety net: should DuckDB ever read a line's text other than its bytes, the line is
+    # still handed to Python with its number (an ordered read of the block), never dropped
+    from rootsift.ingest import textsql
+
+    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 8 << 10)
+    monkeypatch.setattr(textsql, "odd_lines", lambda *_: [])
+    src = tmp_path / "access.log"
+    lines = list(nginx_combined(random.Random(9), 2000))
+    for at in (1500, 900):
+        lines.insert(at, "garbage line")
+    src.write_text("\n".join(lines) + "\n")
+    summary = rs.ingest(src, "web", format="nginx")
+    assert (summary.events, summary.rejects) == (2000, 2)
+    assert [r["line"] for r in summary.first_rejects] == [901, 1502]

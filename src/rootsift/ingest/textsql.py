@@ -178,8 +178,24 @@ class TextLinesReader(JsonLinesReader):
         if verified is None:
             return None
         if texts:
-            odd += odd_lines(path, raw.first_line, texts)
+            found = odd_lines(path, raw.first_line, texts)
+            missing = texts - {line for _, line in found} - {None}
+            if missing:
+                # not found as DuckDB read it (never seen): numbered by DuckDB instead, in order
+                found += self._numbered(raw, path, missing)
+            odd += found
         return self._done(Staged("", verified.rows, verified.span, [], committed=True))
+
+    def _numbered(self, raw: RawLines, path: str, texts: set[str | None]) -> list[tuple[int, str]]:
+        """The lines of the block whose text (as DuckDB reads it) is one of ``texts``, numbered
+        in one ordered read of the block (one thread, but only for lines ``odd_lines`` missed)."""
+        lines = numbered(f"SELECT line FROM {LINES.format(path=literal(path))}", raw.first_line)
+        return [
+            (int(n), str(line))
+            for n, line in self.cur.execute(
+                f"SELECT n, line FROM ({lines}) WHERE list_contains(?, line) ORDER BY n", [sorted(texts)]
+            ).fetchall()
+        ]
 
     def _odd_line(self) -> str:
         """The name of this cursor's ``odd_line(line, keep)``: false, and the line's text kept
