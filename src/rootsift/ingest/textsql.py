@@ -179,14 +179,14 @@ class TextLinesReader(JsonLinesReader):
             return None
         if texts:
             found = odd_lines(path, raw.first_line, texts)
-            missing = texts - {line for _, line in found} - {None}
+            missing = {text for text in texts if text is not None} - {line for _, line in found}
             if missing:
                 # not found as DuckDB read it (never seen): numbered by DuckDB instead, in order
                 found += self._numbered(raw, path, missing)
             odd += found
         return self._done(Staged("", verified.rows, verified.span, [], committed=True))
 
-    def _numbered(self, raw: RawLines, path: str, texts: set[str | None]) -> list[tuple[int, str]]:
+    def _numbered(self, raw: RawLines, path: str, texts: set[str]) -> list[tuple[int, str]]:
         """The lines of the block whose text (as DuckDB reads it) is one of ``texts``, numbered
         in one ordered read of the block (one thread, but only for lines ``odd_lines`` missed)."""
         lines = numbered(f"SELECT line FROM {LINES.format(path=literal(path))}", raw.first_line)
