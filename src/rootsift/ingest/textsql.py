@@ -2,13 +2,14 @@
 
 The reader thread only cuts the input into blocks of whole lines and writes each to a
 file (``RawLines``); ``TextLinesReader`` reads the file with ``read_csv`` as one text
-column, splits the lines with the plan's regex, converts the values and numbers the lines
-(``textlines.numbered``). After a plan's first block, that is one statement
-(``_one_pass``): a checked insert into the store of the lines the SQL reads, while the
-others reach ``odd_line`` and are parsed by the format's Python parser (staged as JSON
-lines), so every line gives the event or the reject it gave before, with its line number.
-The first block goes through a temp table (``_two_passes``), where DuckDB counts which
-fields have values before any is added. A block DuckDB cannot read as text (invalid UTF-8,
+column, splits the lines with the plan's regex and converts the values. After a plan's
+first block, that is one statement (``_one_pass``) without line numbers, so DuckDB runs
+it on every thread: a checked insert into the store of the lines the SQL reads, while the
+texts of the others reach ``odd_line``; those lines are then found and numbered in the
+block (``odd_lines``) and parsed by the format's Python parser (staged as JSON lines), so
+every line gives the event or the reject it gave before, with its line number. The first
+block goes through a numbered temp table (``_two_passes``, ``textlines.numbered``), where
+DuckDB counts which fields have values before any is added. A block DuckDB cannot read as text (invalid UTF-8,
 a stray control byte, ``\\r`` line ends) is parsed in Python whole. Slow logs: ``textslow``.
 See docs/adr/0016-text-formats-in-one-duckdb-pass.md.
 """
