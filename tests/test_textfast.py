@@ -96,13 +96,21 @@ def _visible(data: Path, dataset: str) -> int | None:
         return rs.events(dataset) if dataset in {d.name for d in rs.datasets()} else None
 
 
-def test_an_access_log_stream_commits_every_few_seconds_and_on_sigterm(tmp_path: Path) -> None:
-    # `tail -f access.log | rootsift ingest - --format nginx`: the lines DuckDB parses are cut
-    # every --commit-every seconds too (they waited for 2 MiB, then 4...)
+def _stream_lines(fmt: str, n: int) -> list[str]:
+    if fmt == "nginx":
+        return list(nginx_combined(random.Random(3), n))
+    return [f"time=2024-05-01T10:{i // 60:02d}:{i % 60:02d}Z level=info i={i}" for i in range(n)]
+
+
+@pytest.mark.parametrize("fmt", ["nginx", "logfmt"])
+def test_a_text_log_stream_commits_every_few_seconds_and_on_sigterm(fmt: str, tmp_path: Path) -> None:
+    # `tail -f access.log | rootsift ingest - --format nginx`: lines DuckDB parses (nginx) and
+    # lines the Python parser reads (logfmt) are cut every --commit-every seconds too (they
+    # waited for 2 MiB or the end), and SIGTERM ends the ingest while the pipe stays open
     data = tmp_path / "data"
     data.mkdir()
-    lines = list(nginx_combined(random.Random(3), 150))
-    cmd = [sys.executable, "-m", "rootsift.cli", "ingest", "-", "-d", "live", "--format", "nginx"]
+    lines = _stream_lines(fmt, 150)
+    cmd = [sys.executable, "-m", "rootsift.cli", "ingest", "-", "-d", "live", "--format", fmt]
     writer = subprocess.Popen(
         [*cmd, "--commit-every", "1", "--json", "--data", str(data)],
         stdin=subprocess.PIPE,
@@ -125,11 +133,16 @@ def test_an_access_log_stream_commits_every_few_seconds_and_on_sigterm(tmp_path:
         writer.stdin.flush()
         time.sleep(0.1)
         writer.send_signal(signal.SIGTERM)
-        out, err = writer.communicate(timeout=60)
+        writer.wait(timeout=30)  # the pipe is still open: the signal alone ends the ingest
+        assert writer.stdout is not None and writer.stderr is not None
+        out, err = writer.stdout.read(), writer.stderr.read()
     finally:
         if writer.poll() is None:
             writer.kill()
             writer.wait()
+        for pipe in (writer.stdin, writer.stdout, writer.stderr):
+            if pipe is not None:
+                pipe.close()
     assert writer.returncode == 0, err.decode()
     summary = json.loads(out)
     assert (summary["events"], summary["rejects"], summary["stopped_by"]) == (150, 0, "SIGTERM")

@@ -11,7 +11,9 @@ the block.
 from __future__ import annotations
 
 import bisect
+import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +24,7 @@ import orjson
 from rootsift.errors import InputFormatError
 from rootsift.ingest.formats.access_common import AccessLog, Compiled
 from rootsift.ingest.formats.access_sql import SqlPlan, clean, sql_plan
-from rootsift.ingest.formats.base import Event, FormatOptions, TextFormat, file_time
+from rootsift.ingest.formats.base import Event, FormatOptions, Item, TextFormat, file_time
 from rootsift.ingest.formats.mysql_slow import MySQLSlowLog
 from rootsift.ingest.jsonl import BlockStats
 from rootsift.ingest.rejects import Reject
@@ -55,6 +57,8 @@ MAX_TEXT_CHARS = 2 << 20
 _DUMP = orjson.OPT_APPEND_NEWLINE
 COUNT_WINDOW = 8 << 20
 """Bytes of a block's JSON lines counted at a time (``BlockStats.of_file``)."""
+STOP_QUIET = 0.5
+"""Seconds without a parsed item after which a stopped (SIGTERM) stream's parser is left."""
 HEAD_BYTES = 64 << 10
 """What ``open_files`` reads of each file's front (for sniffing and detection)."""
 
@@ -185,7 +189,20 @@ def text_blocks(
             block = TextBlock(None, [], name_files=name_files)
             continue
         block.files.append((len(block.lines), number, label))
-        for item in parser.read(_Joined(head.removeprefix(BOM), inp)):
+        parsed = parser.read(_Joined(head.removeprefix(BOM), inp))
+        paced = pace if inp.is_stream else None
+        # a stream's parsed lines are cut every few seconds too, while it pauses or not
+        items: Iterator[Item | None] = parsed if paced is None else _timed(parsed, *paced)
+        since = time.monotonic()
+        for item in items:
+            if item is None or (paced is not None and buf and time.monotonic() - since >= paced[0]):
+                since = time.monotonic()
+                if buf or block.rejects:
+                    yield _sealed(block, buf, tmp_dir, done_bytes + inp.position())
+                    buf = bytearray()
+                    block = TextBlock(None, [], [(0, number, label)], name_files=name_files)
+                if item is None:
+                    continue
             if isinstance(item, Reject):
                 block.rejects.append((number, Reject(item.line, named(item.reason, tag), item.text)))
                 if stop_at_reject:
@@ -208,6 +225,37 @@ def text_blocks(
                 block = TextBlock(None, [], [(0, number, label)], name_files=name_files)
         done_bytes += inp.position()
     yield _sealed(block, buf, tmp_dir, done_bytes)
+
+
+def _timed(items: Iterator[Item], every: float, stop: threading.Event) -> Iterator[Item | None]:
+    """``items`` (a parser reading a stream) pulled by a daemon thread, with None whenever
+    nothing came for ``every`` seconds, so the caller can cut a block while the stream
+    pauses. Once ``stop`` is set, the items end when nothing comes for a moment (what
+    arrived is parsed; an entry still open in a multi-line format is not finished)."""
+    ahead: queue.Queue[Item | BaseException | None] = queue.Queue(maxsize=1 << 12)
+
+    def pump() -> None:
+        try:
+            for item in items:
+                ahead.put(item)
+            ahead.put(None)
+        except BaseException as exc:  # noqa: BLE001 - raised in the reader's thread
+            ahead.put(exc)
+
+    threading.Thread(target=pump, name="rootsift-text-parser", daemon=True).start()
+    while True:
+        try:
+            got = ahead.get(timeout=STOP_QUIET if stop.is_set() else every)
+        except queue.Empty:
+            if stop.is_set():
+                return
+            yield None
+            continue
+        if got is None:
+            return
+        if isinstance(got, BaseException):
+            raise got
+        yield got
 
 
 def _raw_blocks(source: _Joined, most: int, pace: Pace | None) -> Iterator[tuple[bytes, int]]:
