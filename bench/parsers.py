@@ -13,6 +13,9 @@ Four timings per case, each the median of ``--runs`` (rounds interleaved):
   through the Python parser as before it existed;
 - wall and CPU seconds (all threads of the process) are both kept: on a shared machine the
   CPU seconds are the steadier comparison (the ratio is baseline ÷ rootsift: higher is better);
+- the busiest thread's share of the process's CPU seconds in each run (``*_busiest_thread_share``,
+  from ``/proc/self/task``): 1.0 is one core at work, 0.5 two; it shows whether the work
+  can use both cores even when the machine is too loaded for wall time to;
 - ``duckdb``: the baseline (``BASELINES``): DuckDB reads the file as one text column,
   ``regexp_extract`` splits each line into the same fields, typed (times, integers,
   seconds as milliseconds), into a table of a fresh database file. The slow log's
@@ -26,9 +29,11 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import shutil
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -160,20 +165,72 @@ def timed(fn: object, runs: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def interleaved(fns: list[object], runs: int) -> list[tuple[float, float, object]]:
-    """Median wall and CPU seconds (all threads of this process) and the last result of each
-    of ``fns``, run in rotating order so they share the machine's noise."""
+def thread_ticks() -> dict[str, int]:
+    """CPU ticks (user + system) of each thread of this process so far (Linux; empty elsewhere)."""
+    out = {}
+    for tid in os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ():
+        try:
+            stat = Path(f"/proc/self/task/{tid}/stat").read_text()
+        except OSError:
+            continue  # the thread ended
+        fields = stat[stat.rindex(")") + 2 :].split()
+        out[tid] = int(fields[11]) + int(fields[12])
+    return out
+
+
+class ThreadSampler:
+    """The CPU ticks of every thread that ran while it was open, read every 50 ms (DuckDB's
+    threads end with their database, so they are read while they run; up to 50 ms of a
+    thread's last CPU may be missed)."""
+
+    def __enter__(self) -> ThreadSampler:
+        self.before = thread_ticks()
+        self.seen: dict[str, int] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        while True:
+            self.seen.update(thread_ticks())
+            if self.done.wait(0.05):
+                return
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+        self.seen.update(thread_ticks())
+        self.seen.pop(str(self.thread.native_id), None)  # not the sampler itself
+
+    def busiest_share(self) -> float:
+        """The busiest thread's share of the ticks used: 1.0 is one core at work, 0.5 two."""
+        used = [n - self.before.get(tid, 0) for tid, n in self.seen.items()]
+        return max(used) / sum(used) if sum(used) > 0 else float("nan")
+
+
+def interleaved(fns: list[object], runs: int) -> list[tuple[float, float, object, float]]:
+    """Median wall and CPU seconds (all threads of this process), the last result and the
+    median share of the CPU taken by the busiest thread, of each of ``fns``, run in rotating
+    order so they share the machine's noise. The share does not depend on the machine's load
+    the way wall time does: near 1.0 the work ran on one core, near 0.5 on two."""
     walls: list[list[float]] = [[] for _ in fns]
     cpus: list[list[float]] = [[] for _ in fns]
+    shares: list[list[float]] = [[] for _ in fns]
     results: list[object] = [None] * len(fns)
     for i in range(runs):
         for k in range(len(fns)):
             j = (k + i) % len(fns)
-            t0, c0 = time.perf_counter(), time.process_time()
-            results[j] = fns[j]()  # type: ignore[operator]
-            walls[j].append(time.perf_counter() - t0)
-            cpus[j].append(time.process_time() - c0)
-    return [(statistics.median(w), statistics.median(c), r) for w, c, r in zip(walls, cpus, results)]
+            with ThreadSampler() as sampler:
+                t0, c0 = time.perf_counter(), time.process_time()
+                results[j] = fns[j]()  # type: ignore[operator]
+                walls[j].append(time.perf_counter() - t0)
+                cpus[j].append(time.process_time() - c0)
+            shares[j].append(sampler.busiest_share())
+    return [
+        (statistics.median(w), statistics.median(c), r, statistics.median(s) if s else float("nan"))
+        for w, c, r, s in zip(walls, cpus, results, shares)
+    ]
 
 
 def ingest_python_only(path: Path, fmt: str, options: dict[str, str], work: Path) -> int:
@@ -213,8 +270,10 @@ def main() -> None:
         if fmt in ("nginx", "apache", "jetty") or (fmt == "mysql-slow" and args.slow_sql):  # DuckDB's: Python too
             contenders.append(functools.partial(ingest_python_only, path, fmt, options, work))
         timings = interleaved(contenders, args.runs)  # type: ignore[arg-type]
-        t_ingest, c_ingest, stored = timings[0]
-        t_base, c_base, base_rows = timings[1] if has_base else (float("nan"), float("nan"), None)
+        t_ingest, c_ingest, stored, share_ingest = timings[0]
+        t_base, c_base, base_rows, share_base = (
+            timings[1] if has_base else (float("nan"), float("nan"), None, float("nan"))
+        )
         t_py, c_py = timings[-1][:2] if len(timings) == 3 else (None, None)
         events, rejects = parsed  # type: ignore[misc]
         row = {
@@ -242,14 +301,17 @@ def main() -> None:
             "cpu_ingest_vs_baseline": round(c_base / c_ingest, 2) if has_base else None,
             "cpu_python_path_vs_baseline": round(c_base / c_py, 2) if c_py and has_base else None,
             "parse_vs_count": round(t_parse / t_count, 1),
+            "ingest_busiest_thread_share": round(share_ingest, 2),
+            "baseline_busiest_thread_share": round(share_base, 2),
         }
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
     print(
         "| case | lines | events | parse lines/s | ingest lines/s | DuckDB regexp lines/s | ingest ÷ DuckDB "
-        "| Python-path ingest ÷ DuckDB | same, CPU seconds: ingest / Python path | parse ÷ line count |"
+        "| Python-path ingest ÷ DuckDB | same, CPU seconds: ingest / Python path | parse ÷ line count "
+        "| busiest thread's CPU share: ingest / DuckDB |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         base = f"{r['baseline_lines_per_s']:,}" if r["baseline_lines_per_s"] else "-"
         ratio = f"{r['ingest_vs_baseline']}×" if r["ingest_vs_baseline"] else "-"
@@ -257,7 +319,8 @@ def main() -> None:
         print(
             f"| {r['case']} | {r['lines']:,} | {r['events']:,} | {r['parse_lines_per_s']:,} | "
             f"{r['ingest_lines_per_s']:,} | {base} | {ratio} | {py} | {r['cpu_ingest_vs_baseline'] or '-'}× / "
-            f"{r['cpu_python_path_vs_baseline'] or '-'}× | {r['parse_vs_count']}× |"
+            f"{r['cpu_python_path_vs_baseline'] or '-'}× | {r['parse_vs_count']}× | "
+            f"{r['ingest_busiest_thread_share']} / {r['baseline_busiest_thread_share']} |"
         )
     (args.out / "parsers.json").write_text(json.dumps(rows, indent=1))
 

@@ -22,7 +22,7 @@ from rootsift.ingest.rejects import Reject, RejectLog
 from rootsift.ingest.runner import BLOCK_BYTES, IngestRun
 from rootsift.ingest.sniff import sniff_directory, sniff_file, sniff_head
 from rootsift.ingest.sources import FORMATS, Input, open_input
-from rootsift.ingest.textrun import TEXT_BLOCK_BYTES, input_files, open_files, text_blocks
+from rootsift.ingest.textrun import input_files, open_files, text_blocks
 from rootsift.ingest.textsql import TextLinesReader
 from rootsift.ingest.timefield import normalise_format
 from rootsift.store.duckdb import DuckDBBackend
@@ -209,9 +209,10 @@ def ingest_file(
                 choose,
                 opts.parse,
                 tmp,
-                min(opts.block_bytes, TEXT_BLOCK_BYTES),
+                opts.block_bytes,
                 name_files=is_dir,
                 stop_at_reject=opts.strictness == "raise",
+                pace=(opts.commit_every, run.stop) if run.paced else None,
             )
             size = sum(_size(n) for n in names) if inp.name != "-" else None
             run.consume_text(blocks, events, str(source), size)

@@ -204,7 +204,7 @@ class IngestRun:
         def handle(writer: SegmentWriter, block: Item) -> None:
             assert isinstance(block, TextBlock)
             where = (name, block.bytes_read, size)
-            if block.stats is None:
+            if block.counted() is None:
                 self._rejected(block.traced([]), writer, name)
                 return
             self._block(reader, writer, None, 1, block.stats, where=where, origin=block)

@@ -15,6 +15,7 @@ def numbered(select: str, first_line: int) -> str:
     The number is taken last, above everything computed from the line: DuckDB runs the
     operators below a window in parallel but those above ``row_number() OVER ()`` on one
     thread (a regex over the lines took 70 + 3 ticks of CPU on two threads numbered first,
-    47 + 25 numbered after). It relies, as the numbering did before, on DuckDB keeping the
+    47 + 25 numbered after). A statement that must use every thread has no number at all
+    (``textsql.odd_lines``). It relies, as the numbering did before, on DuckDB keeping the
     file's order through a projection (``preserve_insertion_order``, on by default)."""
     return f"SELECT row_number() OVER () + {first_line - 1} AS n, * FROM ({select})"

@@ -11,21 +11,26 @@ the block.
 from __future__ import annotations
 
 import bisect
+import queue
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO, cast
 
 import orjson
 
 from rootsift.errors import InputFormatError
 from rootsift.ingest.formats.access_common import AccessLog, Compiled
 from rootsift.ingest.formats.access_sql import SqlPlan, clean, sql_plan
-from rootsift.ingest.formats.base import Event, FormatOptions, TextFormat, file_time
+from rootsift.ingest.formats.base import Event, FormatOptions, Item, TextFormat, file_time
 from rootsift.ingest.formats.mysql_slow import MySQLSlowLog
 from rootsift.ingest.jsonl import BlockStats
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.sources import BOM, Input, line_blocks, open_input
 from rootsift.ingest.staging import write_file
+from rootsift.ingest.streams import paced_buffers
 from rootsift.ingest.textslow import SlowLines, entry_blocks
 from rootsift.ingest.textsql import RawLines
 
@@ -36,17 +41,29 @@ SQL_SLOW_LOG = False
 2 cores, the parser's thread and DuckDB's JSON insert overlap better than DuckDB's streaming
 windows alone (200k entries: 1.99 s against 2.24-2.49 s wall, the same CPU seconds;
 docs/adr/0016-text-formats-in-one-duckdb-pass.md)."""
-TEXT_BLOCK_BYTES = 32 << 20
-"""JSON bytes per block: big enough for DuckDB, small enough that parsing and storing overlap."""
+TEXT_BLOCK_BYTES = 16 << 20
+"""JSON bytes per block: big enough for DuckDB, small enough that parsing and storing overlap.
+The last block is stored after the parser has finished, on DuckDB alone: at 32 MiB that tail
+was half of a 200k-entry slow log's storing (ADR 0016, amendment)."""
+RAW_BLOCK_BYTES = 64 << 20
+"""Log bytes per block DuckDB parses (``RawLines``) after the first: the reader thread only
+cuts them, DuckDB's statement uses every core, and each block costs a commit and a Python
+pass for its odd lines, so fewer blocks are faster (ADR 0016, amendment)."""
 FIRST_BLOCK_BYTES = 2 << 20
 MAX_EVENT_BYTES = 8 << 20
 """Largest event stored whole (DuckDB's JSON reader takes objects up to 16 MiB); longer
 text values are cut to ``MAX_TEXT_CHARS`` and the cut is recorded on the event."""
 MAX_TEXT_CHARS = 2 << 20
 _DUMP = orjson.OPT_APPEND_NEWLINE
+COUNT_WINDOW = 8 << 20
+"""Bytes of a block's JSON lines counted at a time (``BlockStats.of_file``)."""
+STOP_QUIET = 0.5
+"""Seconds without a parsed item after which a stopped (SIGTERM) stream's parser is left."""
 HEAD_BYTES = 64 << 10
 """What ``open_files`` reads of each file's front (for sniffing and detection)."""
 
+Pace = tuple[float, threading.Event]
+"""A stream's commit interval in seconds and the event that ends it (SIGTERM, SIGINT)."""
 Chooser = Callable[[Input, bytes], type[TextFormat]]
 """Picks the format of one file of the input from its name and first bytes."""
 
@@ -68,6 +85,16 @@ class TextBlock:
     bytes_read: int = 0
     numbered: bool = False
     """The store's rejects already carry the log's line numbers (a ``RawLines`` block)."""
+    json_path: str | None = None
+    """The block's JSON lines, written by the reader thread and counted by ``counted``."""
+
+    def counted(self) -> BlockStats | None:
+        """The block's stats (None when no event was parsed). The JSON lines' byte counts are
+        taken here, by the thread that stores the block: the reader thread, whose parser is
+        the slower of the two, only writes them (ADR 0016, amendment)."""
+        if self.stats is None and self.json_path is not None:
+            self.stats = BlockStats.of_file(self.json_path, chunk=COUNT_WINDOW)
+        return self.stats
 
     def origin(self, index: int) -> tuple[int, int, str | None]:
         """The input line, file number and file name of the block's ``index``-th event (0-based)."""
@@ -106,13 +133,19 @@ def text_blocks(
     block_bytes: int,
     name_files: bool,
     stop_at_reject: bool = False,
+    pace: Pace | None = None,
 ) -> Iterator[TextBlock]:
     """Parse each opened input (with the bytes already read from its front) into blocks of JSON lines.
 
-    ``choose`` gives each file's format; ``name_files`` names each file in its rejects;
+    ``choose`` gives each file's format; ``block_bytes`` is the largest block (at most
+    ``TEXT_BLOCK_BYTES`` of JSON lines, ``RAW_BLOCK_BYTES`` of lines DuckDB parses);
+    ``name_files`` names each file in its rejects;
     ``stop_at_reject`` ends the input at the first reject (``--on-error raise``), so no
-    event after it is stored.
+    event after it is stored; ``pace`` (seconds, stop event) cuts the lines of a stream
+    that DuckDB parses every few seconds, and ends it when the event is set (SIGTERM).
     """
+    raw_bytes = min(block_bytes, RAW_BLOCK_BYTES)
+    block_bytes = min(block_bytes, TEXT_BLOCK_BYTES)
     buf = bytearray()
     labels = options.labels
     block = TextBlock(None, [], name_files=name_files)
@@ -145,9 +178,8 @@ def text_blocks(
             if buf or block.rejects:
                 yield _sealed(block, buf, tmp_dir, done_bytes)
                 buf = bytearray()
-            for raw, first in _growing(
-                line_blocks(_Joined(head.removeprefix(BOM), inp), FIRST_BLOCK_BYTES), block_bytes
-            ):
+            paced = pace if inp.is_stream else None
+            for raw, first in _raw_blocks(_Joined(head.removeprefix(BOM), inp), raw_bytes, paced):
                 stats = RawLines(0, False, write_file(raw, tmp_dir, ".log"), first_line=first, plan=plan[1])
                 stats.compiled, stats.file_time, stats.tag, stats.fmt = plan[0], parser.options.file_time, tag, fmt.name
                 stats.whole_in_python, stats.clean = b"\r" in raw, clean(raw)
@@ -157,7 +189,20 @@ def text_blocks(
             block = TextBlock(None, [], name_files=name_files)
             continue
         block.files.append((len(block.lines), number, label))
-        for item in parser.read(_Joined(head.removeprefix(BOM), inp)):
+        parsed = parser.read(_Joined(head.removeprefix(BOM), inp))
+        paced = pace if inp.is_stream else None
+        # a stream's parsed lines are cut every few seconds too, while it pauses or not
+        items: Iterator[Item | None] = parsed if paced is None else _timed(parsed, *paced)
+        since = time.monotonic()
+        for item in items:
+            if item is None or (paced is not None and buf and time.monotonic() - since >= paced[0]):
+                since = time.monotonic()
+                if buf or block.rejects:
+                    yield _sealed(block, buf, tmp_dir, done_bytes + inp.position())
+                    buf = bytearray()
+                    block = TextBlock(None, [], [(0, number, label)], name_files=name_files)
+                if item is None:
+                    continue
             if isinstance(item, Reject):
                 block.rejects.append((number, Reject(item.line, named(item.reason, tag), item.text)))
                 if stop_at_reject:
@@ -182,9 +227,50 @@ def text_blocks(
     yield _sealed(block, buf, tmp_dir, done_bytes)
 
 
-def _growing(blocks: Iterator[tuple[bytes, int]], most: int) -> Iterator[tuple[bytes, int]]:
-    """Blocks of whole lines joined into blocks of 2, 4, 8... MiB up to ``most``: storing starts
-    early, and later blocks are big enough that DuckDB's per-block work is small beside them."""
+def _timed(items: Iterator[Item], every: float, stop: threading.Event) -> Iterator[Item | None]:
+    """``items`` (a parser reading a stream) pulled by a daemon thread, with None whenever
+    nothing came for ``every`` seconds, so the caller can cut a block while the stream
+    pauses. Once ``stop`` is set, the items end when nothing comes for a moment (what
+    arrived is parsed; an entry still open in a multi-line format is not finished)."""
+    ahead: queue.Queue[Item | BaseException | None] = queue.Queue(maxsize=1 << 12)
+
+    def pump() -> None:
+        try:
+            for item in items:
+                ahead.put(item)
+            ahead.put(None)
+        except BaseException as exc:  # noqa: BLE001 - raised in the reader's thread
+            ahead.put(exc)
+
+    threading.Thread(target=pump, name="rootsift-text-parser", daemon=True).start()
+    while True:
+        try:
+            got = ahead.get(timeout=STOP_QUIET if stop.is_set() else every)
+        except queue.Empty:
+            if stop.is_set():
+                return
+            yield None
+            continue
+        if got is None:
+            return
+        if isinstance(got, BaseException):
+            raise got
+        yield got
+
+
+def _raw_blocks(source: _Joined, most: int, pace: Pace | None) -> Iterator[tuple[bytes, int]]:
+    """Blocks of whole lines for DuckDB: 2 MiB, then ``most``; for a stream (``pace``), what
+    arrived every ``pace[0]`` seconds (``streams.paced_buffers``), so each is committed."""
+    if pace is None:
+        return _growing(line_blocks(source, FIRST_BLOCK_BYTES), most, step=RAW_BLOCK_BYTES)
+    stream = cast(BinaryIO, source)  # paced_buffers only calls read()
+    return ((bytes(buf[:end]), line) for buf, end, line in paced_buffers(stream, most, *pace))
+
+
+def _growing(blocks: Iterator[tuple[bytes, int]], most: int, step: int = 2) -> Iterator[tuple[bytes, int]]:
+    """Blocks of whole lines joined into blocks of 2, 2 * ``step``, 2 * ``step``² ... MiB up to
+    ``most``: storing starts early, and later blocks are big enough that DuckDB's per-block
+    work is small beside them."""
     parts: list[bytes] = []
     size, first, limit = 0, 1, min(FIRST_BLOCK_BYTES, most)
     for block, number in blocks:
@@ -194,7 +280,7 @@ def _growing(blocks: Iterator[tuple[bytes, int]], most: int) -> Iterator[tuple[b
         size += len(block)
         if size >= limit:
             yield b"".join(parts), first
-            parts, size, limit = [], 0, min(limit * 2, most)
+            parts, size, limit = [], 0, min(limit * step, most)
     if parts:
         yield b"".join(parts), first
 
@@ -232,7 +318,7 @@ def dumped(event: Event, fmt: str) -> bytes | str:
 def _sealed(block: TextBlock, buf: bytearray, tmp_dir: str, bytes_read: int) -> TextBlock:
     """Write the block's JSON lines to a file (when it has any) and note the bytes read so far."""
     if buf:
-        block.stats = BlockStats.of(buf, tmp_dir, len(buf))
+        block.json_path = write_file(memoryview(buf), tmp_dir)
     block.bytes_read = bytes_read
     return block
 

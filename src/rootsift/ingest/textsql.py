@@ -2,13 +2,14 @@
 
 The reader thread only cuts the input into blocks of whole lines and writes each to a
 file (``RawLines``); ``TextLinesReader`` reads the file with ``read_csv`` as one text
-column, splits the lines with the plan's regex, converts the values and numbers the lines
-(``textlines.numbered``). After a plan's first block, that is one statement
-(``_one_pass``): a checked insert into the store of the lines the SQL reads, while the
-others reach ``odd_line`` and are parsed by the format's Python parser (staged as JSON
-lines), so every line gives the event or the reject it gave before, with its line number.
-The first block goes through a temp table (``_two_passes``), where DuckDB counts which
-fields have values before any is added. A block DuckDB cannot read as text (invalid UTF-8,
+column, splits the lines with the plan's regex and converts the values. After a plan's
+first block, that is one statement (``_one_pass``) without line numbers, so DuckDB runs
+it on every thread: a checked insert into the store of the lines the SQL reads, while the
+texts of the others reach ``odd_line``; those lines are then found and numbered in the
+block (``odd_lines``) and parsed by the format's Python parser (staged as JSON lines), so
+every line gives the event or the reject it gave before, with its line number. The first
+block goes through a numbered temp table (``_two_passes``, ``textlines.numbered``), where
+DuckDB counts which fields have values before any is added. A block DuckDB cannot read as text (invalid UTF-8,
 a stray control byte, ``\\r`` line ends) is parsed in Python whole. Slow logs: ``textslow``.
 See docs/adr/0016-text-formats-in-one-duckdb-pass.md.
 """
@@ -62,8 +63,8 @@ class TextLinesReader(JsonLinesReader):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._odd: list[tuple[int, str]] | None = None
-        """Where ``odd_line`` puts the lines of the statement running now."""
+        self._odd: set[str | None] | None = None
+        """Where ``odd_line`` puts the texts of the odd lines of the statement running now."""
         self._odd_name: str | None = None
         self._settled: set[str] = set()
         """The plans (by regex) whose fields were decided by a block in ``_two_passes``."""
@@ -119,9 +120,9 @@ class TextLinesReader(JsonLinesReader):
         finally:
             self.cur.execute(f"DROP TABLE IF EXISTS {rest.table}")
 
-    def _split(self, raw: RawLines, plan: SqlPlan, path: str) -> str:
-        """SQL: every line of the block (``n``, numbered in the log, ``line``), the plan's columns
-        by field name and ``ok``, true where they are the Python parser's event."""
+    def _split(self, raw: RawLines, plan: SqlPlan, path: str, number: bool = True) -> str:
+        """SQL: every line of the block (``n``, numbered in the log, when ``number``; ``line``),
+        the plan's columns by field name and ``ok``, true where they are the Python parser's event."""
         split = (
             f"SELECT line, regexp_extract(line, {literal(plan.regex)}, {plan.names!r}) AS m "
             f"FROM {LINES.format(path=literal(path))}"
@@ -130,7 +131,8 @@ class TextLinesReader(JsonLinesReader):
             split = f"SELECT *, {', '.join(plan.derived)} FROM ({split})"
         columns = ", ".join(f"{sql} AS {ident(name)}" for name, sql in plan.columns)
         ok = f"({plan.ok}) AND {NO_BACKSLASH if raw.clean else PRINTABLE}"
-        return numbered(f"SELECT line, {columns}, {ok} AS ok FROM ({split})", raw.first_line)
+        select = f"SELECT line, {columns}, {ok} AS ok FROM ({split})"
+        return numbered(select, raw.first_line) if number else select
 
     def _one_pass(self, raw: RawLines, plan: SqlPlan, path: str, odd: list[tuple[int, str]]) -> Staged | None:
         """The block in one statement: split, convert and insert into the store (checked,
@@ -155,7 +157,7 @@ class TextLinesReader(JsonLinesReader):
         select = f"SELECT CAST({ident(TIME_KEY)} AS TIMESTAMP) AS {ts}" + "".join(
             f", CAST({ident(p)} AS {t}) AS {ident(n)}" for p, t, n in kept
         )
-        source = f"(SELECT *, coalesce({keep}, false) AS keep FROM ({self._split(raw, plan, path)}))"
+        source = f"(SELECT *, coalesce({keep}, false) AS keep FROM ({self._split(raw, plan, path, number=False)}))"
 
         def verify(rel: str) -> Verified | None:
             row = self.cur.execute(f"SELECT count(*), min({ts}), max({ts}) FROM {rel} AS r").fetchone()
@@ -163,10 +165,11 @@ class TextLinesReader(JsonLinesReader):
 
         if self.time is None:
             self.time = TimeSpec(TIME_KEY, "rfc3339")
-        self._odd = odd
+        texts: set[str | None] = set()
+        self._odd = texts
         try:
             verified = self.writer.write_checked(
-                f"{select} FROM {source} WHERE keep OR {self._odd_line()}(n, line, keep)",
+                f"{select} FROM {source} WHERE keep OR {self._odd_line()}(line, keep)",
                 {TIME_COLUMN: "TIMESTAMP", **{n: t for _, t, n in kept}},
                 [],
                 verify,
@@ -175,22 +178,39 @@ class TextLinesReader(JsonLinesReader):
             self._odd = None
         if verified is None:
             return None
+        if texts:
+            found = odd_lines(path, raw.first_line, texts)
+            missing = {text for text in texts if text is not None} - {line for _, line in found}
+            if missing:
+                # not found as DuckDB read it (never seen): numbered by DuckDB instead, in order
+                found += self._numbered(raw, path, missing)
+            odd += found
         return self._done(Staged("", verified.rows, verified.span, [], committed=True))
 
+    def _numbered(self, raw: RawLines, path: str, texts: set[str]) -> list[tuple[int, str]]:
+        """The lines of the block whose text (as DuckDB reads it) is one of ``texts``, numbered
+        in one ordered read of the block (one thread, but only for lines ``odd_lines`` missed)."""
+        lines = numbered(f"SELECT line FROM {LINES.format(path=literal(path))}", raw.first_line)
+        return [
+            (int(n), str(line))
+            for n, line in self.cur.execute(
+                f"SELECT n, line FROM ({lines}) WHERE list_contains(?, line) ORDER BY n", [sorted(texts)]
+            ).fetchall()
+        ]
+
     def _odd_line(self) -> str:
-        """The name of this cursor's ``odd_line(n, line, keep)``: false, and the line kept for
-        Python when ``keep`` is false. It runs only where ``keep`` is false (``keep OR ...``)."""
+        """The name of this cursor's ``odd_line(line, keep)``: false, and the line's text kept
+        for Python when ``keep`` is false. It runs only where ``keep`` is false (``keep OR ...``),
+        on any of DuckDB's threads, in any order: the lines are numbered afterwards (``odd_lines``)."""
         if self._odd_name is None:
             self._odd_name = f"rootsift_odd_line_{id(self):x}"
 
-            def odd_line(n: int, line: str, keep: bool) -> bool:
+            def odd_line(line: str | None, keep: bool) -> bool:
                 if not keep and self._odd is not None:
-                    self._odd.append((n, line))  # list.append is atomic: DuckDB's threads may call it
+                    self._odd.add(line)  # set.add is atomic: DuckDB's threads may call it
                 return False
 
-            self.cur.create_function(
-                self._odd_name, odd_line, ["BIGINT", "VARCHAR", "BOOLEAN"], "BOOLEAN", side_effects=True
-            )
+            self.cur.create_function(self._odd_name, odd_line, ["VARCHAR", "BOOLEAN"], "BOOLEAN", side_effects=True)
         return self._odd_name
 
     def _plan_types(self, plan: SqlPlan, raw: RawLines, path: str) -> list[tuple[str, str]]:
@@ -312,3 +332,21 @@ class TextLinesReader(JsonLinesReader):
         staged = self._exact_lines(out, rejects)
         staged.rejects = sorted(rejects + staged.rejects, key=lambda r: r.line)
         return staged
+
+
+def odd_lines(path: str, first_line: int, texts: set[str | None]) -> list[tuple[int, str]]:
+    """Every line of the block file ``path`` (numbered from ``first_line``) whose text is one
+    of ``texts`` (None: an empty line, as DuckDB reads it), in file order.
+
+    Whether a line is odd depends on its text alone (the plan's checks and which of its
+    fields have values), so a text found odd once is odd wherever it occurs: numbering
+    the lines here, after the statement, lets DuckDB run it on all its threads without
+    keeping the lines in order (``row_number() OVER ()`` ran everything above it on one)."""
+    wanted = {b"" if text is None else text.encode() for text in texts}
+    with open(path, "rb") as fh:
+        data = fh.read()
+    found: list[tuple[int, str]] = []
+    for number, line in enumerate(data[:-1].split(b"\n") if data.endswith(b"\n") else data.split(b"\n"), first_line):
+        if line in wanted:
+            found.append((number, line.decode()))
+    return found

@@ -1,0 +1,189 @@
+"""Access logs read by DuckDB on every core: the one-pass statement, its odd lines, its blocks
+and a stream's periodic commits (docs/adr/0016-text-formats-in-one-duckdb-pass.md, amendment)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.store import query_rows
+from rootsift import Rootsift
+from rootsift.ingest import textrun
+from rootsift.ingest.textsql import odd_lines
+from rootsift.store.writer import SegmentWriter
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from gen_logs import nginx_combined  # noqa: E402
+
+
+def _access_log(path: Path, n: int, seed: int = 5) -> list[str]:
+    lines = list(nginx_combined(random.Random(seed), n))
+    path.write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def test_the_one_pass_statement_has_no_window_so_duckdb_runs_it_on_every_thread(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # row_number() OVER () in the statement made DuckDB run everything above it (the
+    # conversion and the insert) on one thread: the plan of each block's insert has no window
+    plans: list[str] = []
+    original = SegmentWriter.write_checked
+
+    def spied(self: SegmentWriter, select_sql: str, *args: Any) -> Any:
+        rows = self.cur.execute(f"EXPLAIN {select_sql}").fetchall()
+        plans.append("\n".join(str(r[1]) for r in rows))
+        return original(self, select_sql, *args)
+
+    monkeypatch.setattr(SegmentWriter, "write_checked", spied)
+    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 16 << 10)
+    src = tmp_path / "access.log"
+    _access_log(src, 2000)
+    summary = rs.ingest(src, "web", format="nginx")
+    assert summary.events == 2000 and summary.rejects == 0
+    assert plans and all("WINDOW" not in plan.upper() for plan in plans)
+
+
+def test_odd_lines_are_numbered_by_their_text_wherever_they_repeat(tmp_path: Path) -> None:
+    block = tmp_path / "block.log"
+    block.write_bytes(b"ok 1\nTLS\x16probe\nok 2\n\nGET /caf\xc3\xa9\nTLS\x16probe\nok 3\n")
+    # DuckDB hands the odd texts in any order, each once or more; None is an empty line
+    found = odd_lines(str(block), 41, {"GET /café", "TLS\x16probe", None})
+    assert found == [(42, "TLS\x16probe"), (44, ""), (45, "GET /café"), (46, "TLS\x16probe")]
+    assert odd_lines(str(block), 1, {"not there"}) == []
+
+
+def test_odd_lines_repeated_in_one_block_keep_their_log_line_numbers(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 8 << 10)
+    src = tmp_path / "access.log"
+    lines = list(nginx_combined(random.Random(9), 3000))
+    for at in (2999, 2500, 1200, 700):  # the same odd line four times, in the one big block
+        lines.insert(at, "garbage line")
+    src.write_text("\n".join(lines) + "\n")
+    summary = rs.ingest(src, "web", format="nginx")
+    assert (summary.events, summary.blocks) == (3000, 2)
+    assert [r["line"] for r in summary.first_rejects] == [701, 1202, 2503, 3003]
+
+
+def test_after_a_small_first_block_duckdb_gets_one_big_block(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # blocks grew 2, 4, 8... MiB: each costs a statement, a commit and a Python pass for its
+    # odd lines, while cutting them is all the reader thread does
+    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 4 << 10)
+    src = tmp_path / "access.log"
+    _access_log(src, 1500)
+    assert src.stat().st_size > 40 * (4 << 10)
+    summary = rs.ingest(src, "web", format="nginx")
+    assert (summary.events, summary.blocks) == (1500, 2)
+    assert query_rows(rs, "web", "count", start="2024-01-01", end="2025-01-01") == [[1500]]
+
+
+def _visible(data: Path, dataset: str) -> int | None:
+    with Rootsift(data, read_only=True) as rs:
+        return rs.events(dataset) if dataset in {d.name for d in rs.datasets()} else None
+
+
+def _stream_lines(fmt: str, n: int) -> list[str]:
+    if fmt == "nginx":
+        return list(nginx_combined(random.Random(3), n))
+    return [f"time=2024-05-01T10:{i // 60:02d}:{i % 60:02d}Z level=info i={i}" for i in range(n)]
+
+
+@pytest.mark.parametrize("fmt", ["nginx", "logfmt"])
+def test_a_text_log_stream_commits_every_few_seconds_and_on_sigterm(fmt: str, tmp_path: Path) -> None:
+    # `tail -f access.log | rootsift ingest - --format nginx`: lines DuckDB parses (nginx) and
+    # lines the Python parser reads (logfmt) are cut every --commit-every seconds too (they
+    # waited for 2 MiB or the end), and SIGTERM ends the ingest while the pipe stays open
+    data = tmp_path / "data"
+    data.mkdir()
+    lines = _stream_lines(fmt, 150)
+    cmd = [sys.executable, "-m", "rootsift.cli", "ingest", "-", "-d", "live", "--format", fmt]
+    writer = subprocess.Popen(
+        [*cmd, "--commit-every", "1", "--json", "--data", str(data)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env={**os.environ, "ROOTSIFT_LOCK_WAIT": "30"},
+    )
+    assert writer.stdin is not None
+    try:
+        writer.stdin.write("".join(line + "\n" for line in lines[:100]).encode())
+        writer.stdin.flush()
+        deadline = time.monotonic() + 30
+        seen = None
+        while seen != 100 and time.monotonic() < deadline:
+            seen = _visible(data, "live")
+            time.sleep(0.2)
+        assert seen == 100, "the stream's first lines were not committed within 30 s"
+        writer.stdin.write("".join(line + "\n" for line in lines[100:]).encode())
+        writer.stdin.flush()
+        time.sleep(0.1)
+        writer.send_signal(signal.SIGTERM)
+        writer.wait(timeout=30)  # the pipe is still open: the signal alone ends the ingest
+        assert writer.stdout is not None and writer.stderr is not None
+        out, err = writer.stdout.read(), writer.stderr.read()
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+        for pipe in (writer.stdin, writer.stdout, writer.stderr):
+            if pipe is not None:
+                pipe.close()
+    assert writer.returncode == 0, err.decode()
+    summary = json.loads(out)
+    assert (summary["events"], summary["rejects"], summary["stopped_by"]) == (150, 0, "SIGTERM")
+    assert _visible(data, "live") == 150
+
+
+def test_the_reader_thread_writes_json_lines_and_the_storing_thread_counts_them(tmp_path: Path) -> None:
+    # the parser's thread is the slower one: the byte counts of its JSON lines moved out of it
+    from rootsift.ingest.blockstats import BlockStats
+    from rootsift.ingest.formats import get
+    from rootsift.ingest.formats.base import FormatOptions
+    from rootsift.ingest.textrun import open_files, text_blocks
+
+    src = tmp_path / "app.log"
+    src.write_text("".join(f'time=2024-05-01T10:00:{i % 60:02d}Z i={i} msg="a \\"quoted\\" {i}"\n' for i in range(500)))
+    fmt = get("logfmt")
+    blocks = list(text_blocks(open_files([str(src)]), lambda *_: fmt, FormatOptions(), str(tmp_path), 4 << 10, False))
+    assert len(blocks) > 3
+    for block in blocks:
+        assert block.stats is None and block.json_path is not None
+        data = Path(block.json_path).read_bytes()
+        counted = block.counted()
+        assert counted is not None and counted.path == block.json_path
+        expected = BlockStats.of(data)
+        assert (counted.key_tokens, counted.suspect) == (expected.key_tokens, expected.suspect) != (0, False)
+
+
+def test_an_odd_line_not_found_in_the_block_is_numbered_by_duckdb(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a safety net: should DuckDB ever read a line's text other than its bytes, the line is
+    # still handed to Python with its number (an ordered read of the block), never dropped
+    from rootsift.ingest import textsql
+
+    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 8 << 10)
+    monkeypatch.setattr(textsql, "odd_lines", lambda *_: [])
+    src = tmp_path / "access.log"
+    lines = list(nginx_combined(random.Random(9), 2000))
+    for at in (1500, 900):
+        lines.insert(at, "garbage line")
+    src.write_text("\n".join(lines) + "\n")
+    summary = rs.ingest(src, "web", format="nginx")
+    assert (summary.events, summary.rejects) == (2000, 2)
+    assert [r["line"] for r in summary.first_rejects] == [901, 1502]
