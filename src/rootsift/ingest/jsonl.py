@@ -29,10 +29,16 @@ from rootsift.ingest import convert
 from rootsift.ingest.blockstats import BlockStats, is_gzip, open_decompressed, unreadable_gzip
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged, Stager
+from rootsift.ingest.vouch import vouch
 from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal, path_expr
-from rootsift.store.writer import SegmentWriter, Verified
+from rootsift.store.writer import ROW_COLUMN, SegmentWriter, Verified
 
+SUSPECTS_CHECKED = 10_000
+"""Most 0s and 1s in numbers the reader parsed as DOUBLE that are checked line by line
+(``vouch``); a block with more is read again with those fields as text, cast exactly."""
+NUMBER_REFUSED = "Failed to cast value to numerical"
+"""DuckDB's reader on text in a field it parses as a number (``" 7 "``, which the exact cast reads)."""
 SAMPLE_ROWS = 2048
 WHOLE_FILE_SAMPLE = 4096
 HEAD_BYTES = 16 << 20
@@ -48,6 +54,10 @@ class JsonLinesReader(Stager):
     """Where the fast path writes; set by the pipeline. Without one, blocks take the exact path."""
     _too_wide = False
     """The last fast attempt found more fields than the dataset's limit allows."""
+    _cast: frozenset[tuple[str, ...]] = frozenset()
+    """Number fields read as text and cast: the reader's DOUBLE could not be vouched for."""
+    _parse_numbers = True
+    """False once the reader refused a number field's text: every number is cast from then on."""
 
     def stage(self, block: bytes | None, first_line: int, stats: BlockStats | None = None) -> Staged:
         """Stage one block of complete lines; lines that cannot be events come back as rejects.
@@ -87,7 +97,12 @@ class JsonLinesReader(Stager):
         sample = self._head(path)
         try:
             compression = "gzip" if is_gzip(path) else "none"
-            return self._fast(path, stats, self.writer, WHOLE_FILE_SAMPLE, compression, sample)
+            learned = (self._cast, self._parse_numbers)
+            staged = self._fast(path, stats, self.writer, WHOLE_FILE_SAMPLE, compression, sample)
+            if staged is None and learned != (self._cast, self._parse_numbers):
+                # A number the reader parsed could not be vouched for: once more, casting it.
+                staged = self._fast(path, stats, self.writer, WHOLE_FILE_SAMPLE, compression, sample)
+            return staged
         finally:
             if sample is not None:
                 os.unlink(sample)
@@ -149,46 +164,113 @@ class JsonLinesReader(Stager):
         self._too_wide = len(tree.leaves()) > self.keys.limit
         if self._too_wide:
             return None
-        # Numbers are read as text and cast exactly: DuckDB's reader would turn true into 1.0.
-        # A value that does not cast becomes NULL, so the key count below sees it as missing.
-        spec = convert.columns_spec(convert.read_tree(tree))[:-1]
+        leaves = tree.leaves()
+        # Numbers the reader parses as DOUBLE itself where it can be checked (a plain file);
+        # the rest are read as text and cast exactly (a value that does not cast becomes
+        # NULL, so the key count below sees it as missing).
+        direct = self._direct_paths(tree, leaves, sample if compression == "none" else None, compression)
+        spec = convert.columns_spec(convert.read_tree(tree, direct))[:-1]
         # RFC 3339 times are parsed by the reader itself; one it cannot read fails the block
         # over to the exact path, which also accepts a lower-case 't' or 'z'.
         time_type = "TIMESTAMPTZ" if time.format == "rfc3339" else "VARCHAR"
         spec += (", " if tree.children else "") + f"{literal(time.field)}: {literal(time_type)}}}"
-        leaves = tree.leaves()
         names = self._names(leaves)
         items = [f"{time.sql(path_expr('src', [time.field]), time_type)} AS {ident(TIME_COLUMN)}"]
         for (p, t), n in zip(leaves, names):
             col = path_expr("src", p)
-            number = convert.finite(f"TRY_CAST({col} AS DOUBLE)")
+            number = col if tuple(p) in direct else convert.finite(f"TRY_CAST({col} AS DOUBLE)")
             cast = {"DOUBLE": number, "TIMESTAMP": f"CAST({col} AS TIMESTAMP)"}.get(t, col)
             items.append(f"{cast} AS {ident(n)}")
         select = f"SELECT {', '.join(items)} FROM read_json({literal(path)}, columns={spec}, {options}) src"
         columns = {TIME_COLUMN: "TIMESTAMP", **{n: t for (_, t), n in zip(leaves, names)}}
         new = [FieldInfo(n, t, p) for (p, t), n in zip(leaves, names) if n not in self.fields]
 
+        parsed = [(tuple(p), n) for (p, _), n in zip(leaves, names) if tuple(p) in direct]
+
         def verify(rel: str) -> Verified | None:
-            row = self._counts(rel, leaves, names, tree)
-            rows, bad_time, typed, lo, hi = row
+            row = self._counts(rel, leaves, names, tree, [n for _, n in parsed])
+            rows, bad_time, typed, lo, hi, *doubts = row
             stats = stats_of()
             if stats.suspect or bad_time:
                 return None
             # Typed rows accounting for every token leaves no room for a dropped key; only
             # when they fall short are strings and nulls told apart in the raw bytes.
-            if typed == stats.key_tokens or typed == stats.keys_with_values():
-                return Verified(rows, (lo, hi))
-            return None
+            if typed != stats.key_tokens and typed != stats.keys_with_values():
+                return None
+            if not self._vouched(rel, path, rows, parsed, doubts):
+                return None
+            return Verified(rows, (lo, hi))
 
         verified = writer.write_checked(select, columns, new, verify)
         if verified is None:
+            if direct and writer.error is not None and NUMBER_REFUSED in str(writer.error):
+                self._parse_numbers = False  # a number field holds text the reader does not parse: cast
             return None
         return self._done(Staged("", verified.rows, verified.span, new, committed=True))
 
+    def _direct_paths(
+        self, tree: convert.Node, leaves: list[tuple[list[str], str]], sample: str | None, compression: str
+    ) -> frozenset[tuple[str, ...]]:
+        """Number fields the reader parses as DOUBLE itself: not those a check failed on
+        before (``_cast``), nor those whose values in ``sample`` (the file's first lines)
+        hold a 0, a 1 or a non-finite number (too many suspects to vouch for; vouch.py).
+        Compressed input is cast: vouching reads the block's lines again."""
+        if compression != "none" or not self._parse_numbers:
+            return frozenset()
+        paths = frozenset(tuple(p) for p, t in leaves if t == "DOUBLE") - self._cast
+        if sample is None or not paths:
+            return paths
+        source = f"read_json({literal(sample)}, columns={convert.columns_spec(convert.read_tree(tree, paths))}, "
+        order = sorted(paths)
+        cols = [path_expr("src", list(p)) for p in order]
+        try:
+            row = self.cur.execute(
+                "SELECT "
+                + ", ".join(f"count(*) FILTER (WHERE {c} IN (0, 1) OR NOT isfinite({c}))" for c in cols)
+                + f" FROM {source}format='newline_delimited') src"
+            ).fetchone()
+        except duckdb.Error:  # a number field holds text in its first lines: cast them all
+            return frozenset()
+        assert row is not None
+        return frozenset(p for p, n in zip(order, row) if n == 0)
+
+    def _vouched(
+        self, rel: str, path: str, rows: int, parsed: list[tuple[tuple[str, ...], str]], doubts: list[int]
+    ) -> bool:
+        """Whether the numbers the reader parsed as DOUBLE are what the lines hold: a 0 or
+        a 1 may have been ``false`` or ``true`` (checked line by line when there are few:
+        vouch.py), a non-finite number belongs in ``#raw``. A field that fails is cast
+        from then on (``_cast``)."""
+        zero_one, infinite = doubts[0::2], doubts[1::2]
+        doubtful = [(p, n) for (p, n), k, inf in zip(parsed, zero_one, infinite) if k or inf]
+        if not doubtful:
+            return True
+        if not any(infinite) and sum(zero_one) <= SUSPECTS_CHECKED:
+            cond = " OR ".join(f"{ident(n)} IN (0, 1)" for _, n in doubtful)
+            found = self.cur.execute(
+                f"SELECT {ident(ROW_COLUMN)}, {', '.join(ident(n) for _, n in doubtful)} FROM {rel} AS r WHERE {cond}"
+            ).fetchall()
+            suspects = [(int(r[0]), p) for r in found for (p, _), v in zip(doubtful, r[1:]) if v in (0.0, 1.0)]
+            if vouch(path, suspects, rows):
+                return True
+        self._cast = self._cast | {p for p, _ in doubtful}
+        return False
+
     def _counts(
-        self, rel: str, leaves: list[tuple[list[str], str]], names: list[str], tree: convert.Node
+        self,
+        rel: str,
+        leaves: list[tuple[list[str], str]],
+        names: list[str],
+        tree: convert.Node,
+        parsed: list[str],
     ) -> tuple[Any, ...]:
-        """Rows, rows without a readable time, key tokens the typed rows account for, time span."""
+        """Rows, rows without a readable time, key tokens the typed rows account for, time
+        span; then for each column in ``parsed``, its values that are 0 or 1 and that are
+        not finite."""
+        doubts = "".join(
+            f", count(*) FILTER (WHERE {c} IN (0, 1)), count(*) FILTER (WHERE NOT isfinite({c}))"
+            for c in map(ident, parsed)
+        )
         parts = [f"count({ident(n)})" for n in names] + [f"count({ident(TIME_COLUMN)})"]
         for spath in tree.structs():
             below = [ident(n) for (p, _), n in zip(leaves, names) if p[: len(spath)] == spath]
@@ -196,7 +278,7 @@ class JsonLinesReader(Stager):
                 parts.append(f"count(*) FILTER (WHERE {' OR '.join(f'{b} IS NOT NULL' for b in below)})")
         ts = ident(TIME_COLUMN)
         row = self.cur.execute(
-            f"SELECT count(*), count(*) - count({ts}), {' + '.join(parts)}, min({ts}), max({ts}) FROM {rel} AS r"
+            f"SELECT count(*), count(*) - count({ts}), {' + '.join(parts)}, min({ts}), max({ts}){doubts} FROM {rel} AS r"
         ).fetchone()
         assert row is not None
         return tuple(row)
