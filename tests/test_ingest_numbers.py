@@ -4,6 +4,7 @@ vouched for line by line, and whatever cannot be vouched for is still kept exact
 
 from __future__ import annotations
 
+import mmap
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from helpers.store import column, iso, schema_map, write_jsonl
 from rootsift import Rootsift
 from rootsift.ingest import jsonl, vouch
+from rootsift.ingest.blockstats import BlockStats, LineStarts
 
 T0 = datetime(2026, 5, 1, 12, 0, 0)
 ROWS = 20_000  # several of DuckDB's reader buffers, read by both threads
@@ -37,8 +39,8 @@ def vouched(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool]]:
     calls: list[tuple[int, bool]] = []
     real = vouch.vouch
 
-    def spy(path: str, suspects: list[tuple[int, tuple[str, ...]]], total: int) -> bool:
-        verdict = real(path, suspects, total)
+    def spy(path: str, suspects: list[tuple[int, tuple[str, ...]]], total: int, starts: LineStarts | None) -> bool:
+        verdict = real(path, suspects, total, starts)
         calls.append((len(suspects), verdict))
         return verdict
 
@@ -94,20 +96,25 @@ def test_rare_zeros_and_ones_are_vouched_for_on_the_fast_path(
     assert "ms#raw" not in schema_map(rs, "n")
 
 
-def test_blank_lines_make_rows_unmappable_and_the_field_is_cast(
-    vouched: list[tuple[int, bool]], rs: Rootsift, tmp_path: Path
+SPACED = '  {"timestamp": "2026-05-01T11:00:00Z", "ms": 3.5}\n'
+
+
+@pytest.mark.parametrize(("inserted", "mapped"), [("\n  \n", True), (SPACED, False)], ids=["blank", "spaced"])
+def test_rows_are_found_by_the_lines_that_start_an_object(
+    inserted: str, mapped: bool, vouched: list[tuple[int, bool]], rs: Rootsift, tmp_path: Path
 ) -> None:
-    """The reader skips blank lines, so row numbers are no longer line numbers: nothing is
-    vouched for, and the field is read as text and cast instead (same values)."""
+    """The reader skips blank lines (rows still map to the lines that start with ``{``);
+    a line starting with a space makes a row no ``\\n{`` marks: nothing is vouched for,
+    and the field is read as text and cast instead (the same values either way)."""
     rows = [_row(i) for i in range(ROWS)]
     rows[AT]["ms"] = 1
     path = write_jsonl(tmp_path / "blank.jsonl", rows)
     text = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(text[:100]) + "\n  \n" + "".join(text[100:]))
+    path.write_text("".join(text[:100]) + inserted + "".join(text[100:]))
     summary = rs.ingest(path, dataset="n")
-    assert (summary.events, summary.exact_blocks, summary.rejects) == (ROWS, 0, 0)
-    assert vouched == [(1, False)]
-    assert column(rs, "n", "ms")[AT] == 1.0 and "ms#raw" not in schema_map(rs, "n")
+    assert (summary.events, summary.exact_blocks, summary.rejects) == (ROWS + (not mapped), 0, 0)
+    assert vouched[0] == (1, mapped)
+    assert 1.0 in column(rs, "n", "ms") and "ms#raw" not in schema_map(rs, "n")
 
 
 @pytest.mark.parametrize("text", ["NaN", "-Infinity", " 7 "])
@@ -127,15 +134,29 @@ def test_text_the_reader_turns_into_odd_numbers_is_still_read_exactly(text: str,
         assert (ms[AT], raw[AT]) == (None, text)
 
 
+def _starts(path: Path) -> LineStarts:
+    starts = BlockStats.of_file(str(path), chunk=mmap.ALLOCATIONGRANULARITY).lines  # several windows
+    assert starts is not None
+    return starts
+
+
 def test_lines_of_rows_maps_rows_to_lines_or_refuses(tmp_path: Path) -> None:
     path = tmp_path / "l.jsonl"
     lines = [f'{{"i":{i}}}'.encode() for i in range(5000)]
     path.write_bytes(b"\n".join(lines))  # no newline after the last line
-    assert vouch.lines_of_rows(str(path), [0, 1234, 4999], 5000) == {0: lines[0], 1234: lines[1234], 4999: lines[4999]}
-    assert vouch.lines_of_rows(str(path), [3], 4999) is None  # a line made no row: rows are not lines
-    path.write_bytes(b"\n".join(lines[:10]) + b"\n\n" + b"\n".join(lines[10:]) + b"\n")
-    assert vouch.lines_of_rows(str(path), [20], 5000) is None
-    assert vouch.vouch(str(path), [(20, ("i",))], 5000) is False
+    want = {0: lines[0], 1234: lines[1234], 4999: lines[4999]}
+    assert vouch.lines_of_rows(str(path), [0, 1234, 4999], 5000, _starts(path)) == want
+    assert vouch.lines_of_rows(str(path), [3], 4999, _starts(path)) is None  # more lines than rows
+    path.write_bytes(b"\n\n" + b"\n".join(lines[:10]) + b"\n\r\n\n" + b"\n".join(lines[10:]) + b"\n")
+    assert vouch.lines_of_rows(str(path), [0, 20, 4999], 5000, _starts(path)) == {
+        0: lines[0],
+        20: lines[20],
+        4999: lines[4999],
+    }
+    path.write_bytes(b"\n".join(lines[:10]) + b"\n " + b"\n".join(lines[10:]) + b"\n")
+    assert vouch.lines_of_rows(str(path), [20], 5000, _starts(path)) is None
+    assert vouch.vouch(str(path), [(20, ("i",))], 5000, _starts(path)) is False
+    assert vouch.vouch(str(path), [(20, ("i",))], 5000, None) is False
 
 
 def test_vouch_accepts_numbers_and_refuses_booleans_and_missing_values(tmp_path: Path) -> None:
@@ -144,6 +165,7 @@ def test_vouch_accepts_numbers_and_refuses_booleans_and_missing_values(tmp_path:
         [{"a": 1}, {"a": True}, {"b": {"c": 0.0}}, {"b": {"c": False}}, {"a": "1"}, {"A": 1}, {"a": None}],
     )
     total = 7
-    assert vouch.vouch(str(path), [(0, ("a",)), (2, ("b", "c")), (4, ("a",))], total)
+    starts = _starts(path)
+    assert vouch.vouch(str(path), [(0, ("a",)), (2, ("b", "c")), (4, ("a",))], total, starts)
     for row, field in ((1, ("a",)), (3, ("b", "c")), (5, ("a",)), (6, ("a",))):
-        assert not vouch.vouch(str(path), [(row, field)], total)
+        assert not vouch.vouch(str(path), [(row, field)], total, starts)

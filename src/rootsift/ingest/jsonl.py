@@ -26,7 +26,7 @@ import orjson
 
 from rootsift.errors import UsageError
 from rootsift.ingest import convert
-from rootsift.ingest.blockstats import BlockStats, is_gzip, open_decompressed, unreadable_gzip
+from rootsift.ingest.blockstats import BlockStats, LineStarts, is_gzip, open_decompressed, unreadable_gzip
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged, Stager
 from rootsift.ingest.vouch import vouch
@@ -76,7 +76,9 @@ class JsonLinesReader(Stager):
                 # types over the whole block when a new key is too rare for the sample. Each
                 # field found joins the catalog, so later blocks pass on the first try.
                 for sample_rows in (0, SAMPLE_ROWS, -1) if self.time is not None else (SAMPLE_ROWS, -1):
-                    staged = self._fast(path, lambda: stats, self.writer, sample_rows)
+                    staged = self._fast(
+                        path, lambda: stats, self.writer, sample_rows, lines_counted=stats.lines is not None
+                    )
                     if staged is not None:
                         return staged
                     if self._too_wide:  # keys past the field limit: only the exact path moves them
@@ -135,6 +137,7 @@ class JsonLinesReader(Stager):
         sample_rows: int,
         compression: str = "none",
         sample: str | None = None,
+        lines_counted: bool = True,
     ) -> Staged | None:
         """Write the block through the checked insert; ``sample_rows`` 0 reads only known fields.
 
@@ -168,7 +171,7 @@ class JsonLinesReader(Stager):
         # Numbers the reader parses as DOUBLE itself where it can be checked (a plain file);
         # the rest are read as text and cast exactly (a value that does not cast becomes
         # NULL, so the key count below sees it as missing).
-        direct = self._direct_paths(tree, leaves, sample if compression == "none" else None, compression)
+        direct = self._direct_paths(tree, leaves, sample, compression if lines_counted else "unknown")
         spec = convert.columns_spec(convert.read_tree(tree, direct))[:-1]
         # RFC 3339 times are parsed by the reader itself; one it cannot read fails the block
         # over to the exact path, which also accepts a lower-case 't' or 'z'.
@@ -197,7 +200,7 @@ class JsonLinesReader(Stager):
             # when they fall short are strings and nulls told apart in the raw bytes.
             if typed != stats.key_tokens and typed != stats.keys_with_values():
                 return None
-            if not self._vouched(rel, path, rows, parsed, doubts):
+            if not self._vouched(rel, path, rows, parsed, doubts, stats.lines):
                 return None
             return Verified(rows, (lo, hi))
 
@@ -214,7 +217,8 @@ class JsonLinesReader(Stager):
         """Number fields the reader parses as DOUBLE itself: not those a check failed on
         before (``_cast``), nor those whose values in ``sample`` (the file's first lines)
         hold a 0, a 1 or a non-finite number (too many suspects to vouch for; vouch.py).
-        Compressed input is cast: vouching reads the block's lines again."""
+        Input whose line starts are not counted (compressed, or staged from memory) is cast:
+        vouching finds suspect rows by them."""
         if compression != "none" or not self._parse_numbers:
             return frozenset()
         paths = frozenset(tuple(p) for p, t in leaves if t == "DOUBLE") - self._cast
@@ -235,7 +239,13 @@ class JsonLinesReader(Stager):
         return frozenset(p for p, n in zip(order, row) if n == 0)
 
     def _vouched(
-        self, rel: str, path: str, rows: int, parsed: list[tuple[tuple[str, ...], str]], doubts: list[int]
+        self,
+        rel: str,
+        path: str,
+        rows: int,
+        parsed: list[tuple[tuple[str, ...], str]],
+        doubts: list[int],
+        starts: LineStarts | None,
     ) -> bool:
         """Whether the numbers the reader parsed as DOUBLE are what the lines hold: a 0 or
         a 1 may have been ``false`` or ``true`` (checked line by line when there are few:
@@ -251,7 +261,7 @@ class JsonLinesReader(Stager):
                 f"SELECT {ident(ROW_COLUMN)}, {', '.join(ident(n) for _, n in doubtful)} FROM {rel} AS r WHERE {cond}"
             ).fetchall()
             suspects = [(int(r[0]), p) for r in found for (p, _), v in zip(doubtful, r[1:]) if v in (0.0, 1.0)]
-            if vouch(path, suspects, rows):
+            if vouch(path, suspects, rows, starts):
                 return True
         self._cast = self._cast | {p for p, _ in doubtful}
         return False
