@@ -43,6 +43,8 @@ SAMPLE_ROWS = 2048
 WHOLE_FILE_SAMPLE = 4096
 HEAD_BYTES = 16 << 20
 """Most bytes read for the whole-file sample (``JsonLinesReader._head``)."""
+HEAD_READ = 1 << 20
+"""Bytes read at a time for the whole-file sample."""
 
 __all__ = ["BlockStats", "JsonLinesReader"]  # BlockStats: runner.py imports it from here
 
@@ -114,9 +116,18 @@ class JsonLinesReader(Stager):
         detects types there rather than reading (and, for gzip, inflating) a whole buffer
         of the input (0.4-0.6 s at 1M events on a busy machine). None when they are longer
         than ``HEAD_BYTES``."""
+        head = bytearray()
+        lines = 0
         try:
             with open_decompressed(path) as fh:
-                head = fh.read(HEAD_BYTES)
+                # A MiB at a time, up to the lines wanted: 4096 lines are ~2 MB, and a .gz
+                # is inflated only that far.
+                while len(head) < HEAD_BYTES and lines < WHOLE_FILE_SAMPLE:
+                    more = fh.read(min(HEAD_READ, HEAD_BYTES - len(head)))
+                    if not more:
+                        break
+                    head += more
+                    lines += more.count(b"\n")
         except unreadable_gzip():  # cut short or corrupt: DuckDB's read of the file says why
             return None
         end = -1
@@ -126,7 +137,7 @@ class JsonLinesReader(Stager):
                 break
         if end < 0:
             end = head.rfind(b"\n") if len(head) == HEAD_BYTES else len(head) - 1
-        return self._write(head[: end + 1]) if end >= 0 else None
+        return self._write(bytes(head[: end + 1])) if end >= 0 else None
 
     # -- fast path -----------------------------------------------------------------
     def _fast(
