@@ -11,7 +11,8 @@ the whole block. See docs/storage.md, "Ingest".
 
 Blocks the count cannot vouch for (a quote followed by a space outside a string, as in
 ``"key" : value``; an empty key) take the exact path directly. The counts are in
-``blockstats``.
+``blockstats``. In plain input the reader parses number fields as DOUBLE itself; the
+0s and 1s it wrote there (a boolean becomes one) are checked line by line in ``vouch``.
 """
 
 from __future__ import annotations
