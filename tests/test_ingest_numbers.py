@@ -34,12 +34,14 @@ def _seed(rs: Rootsift, tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def vouched(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool]]:
+def vouched(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool | None]]:
     """Every call of ``vouch`` from the fast path: (suspects, verdict)."""
-    calls: list[tuple[int, bool]] = []
+    calls: list[tuple[int, bool | None]] = []
     real = vouch.vouch
 
-    def spy(path: str, suspects: list[tuple[int, tuple[str, ...]]], total: int, starts: LineStarts | None) -> bool:
+    def spy(
+        path: str, suspects: list[tuple[int, tuple[str, ...]]], total: int, starts: LineStarts | None
+    ) -> bool | None:
         verdict = real(path, suspects, total, starts)
         calls.append((len(suspects), verdict))
         return verdict
@@ -48,11 +50,31 @@ def vouched(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool]]:
     return calls
 
 
+@pytest.fixture
+def whole_file_tries(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per checked insert of a whole file (the first and any retry)."""
+    calls: list[int] = []
+    real = jsonl.JsonLinesReader._fast
+
+    def spy(self: jsonl.JsonLinesReader, *args: Any, **kwargs: Any) -> Any:
+        if args[3] == jsonl.WHOLE_FILE_SAMPLE:
+            calls.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(jsonl.JsonLinesReader, "_fast", spy)
+    return calls
+
+
 @pytest.mark.parametrize("value", [True, False], ids=["true", "false"])
 @pytest.mark.parametrize("block_bytes", [None, 256 << 10], ids=["in-place", "blocks"])
 @pytest.mark.parametrize("field", ["ms", "http.bytes"])
 def test_a_boolean_among_parsed_numbers_deep_in_a_file_lands_in_raw(
-    field: str, value: bool, block_bytes: int | None, vouched: list[tuple[int, bool]], rs: Rootsift, tmp_path: Path
+    field: str,
+    value: bool,
+    block_bytes: int | None,
+    vouched: list[tuple[int, bool | None]],
+    rs: Rootsift,
+    tmp_path: Path,
 ) -> None:
     """The reader would store ``true`` as 1.0. ``ms``: every other line holds a number
     there, so a row mapped to the wrong line would be vouched for; ``http.bytes``: the
@@ -80,7 +102,7 @@ def test_a_boolean_among_parsed_numbers_deep_in_a_file_lands_in_raw(
 
 
 def test_rare_zeros_and_ones_are_vouched_for_on_the_fast_path(
-    vouched: list[tuple[int, bool]], rs: Rootsift, tmp_path: Path
+    vouched: list[tuple[int, bool | None]], rs: Rootsift, tmp_path: Path
 ) -> None:
     rows = [_row(i) for i in range(ROWS)]
     ones = {AT: 1.0, 9_000: 0, 12_345: 1, 17_000: -0.0}
@@ -101,7 +123,12 @@ SPACED = '  {"timestamp": "2026-05-01T11:00:00Z", "ms": 3.5}\n'
 
 @pytest.mark.parametrize(("inserted", "mapped"), [("\n  \n", True), (SPACED, False)], ids=["blank", "spaced"])
 def test_rows_are_found_by_the_lines_that_start_an_object(
-    inserted: str, mapped: bool, vouched: list[tuple[int, bool]], rs: Rootsift, tmp_path: Path
+    inserted: str,
+    mapped: bool,
+    vouched: list[tuple[int, bool | None]],
+    whole_file_tries: list[int],
+    rs: Rootsift,
+    tmp_path: Path,
 ) -> None:
     """The reader skips blank lines (rows still map to the lines that start with ``{``);
     a line starting with a space makes a row no ``\\n{`` marks: nothing is vouched for,
@@ -113,17 +140,22 @@ def test_rows_are_found_by_the_lines_that_start_an_object(
     path.write_text("".join(text[:100]) + inserted + "".join(text[100:]))
     summary = rs.ingest(path, dataset="n")
     assert (summary.events, summary.exact_blocks, summary.rejects) == (ROWS + (not mapped), 0, 0)
-    assert vouched[0] == (1, mapped)
+    assert vouched[0] == (1, True if mapped else None)
+    assert len(whole_file_tries) == (1 if mapped else 2)  # not found by line: once more, cast
     assert 1.0 in column(rs, "n", "ms") and "ms#raw" not in schema_map(rs, "n")
 
 
-@pytest.mark.parametrize("text", ["NaN", "-Infinity", " 7 "])
-def test_text_the_reader_turns_into_odd_numbers_is_still_read_exactly(text: str, rs: Rootsift, tmp_path: Path) -> None:
+@pytest.mark.parametrize("text", ["NaN", "-Infinity", " 7 ", "abc"])
+def test_text_the_reader_turns_into_odd_numbers_is_still_read_exactly(
+    text: str, whole_file_tries: list[int], rs: Rootsift, tmp_path: Path
+) -> None:
     """``"NaN"`` parses to a non-finite DOUBLE (kept in ``#raw``); ``" 7 "`` the reader
-    refuses while the exact cast reads 7: both end as the cast path has them."""
+    refuses while the exact cast reads 7 (so the file is tried once more, cast); ``"abc"``
+    neither reads (no second try): each ends as the cast path has it."""
     rows = [_row(i) for i in range(ROWS)]
     rows[AT]["ms"] = text
     _seed(rs, tmp_path)
+    whole_file_tries.clear()
     summary = rs.ingest(write_jsonl(tmp_path / "odd.jsonl", rows), dataset="n")
     assert (summary.events, summary.rejects) == (ROWS, 0)
     ms = column(rs, "n", "ms")[100:]
@@ -132,6 +164,7 @@ def test_text_the_reader_turns_into_odd_numbers_is_still_read_exactly(text: str,
         assert (ms[AT], raw[AT], summary.exact_blocks) == (7.0, None, 0)
     else:
         assert (ms[AT], raw[AT]) == (None, text)
+    assert len(whole_file_tries) == (2 if text == " 7 " else 1)
 
 
 def _starts(path: Path) -> LineStarts:
@@ -155,8 +188,8 @@ def test_lines_of_rows_maps_rows_to_lines_or_refuses(tmp_path: Path) -> None:
     }
     path.write_bytes(b"\n".join(lines[:10]) + b"\n " + b"\n".join(lines[10:]) + b"\n")
     assert vouch.lines_of_rows(str(path), [20], 5000, _starts(path)) is None
-    assert vouch.vouch(str(path), [(20, ("i",))], 5000, _starts(path)) is False
-    assert vouch.vouch(str(path), [(20, ("i",))], 5000, None) is False
+    assert vouch.vouch(str(path), [(20, ("i",))], 5000, _starts(path)) is None
+    assert vouch.vouch(str(path), [(20, ("i",))], 5000, None) is None
 
 
 def test_vouch_accepts_numbers_and_refuses_booleans_and_missing_values(tmp_path: Path) -> None:
@@ -168,4 +201,4 @@ def test_vouch_accepts_numbers_and_refuses_booleans_and_missing_values(tmp_path:
     starts = _starts(path)
     assert vouch.vouch(str(path), [(0, ("a",)), (2, ("b", "c")), (4, ("a",))], total, starts)
     for row, field in ((1, ("a",)), (3, ("b", "c")), (5, ("a",)), (6, ("a",))):
-        assert not vouch.vouch(str(path), [(row, field)], total, starts)
+        assert vouch.vouch(str(path), [(row, field)], total, starts) is False

@@ -39,7 +39,7 @@ SUSPECTS_CHECKED = 10_000
 """Most 0s and 1s in numbers the reader parsed as DOUBLE that are checked line by line
 (``vouch``); a block with more is read again with those fields as text, cast exactly."""
 NUMBER_REFUSED = "Failed to cast value to numerical"
-"""DuckDB's reader on text in a field it parses as a number (``" 7 "``, which the exact cast reads)."""
+"""DuckDB's reader on a value of a field it parses as a number that it cannot read."""
 SAMPLE_ROWS = 2048
 WHOLE_FILE_SAMPLE = 4096
 HEAD_BYTES = 16 << 20
@@ -61,6 +61,8 @@ class JsonLinesReader(Stager):
     """Number fields read as text and cast: the reader's DOUBLE could not be vouched for."""
     _parse_numbers = True
     """False once the reader refused a number field's text: every number is cast from then on."""
+    _retry = False
+    """The last fast attempt failed on a parsed number the cast may read: worth another."""
 
     def stage(self, block: bytes | None, first_line: int, stats: BlockStats | None = None) -> Staged:
         """Stage one block of complete lines; lines that cannot be events come back as rejects.
@@ -102,10 +104,11 @@ class JsonLinesReader(Stager):
         sample = self._head(path)
         try:
             compression = "gzip" if is_gzip(path) else "none"
-            learned = (self._cast, self._parse_numbers)
+            self._retry = False
             staged = self._fast(path, stats, self.writer, WHOLE_FILE_SAMPLE, compression, sample)
-            if staged is None and learned != (self._cast, self._parse_numbers):
-                # A number the reader parsed could not be vouched for: once more, casting it.
+            if staged is None and self._retry:
+                # A number the reader parsed could not be vouched for, yet the cast may read
+                # it (too many suspects, rows not mapped to lines): once more, casting it.
                 staged = self._fast(path, stats, self.writer, WHOLE_FILE_SAMPLE, compression, sample)
             return staged
         finally:
@@ -218,10 +221,27 @@ class JsonLinesReader(Stager):
 
         verified = writer.write_checked(select, columns, new, verify)
         if verified is None:
-            if direct and writer.error is not None and NUMBER_REFUSED in str(writer.error):
-                self._parse_numbers = False  # a number field holds text the reader does not parse: cast
+            if direct and writer.error is not None and self._cast_reads(writer.error):
+                self._parse_numbers, self._retry = False, True  # text only the cast reads
             return None
         return self._done(Staged("", verified.rows, verified.span, new, committed=True))
+
+    def _cast_reads(self, error: duckdb.Error) -> bool:
+        """Whether the reader refused a value of a number field that the exact cast reads
+        (``" 7 "``): then casting is worth another try. A value nothing reads (``"abc"``)
+        fails either way. Only chooses whether to try again; the check decides what is kept."""
+        text = str(error)
+        if NUMBER_REFUSED not in text:
+            return False
+        value = text.split(NUMBER_REFUSED, 1)[1].lstrip(": ").splitlines()[0].strip()
+        try:
+            parsed = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return False
+        if not isinstance(parsed, str):
+            return False
+        row = self.cur.execute("SELECT isfinite(TRY_CAST(? AS DOUBLE))", [parsed]).fetchone()
+        return bool(row and row[0])
 
     def _direct_paths(
         self, tree: convert.Node, leaves: list[tuple[list[str], str]], sample: str | None, compression: str
@@ -267,14 +287,19 @@ class JsonLinesReader(Stager):
         doubtful = [(p, n) for (p, n), k, inf in zip(parsed, zero_one, infinite) if k or inf]
         if not doubtful:
             return True
+        # Non-finite values and booleans fail the cast too (they go to #raw); too many
+        # suspects, or rows not found by line, may well pass it.
+        verdict: bool | None = None
         if not any(infinite) and sum(zero_one) <= SUSPECTS_CHECKED:
             cond = " OR ".join(f"{ident(n)} IN (0, 1)" for _, n in doubtful)
             found = self.cur.execute(
                 f"SELECT {ident(ROW_COLUMN)}, {', '.join(ident(n) for _, n in doubtful)} FROM {rel} AS r WHERE {cond}"
             ).fetchall()
             suspects = [(int(r[0]), p) for r in found for (p, _), v in zip(doubtful, r[1:]) if v in (0.0, 1.0)]
-            if vouch(path, suspects, rows, starts):
+            verdict = vouch(path, suspects, rows, starts)
+            if verdict:
                 return True
+        self._retry = verdict is None and not any(infinite)
         self._cast = self._cast | {p for p, _ in doubtful}
         return False
 

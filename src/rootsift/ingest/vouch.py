@@ -70,17 +70,19 @@ def _pairs(mm: mmap.mmap, lo: int, hi: int) -> list[int]:
     return sorted(int(p) for p in np.concatenate(found)) if found else []
 
 
-def vouch(path: str, suspects: list[tuple[int, tuple[str, ...]]], total: int, starts: LineStarts | None) -> bool:
+def vouch(path: str, suspects: list[tuple[int, tuple[str, ...]]], total: int, starts: LineStarts | None) -> bool | None:
     """Whether every suspect (row, field path) holds a number, not a boolean, in its line
-    of ``path`` (a file of JSON lines that made ``total`` rows, whose lines start at ``starts``)."""
+    of ``path`` (a file of JSON lines that made ``total`` rows, whose lines start at
+    ``starts``): True; False when one holds a boolean (or no number); None when the rows
+    cannot be found by line (or a line does not parse)."""
     lines = lines_of_rows(path, (r for r, _ in suspects), total, starts) if starts is not None else None
     if lines is None:
-        return False
+        return None
     for row, field_path in suspects:
         try:
             value = orjson.loads(lines[row])
         except orjson.JSONDecodeError:
-            return False
+            return None
         for key in field_path:
             value = value.get(key) if isinstance(value, dict) else None
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
