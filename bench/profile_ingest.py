@@ -7,7 +7,9 @@ cProfile cannot see into DuckDB (its calls are charged to the calling Python fun
 so the ingest's cursors are wrapped to time every ``execute`` by statement shape too, in
 wall and CPU seconds (the CPU of every thread of the process over the statement: the
 byte counts run beside DuckDB's insert and are charged to it). The JSON byte counts
-alone are timed last, as the thread beside the insert runs them.
+alone are timed last, as the thread beside the insert runs them. Last, DuckDB's own
+profile of the fast path's insert (its SELECT run again into a scratch table, as
+``EXPLAIN ANALYZE`` would): seconds per operator, summed over DuckDB's threads.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import json
 import pstats
 import re
 import shutil
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -33,6 +37,8 @@ from rootsift.store.duckdb import DuckDBBackend  # noqa: E402
 
 SQL_TIME: dict[str, list[float]] = defaultdict(list)
 SQL_CPU: dict[str, list[float]] = defaultdict(list)
+INSERTS: list[str] = []
+"""The fast path's inserts (``INSERT INTO … BY NAME SELECT … FROM read_json(…)``), as run."""
 
 
 def shape(sql: str) -> str:
@@ -49,6 +55,8 @@ class TimedCursor:
         self._inner = inner
 
     def execute(self, sql: str, params: Any = None) -> TimedCursor:
+        if sql.startswith("INSERT INTO") and "read_json(" in sql:
+            INSERTS.append(sql)
         started, cpu = time.perf_counter(), time.process_time()
         self._inner.execute(sql, params) if params is not None else self._inner.execute(sql)
         SQL_TIME[shape(sql)].append(time.perf_counter() - started)
@@ -77,6 +85,36 @@ def ingest(source: Path, data: Path, block: int | None, prof: cProfile.Profile |
         f"{summary.exact_blocks} on the exact path)"
     )
     return seconds, cpu
+
+
+def operators(insert_sql: str) -> list[tuple[str, float, int]]:
+    """DuckDB's profile of an ingest insert's SELECT, run again into a table of a scratch
+    in-memory database: (operator, seconds summed over threads, rows) in plan order."""
+    import duckdb
+
+    select = insert_sql.split(" BY NAME ", 1)[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "profile.json"
+        con = duckdb.connect()
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET enable_profiling = 'json'")
+        con.execute(f"SET profiling_output = '{out}'")
+        con.execute(f"CREATE TABLE scratch AS {select}")
+        con.close()
+        tree = json.loads(out.read_text())
+
+    found: list[tuple[str, float, int]] = []
+
+    def walk(node: dict[str, Any], depth: int) -> None:
+        found.append(
+            ("  " * depth + str(node.get("name")), float(node.get("timing", 0)), int(node.get("intermediate_rows", 0)))
+        )
+        for child in node.get("children", []):
+            walk(child, depth + 1)
+
+    for node in tree["operator"]:
+        walk(node, 0)
+    return found
 
 
 def main() -> None:
@@ -113,6 +151,10 @@ def main() -> None:
         f"the byte counts alone (BlockStats.of_file, as beside a whole-file insert): {time.process_time() - started:.2f} CPU s"
     )
     shutil.rmtree(data, ignore_errors=True)
+    if INSERTS:
+        print("DuckDB's operators in the last fast-path insert (seconds summed over threads):")
+        for name, seconds, rows in operators(INSERTS[-1]):
+            print(f"  {seconds:7.2f} s {rows:12,d} rows  {name}")
 
 
 if __name__ == "__main__":

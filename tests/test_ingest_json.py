@@ -142,6 +142,47 @@ def test_the_whole_file_sample_is_its_first_lines_in_a_file_of_their_own(
     assert reader._head(str(cut)) is None  # cut short: DuckDB's read of the file says why
 
 
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_the_whole_file_sample_reads_no_further_than_its_lines(
+    gz: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first lines are read a MiB at a time: a .gz is inflated only as far as they go,
+    not HEAD_BYTES into the file."""
+    import gzip
+
+    import duckdb
+
+    from rootsift.ingest import jsonl
+
+    lines = [json.dumps({"timestamp": _ts(i), "n": i, "pad": "x" * 200}).encode() + b"\n" for i in range(40_000)]
+    path = tmp_path / ("h.jsonl.gz" if gz else "h.jsonl")
+    path.write_bytes(gzip.compress(b"".join(lines)) if gz else b"".join(lines))
+    read: list[int] = []
+    real = jsonl.open_decompressed
+
+    class Counted:
+        def __init__(self, fh: Any) -> None:
+            self.fh = fh
+
+        def __enter__(self) -> Counted:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.fh.close()
+
+        def read(self, n: int) -> bytes:
+            data: bytes = self.fh.read(n)
+            read.append(len(data))
+            return data
+
+    monkeypatch.setattr(jsonl, "open_decompressed", lambda p: Counted(real(p)))
+    reader = jsonl.JsonLinesReader(duckdb.connect(), {}, str(tmp_path), None, None)
+    head = reader._head(str(path))
+    wanted = b"".join(lines[: jsonl.WHOLE_FILE_SAMPLE])
+    assert head is not None and Path(head).read_bytes() == wanted
+    assert len(b"".join(lines)) > 8 * len(wanted) and sum(read) < len(wanted) + jsonl.HEAD_READ
+
+
 def test_a_first_line_longer_than_the_sample_bytes_is_still_read_in_place(
     rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,7 +7,7 @@ import mmap
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO, cast
 
 import numpy as np
@@ -34,6 +34,8 @@ class BlockStats:
     suspect: bool
     path: str | None = None
     _with_values: int | None = None
+    lines: LineStarts | None = None
+    """Where lines start in a plain file, counted beside the rest (None: not counted)."""
 
     @classmethod
     def of(cls, block: bytes | bytearray, tmp_dir: str | None = None, end: int | None = None) -> BlockStats:
@@ -59,6 +61,7 @@ class BlockStats:
             return cls(0, False, path)
         keys = 0
         suspect = False
+        lines = LineStarts()
         chunk -= chunk % mmap.ALLOCATIONGRANULARITY
         with open(path, "rb") as fh:
             # One mapped window at a time, so the process does not hold the file's pages.
@@ -66,13 +69,13 @@ class BlockStats:
             for lo in range(0, size, chunk):
                 length = min(chunk + 1, size - lo)
                 with mmap.mmap(fh.fileno(), length, offset=lo, access=mmap.ACCESS_READ) as mm:
-                    found, spaced, doubled = _quote_pairs(mm, 0, length)
+                    found, spaced, doubled = _quote_pairs(mm, 0, length, lines, lo)
                     keys += found
                     # A seam may split a spaced or empty key: check across it too.
                     suspect = suspect or _suspect(mm, 0, length, spaced, doubled)
                     if not suspect and lo:
                         suspect = _seam_suspect(fh, lo)
-        return cls(keys, suspect, path)
+        return cls(keys, suspect, path, lines=lines)
 
     @classmethod
     def _of_stream(cls, path: str, chunk: int) -> BlockStats:
@@ -116,14 +119,35 @@ def _seam_suspect(fh: Any, at: int) -> bool:
     return _suspect(around, 0, len(around), *_quote_pairs(around, 0, len(around))[1:])
 
 
+LINE_START = 0x7B0A
+"""``\n{`` as a little-endian 16-bit word: a line that starts an object."""
+
+
+@dataclass
+class LineStarts:
+    """How many ``\n{`` pairs start in each slice of a file: ``offsets[i]`` to the next
+    offset (or the file's end) holds ``counts[i]``. Every line of JSON lines that makes a
+    row starts with ``{``, so these tell which line a row was read from (``vouch.py``)."""
+
+    offsets: list[int] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+
+    def add(self, offset: int, count: int) -> None:
+        self.offsets.append(offset)
+        self.counts.append(count)
+
+
 PAIR_WORDS = 1 << 18
 """Words compared per numpy call: the temporaries (768 KiB) stay in the CPU's cache,
 which makes the passes several times faster than over a whole window."""
 
 
-def _quote_pairs(buf: bytes | bytearray | mmap.mmap, start: int, end: int) -> tuple[int, int, int]:
+def _quote_pairs(
+    buf: bytes | bytearray | mmap.mmap, start: int, end: int, lines: LineStarts | None = None, base: int = 0
+) -> tuple[int, int, int]:
     """How many quotes in ``buf[start:end]`` are followed by a colon, by whitespace (or a
-    control byte), and by another quote: ``":``, ``" ``, ``""``.
+    control byte), and by another quote: ``":``, ``" ``, ``""``. Given ``lines``, the
+    ``\n{`` pairs of each slice are counted into it too (``buf`` is the file from ``base``).
 
     The bytes are read as little-endian 16-bit words from ``start`` and from ``start + 1``,
     so a quote and the byte after it are one word (``":`` is 0x3A22), compared in a few
@@ -135,6 +159,7 @@ def _quote_pairs(buf: bytes | bytearray | mmap.mmap, start: int, end: int) -> tu
     hit = np.empty(scratch.size, dtype=bool)
     for lo in range(start, end - 1, 2 * PAIR_WORDS):
         hi = min(end, lo + 2 * PAIR_WORDS + 1)  # the slice's last pair ends one byte past it
+        starts = 0
         for first in (lo, lo + 1):
             n = (hi - first) // 2
             if n <= 0:
@@ -148,6 +173,10 @@ def _quote_pairs(buf: bytes | bytearray | mmap.mmap, start: int, end: int) -> tu
             spaced += int(np.count_nonzero(np.equal(words, 0x2022, out=mask)))
             # Two quotes may open an empty key, ``"":``.
             doubled += int(np.count_nonzero(np.equal(words, 0x2222, out=mask)))
+            if lines is not None:  # where lines start: which rows are which lines (vouch.py)
+                starts += int(np.count_nonzero(np.equal(words, LINE_START, out=mask)))
+        if lines is not None:
+            lines.add(base + lo, starts)
     return keys, spaced, doubled
 
 

@@ -153,11 +153,12 @@ def _storage_tree(node: Node) -> Node:
     return Node(children={k: _storage_tree(v) for k, v in node.children.items()})
 
 
-def read_tree(tree: Node) -> Node:
-    """``tree`` with DOUBLE leaves read as VARCHAR (they are cast, exactly, after reading)."""
+def read_tree(tree: Node, direct: frozenset[tuple[str, ...]] = frozenset(), at: tuple[str, ...] = ()) -> Node:
+    """``tree`` with DOUBLE leaves read as VARCHAR (they are cast, exactly, after reading),
+    except those whose paths are in ``direct``: the reader parses them as DOUBLE itself."""
     if tree.type is not None:
-        return Node(type="VARCHAR" if tree.type == "DOUBLE" else tree.type)
-    return Node(children={k: read_tree(v) for k, v in tree.children.items()})
+        return Node(type="VARCHAR" if tree.type == "DOUBLE" and at not in direct else tree.type)
+    return Node(children={k: read_tree(v, direct, (*at, k)) for k, v in tree.children.items()})
 
 
 def lists_as_json(tree: Node) -> Node:

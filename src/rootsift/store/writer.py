@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from rootsift.store.duckdb import DatasetState, DuckDBBackend
 
 
+ROW_COLUMN = "__rootsift_row__"
+"""The inserted rows' order (from 0) in the relation ``write_checked`` verifies."""
+
+
 @dataclass
 class _Pending:
     table: str
@@ -52,6 +56,8 @@ class SegmentWriter:
         self.dataset = state.name
         self.cur = cur
         self._queue: list[_Pending] = []
+        self.error: duckdb.Error | None = None
+        """What made the last ``write_checked`` fail, when DuckDB raised."""
         self.targets: list[Segment] | None = None
         """Pending segments (``store/pending.py``) that take every write instead of
         the head while one input is read: its rows, committed in bounded transactions and
@@ -145,10 +151,13 @@ class SegmentWriter:
 
         ``verify`` gets a relation holding just the inserted rows: rows are appended and
         never deleted in place (retention rewrites whole files), so committed rows have
-        rowids below the count taken at the start and the new ones do not. Queued tables
-        must be committed first (the caller counts what each commit made durable).
+        rowids below the count taken at the start and the new ones do not. Its column
+        ``ROW_COLUMN`` numbers them from 0 in the order they were inserted. Queued tables
+        must be committed first (the caller counts what each commit made durable). A
+        DuckDB error rolls back and returns None, kept in ``error`` for the caller.
         """
         assert not self._queue, "commit() the queued tables before write_checked()"
+        self.error = None
         cur = self.cur
         with self.state.write_lock:
             seg = self._segment()
@@ -158,7 +167,9 @@ class SegmentWriter:
                 before = int(row[0]) if row else 0
                 self._add_columns(seg, columns)
                 cur.execute(f"INSERT INTO {seg.alias}.events BY NAME {select_sql}")
-                verified = verify(f"(SELECT * FROM {seg.alias}.events WHERE rowid >= {before})")
+                new_rows = f"FROM {seg.alias}.events WHERE rowid >= {before}"
+                # Rows written in a transaction have rowids of their own, contiguous in insert order.
+                verified = verify(f"(SELECT rowid - (SELECT min(rowid) {new_rows}) AS {ROW_COLUMN}, * {new_rows})")
                 if verified is None:
                     cur.execute("ROLLBACK")
                     return None
@@ -168,7 +179,8 @@ class SegmentWriter:
                     f"SELECT * FROM {seg.alias}.events WHERE rowid >= {before} AND {sample_sql(seg.id)}"
                 )
                 cur.execute("COMMIT")
-            except duckdb.Error:
+            except duckdb.Error as exc:
+                self.error = exc
                 with contextlib.suppress(duckdb.Error):
                     cur.execute("ROLLBACK")
                 return None
