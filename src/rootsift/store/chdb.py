@@ -91,6 +91,9 @@ class ChdbBackend(Backend):
         """Catalog answers (tables, fields, settings, spans), dropped by any statement that
         is not a SELECT: this process is the store's only user (chdb), so nothing else changes them."""
         self.run(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
+        from rootsift.store.chdb_otel import refresh_views
+
+        refresh_views(self)  # the OpenTelemetry exporter's tables as read-only datasets
         if not read_only:
             for name in self.tables(pending=True):  # inputs a crashed ingest left half-read
                 self.run(f"DROP TABLE IF EXISTS {self.table_sql(name)}")
@@ -172,8 +175,11 @@ class ChdbBackend(Backend):
         return check_dataset_name(name) in self.tables()
 
     def state(self, name: str, create: bool = False) -> str:
-        """Check that ``name`` exists (creating its table with ``create``); return it."""
+        """Check that ``name`` exists (creating its table with ``create``; a view of the
+        OpenTelemetry exporter's tables is refused then); return it."""
         if self.exists(name):
+            if create:
+                self.writable(name)
             return name
         if not create or self.read_only:
             known = ", ".join(self.tables()) or "none yet"
@@ -199,6 +205,22 @@ class ChdbBackend(Backend):
             return json.loads(text) if text else {}
 
         return dict(self._memo(("settings", dataset), read))
+
+    def source(self, dataset: str) -> tuple[str, str] | None:
+        """(database, table) of the exporter table a read-only OTel dataset reads, else None."""
+        from rootsift.store.chdb_otel import source_of
+
+        return source_of(self.settings(dataset))
+
+    def writable(self, dataset: str) -> None:
+        """Refuse to change a dataset that is a view of the OpenTelemetry exporter's tables."""
+        source = self.source(dataset)
+        if source is not None:
+            raise UsageError(
+                f"dataset {dataset!r} is a read-only view of {source[0]}.{source[1]} (the OpenTelemetry "
+                "collector's ClickHouse exporter table): rootsift does not write or delete there; "
+                "ingest into another dataset name, and set the exporter's TTL for retention"
+            )
 
     def datasets(self) -> list[DatasetInfo]:
         out = []
@@ -229,7 +251,7 @@ class ChdbBackend(Backend):
             self.run(
                 "SELECT count(), sum(bytes_on_disk) FROM system.parts "
                 "WHERE database = {db:String} AND table = {t:String} AND active",
-                {"db": DATABASE, "t": dataset},
+                dict(zip(("db", "t"), self.source(dataset) or (DATABASE, dataset))),
             )
         ).rows[0]
         return int(row[0]), int(row[1] or 0)
@@ -295,11 +317,14 @@ class ChdbBackend(Backend):
         from sqlglot import exp
 
         table = self.relation(dataset, start, end)
+        if self.source(dataset) is not None:
+            return None  # the exporter's tables have no sampling key: callers run exact
         table.set("sample", exp.TableSample(size=exp.Literal.number(1 / SAMPLE_EVERY)))
         return table
 
     # -- retention ----------------------------------------------------------------
     def count_before(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
+        self.writable(dataset)
         total, before = self._count(dataset, cutoff)
         size = self.dataset_bytes(dataset)
         return before, round(size * before / total) if total else 0
@@ -317,6 +342,7 @@ class ChdbBackend(Backend):
         dropped (``SYNC``). A mutation (``ALTER TABLE DELETE``) would leave the replaced
         parts on disk until ClickHouse's background cleanup, which an embedded process
         that exits does not wait for (measured: still there 20 s later)."""
+        self.writable(dataset)
         total, before = self._count(dataset, cutoff)
         if not before:
             return 0
@@ -335,6 +361,7 @@ class ChdbBackend(Backend):
         return before
 
     def drop_dataset(self, dataset: str) -> None:
+        self.writable(dataset)
         self.run(f"DROP TABLE IF EXISTS {self.table_sql(self.state(dataset))}")
         shutil.rmtree(self.dataset_dir(dataset), ignore_errors=True)
 

@@ -1,0 +1,186 @@
+"""Read mode for the OpenTelemetry collector's ClickHouse exporter tables (chdb).
+
+A table the exporter wrote (``otel_traces``, ``otel_logs``, by default in database
+``otel``; ``$ROOTSIFT_OTEL_DATABASE`` names another) becomes a read-only dataset of the
+same name: a ClickHouse ``VIEW`` in rootsift's database whose SELECT maps the exporter's
+columns to the field names rootsift's own OTLP ingest gives (server/otlp.py), so a span
+reads the same whether ``serve`` stored it or the exporter did. No row is copied: every
+query reads the exporter's table through the view. A table is recognised by its columns
+(``Timestamp``, ``ServiceName`` and ``SpanAttributes`` or ``LogAttributes``), so renamed
+tables (the exporter's ``traces_table_name``) are found too.
+
+The Map columns (``SpanAttributes``/``LogAttributes``, ``ResourceAttributes``) become
+fields by their keys: the ``TOP_KEYS`` most frequent keys of each, counted over the
+first ``KEY_SAMPLE_ROWS`` rows, each typed ``BIGINT`` or ``DOUBLE`` when every value
+seen parses as one, else text; a key in both maps is read from the item's own map. The
+other keys are not fields (``fields`` of the view does not list them). The views are
+rebuilt when a store is opened and the keys changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rootsift.store.sqltext import ident, literal
+
+if TYPE_CHECKING:
+    from rootsift.store.chdb import ChdbBackend
+
+DEFAULT_DATABASE = "otel"
+"""The exporter's default database; ``$ROOTSIFT_OTEL_DATABASE`` names another."""
+TOP_KEYS = 64
+KEY_SAMPLE_ROWS = 100_000
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One of the exporter's table shapes: the columns that tell it, its fixed fields."""
+
+    name: str
+    item_map: str
+    columns: tuple[tuple[str, str], ...]
+    """(field, ClickHouse expression over the exporter's columns), in the view's order."""
+
+
+TRACES = Kind(
+    "traces",
+    "SpanAttributes",
+    (
+        ("name", "SpanName"),
+        ("span.kind", "SpanKind"),
+        ("service.name", "ServiceName"),
+        ("trace.trace_id", "TraceId"),
+        ("trace.span_id", "SpanId"),
+        ("trace.parent_id", "nullIf(ParentSpanId, '')"),
+        ("status.code", "StatusCode"),
+        ("status.message", "nullIf(StatusMessage, '')"),
+        ("duration_ms", "Duration / 1e6"),
+        ("otel.scope.name", "nullIf(ScopeName, '')"),
+        ("otel.scope.version", "nullIf(ScopeVersion, '')"),
+    ),
+)
+LOGS = Kind(
+    "logs",
+    "LogAttributes",
+    (
+        ("severity_text", "SeverityText"),
+        ("severity_number", "toInt64(SeverityNumber)"),
+        ("service.name", "ServiceName"),
+        ("body", "Body"),
+        ("trace.trace_id", "nullIf(TraceId, '')"),
+        ("trace.span_id", "nullIf(SpanId, '')"),
+        ("otel.scope.name", "nullIf(ScopeName, '')"),
+    ),
+)
+KINDS = (TRACES, LOGS)
+RESOURCE_MAP = "ResourceAttributes"
+
+
+def otel_database() -> str:
+    return os.environ.get("ROOTSIFT_OTEL_DATABASE", "").strip() or DEFAULT_DATABASE
+
+
+def source_of(settings: dict[str, Any]) -> tuple[str, str] | None:
+    """(database, table) of the exporter table a dataset's settings name, else None."""
+    otel = settings.get("otel")
+    return (otel["database"], otel["table"]) if isinstance(otel, dict) else None
+
+
+def exporter_tables(backend: ChdbBackend, database: str) -> dict[str, Kind]:
+    """The exporter's tables in ``database`` by name, each with its kind."""
+    rows = backend.run(
+        "SELECT table, groupArray(name) AS names FROM system.columns WHERE database = {db:String} GROUP BY table",
+        {"db": database},
+    ).to_pylist()
+    found = {}
+    for row in rows:
+        names = set(row["names"])
+        for kind in KINDS:
+            if {"Timestamp", "ServiceName", RESOURCE_MAP, kind.item_map} <= names:
+                found[row["table"]] = kind
+    return found
+
+
+def _keys(backend: ChdbBackend, source: str, map_column: str) -> list[tuple[str, str]]:
+    """The most frequent keys of a Map column, each with its storage type."""
+    rows = backend.run(
+        f"SELECT k, count() AS n, countIf(toInt64OrNull(v) IS NULL) AS not_int, "
+        f"countIf(toFloat64OrNull(v) IS NULL) AS not_num "
+        f"FROM (SELECT {ident(map_column)} AS m FROM {source} LIMIT {KEY_SAMPLE_ROWS}) "
+        f"ARRAY JOIN mapKeys(m) AS k, mapValues(m) AS v GROUP BY k ORDER BY n DESC, k LIMIT {TOP_KEYS}"
+    ).to_pylist()
+    return [(r["k"], "BIGINT" if not r["not_int"] else "DOUBLE" if not r["not_num"] else "VARCHAR") for r in rows]
+
+
+def _map_field(map_column: str, key: str, storage: str) -> str:
+    value = f"{ident(map_column)}[{literal(key)}]"
+    if storage == "BIGINT":
+        return f"toInt64OrNull({value})"
+    if storage == "DOUBLE":
+        return f"toFloat64OrNull({value})"
+    return f"if(mapContains({ident(map_column)}, {literal(key)}), {value}, NULL)"
+
+
+def view_sql(backend: ChdbBackend, view: str, database: str, table: str, kind: Kind) -> tuple[str, str]:
+    """(the view's SELECT, its comment: the dataset's settings naming the source)."""
+    source = f"{ident(database)}.{ident(table)}"
+    columns = [("timestamp", "toDateTime64(Timestamp, 6, 'UTC')"), *kind.columns]
+    taken = {name for name, _ in columns}
+    item_keys = _keys(backend, source, kind.item_map)
+    resource_keys = _keys(backend, source, RESOURCE_MAP)
+    item_names = {k for k, _ in item_keys}
+    for key, storage in item_keys:
+        if key not in taken:
+            columns.append((key, _map_field(kind.item_map, key, storage)))
+            taken.add(key)
+    for key, storage in resource_keys:
+        if key not in taken and key not in item_names:
+            columns.append((key, _map_field(RESOURCE_MAP, key, storage)))
+            taken.add(key)
+    select = "SELECT " + ", ".join(f"{expr} AS {ident(name)}" for name, expr in columns) + f" FROM {source}"
+    settings = {
+        "format_version": FORMAT_VERSION,
+        "otel": {"database": database, "table": table, "kind": kind.name},
+        "read_only": True,
+        "view": hashlib.sha256(select.encode()).hexdigest()[:16],
+    }
+    return select, json.dumps(settings, sort_keys=True)
+
+
+def refresh_views(backend: ChdbBackend) -> list[str]:
+    """Create or update a view for each exporter table of the OTel database; return
+    their names. A rootsift dataset that already has a table's name keeps it (no view)."""
+    from rootsift.store.chdb import DATABASE
+
+    database = otel_database()
+    if database == DATABASE:
+        return []
+    present = backend.run(
+        "SELECT name, comment FROM system.tables WHERE database = {db:String}",
+        {"db": DATABASE},
+    ).to_pylist()
+    current = {r["name"]: r for r in present}
+    made = []
+    for table, kind in sorted(exporter_tables(backend, database).items()):
+        old = current.get(table)
+        if old is not None and source_of(_json(old["comment"])) is None:
+            continue  # a dataset of rootsift's own holds the name
+        select, comment = view_sql(backend, table, database, table, kind)
+        if old is None or old["comment"] != comment:
+            backend.run(f"CREATE OR REPLACE VIEW {backend.table_sql(table)} AS {select} COMMENT {literal(comment)}")
+        made.append(table)
+    return made
+
+
+def _json(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
