@@ -149,10 +149,10 @@ def test_the_exporter_tables_are_datasets_with_their_map_keys_as_fields(otel_sto
         assert {"severity_text", "body", "code.function", "k8s.pod.name"} <= rs.backend.fields("otel_logs").keys()
 
 
-def _query(rs: Rootsift, dataset: str, calculations: list[str], by: str, where: str | None = None) -> list[dict[str, Any]]:
-    spec = QuerySpec(
-        dataset, calculations=[Calculation.parse(c) for c in calculations], breakdowns=[by], where=where
-    )
+def _query(
+    rs: Rootsift, dataset: str, calculations: list[str], by: str, where: str | None = None
+) -> list[dict[str, Any]]:
+    spec = QuerySpec(dataset, calculations=[Calculation.parse(c) for c in calculations], breakdowns=[by], where=where)
     result = rs.query(spec, datetime(2024, 6, 2, tzinfo=UTC)).as_dict()
     return sorted((dict(zip(result["columns"], row)) for row in result["rows"]), key=json.dumps)
 
@@ -185,6 +185,19 @@ def test_explain_finds_the_planted_slow_route_without_copying(otel_store: Path) 
         assert ("http.route", "/checkout") in conditions, found[0]
         copied = _sql(rs, "SELECT count() AS n FROM system.parts WHERE database = 'rootsift' AND active")
         assert copied == [{"n": 0}]
+
+
+def test_a_time_range_reads_only_the_exporter_parts_it_needs(otel_store: Path) -> None:
+    with Rootsift(otel_store, engine="chdb") as rs:
+        plan = _sql(
+            rs,
+            "EXPLAIN indexes = 1 SELECT count() FROM rootsift.otel_traces "
+            "WHERE timestamp >= toDateTime64('2024-06-02 00:00:00', 6, 'UTC')",
+        )
+        parts = [line for row in plan for line in row.values() if "Parts:" in line]
+        assert parts and all(line.strip().startswith(("Parts: 0", "Parts: 0/")) for line in parts), parts
+        spans = _query(rs, "otel_traces", ["count"], "service.name", "timestamp >= '2024-06-01T00:30:00Z'")
+        assert sum(r["count"] for r in spans) == SPANS - 1500
 
 
 def test_writing_into_an_exporter_dataset_is_refused_by_name(otel_store: Path, tmp_path: Path) -> None:

@@ -129,7 +129,9 @@ def _map_field(map_column: str, key: str, storage: str) -> str:
 def view_sql(backend: ChdbBackend, view: str, database: str, table: str, kind: Kind) -> tuple[str, str]:
     """(the view's SELECT, its comment: the dataset's settings naming the source)."""
     source = f"{ident(database)}.{ident(table)}"
-    columns = [("timestamp", "toDateTime64(Timestamp, 6, 'UTC')"), *kind.columns]
+    # CAST keeps the time range prunable by the exporter's partition and primary keys
+    # (toDate(Timestamp), ... Timestamp); toDateTime64() would read every part.
+    columns = [("timestamp", "CAST(Timestamp AS DateTime64(6, 'UTC'))"), *kind.columns]
     taken = {name for name, _ in columns}
     item_keys = _keys(backend, source, kind.item_map)
     resource_keys = _keys(backend, source, RESOURCE_MAP)
@@ -183,4 +185,3 @@ def _json(text: str | None) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
-
