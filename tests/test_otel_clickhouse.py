@@ -231,3 +231,28 @@ def test_a_new_attribute_key_becomes_a_field_on_the_next_open(otel_store: Path) 
     finally:
         with Rootsift(otel_store, engine="chdb") as rs:
             rs.backend.run("DELETE FROM otel.otel_traces WHERE SpanAttributes['peer.service'] = 'db'")
+
+
+def test_the_otel_database_is_a_setting_and_views_follow_the_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "data"
+    with Rootsift(path, engine="chdb") as rs:
+        rs.backend.run("CREATE DATABASE observability")
+        rs.backend.run(exporter_ddl()[1].replace('"otel"."otel_traces"', '"observability"."spans"'))
+        rs.backend.run(
+            "CREATE TABLE observability.other (Timestamp DateTime64(9)) ENGINE = MergeTree ORDER BY Timestamp"
+        )
+    monkeypatch.setenv("ROOTSIFT_OTEL_DATABASE", "observability")
+    with Rootsift(path, engine="chdb") as rs:  # found by its columns, whatever its name
+        assert [d.name for d in rs.datasets()] == ["spans"]
+        assert rs.backend.fields("spans")["duration_ms"].type == "DOUBLE"
+        rs.backend.run("DROP TABLE observability.spans")
+    with Rootsift(path, engine="chdb") as rs:  # its table gone, the view goes too
+        assert rs.datasets() == []
+    monkeypatch.setenv("ROOTSIFT_OTEL_DATABASE", "rootsift")
+    with pytest.raises(UsageError, match="ROOTSIFT_OTEL_DATABASE cannot be 'rootsift'"):
+        Rootsift(path, engine="chdb")
+    monkeypatch.delenv("ROOTSIFT_OTEL_DATABASE")
+    with Rootsift(path, engine="chdb") as rs:  # the store opens again once the setting is fixed
+        assert rs.datasets() == []

@@ -93,7 +93,11 @@ class ChdbBackend(Backend):
         self.run(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
         from rootsift.store.chdb_otel import refresh_views
 
-        refresh_views(self)  # the OpenTelemetry exporter's tables as read-only datasets
+        try:
+            refresh_views(self)  # the OpenTelemetry exporter's tables as read-only datasets
+        except BaseException:
+            self.session.close()  # chdb holds one store per process: give it back
+            raise
         if not read_only:
             for name in self.tables(pending=True):  # inputs a crashed ingest left half-read
                 self.run(f"DROP TABLE IF EXISTS {self.table_sql(name)}")

@@ -25,6 +25,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rootsift.errors import UsageError
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
@@ -155,20 +156,26 @@ def view_sql(backend: ChdbBackend, view: str, database: str, table: str, kind: K
 
 
 def refresh_views(backend: ChdbBackend) -> list[str]:
-    """Create or update a view for each exporter table of the OTel database; return
-    their names. A rootsift dataset that already has a table's name keeps it (no view)."""
+    """Create or update a view for each exporter table of the OTel database, and drop the
+    views of tables gone (or of another database); return the views' names. A rootsift
+    dataset that already has a table's name keeps it (no view)."""
     from rootsift.store.chdb import DATABASE
 
     database = otel_database()
     if database == DATABASE:
-        return []
+        raise UsageError(f"$ROOTSIFT_OTEL_DATABASE cannot be {DATABASE!r}: that is rootsift's own database")
     present = backend.run(
         "SELECT name, comment FROM system.tables WHERE database = {db:String}",
         {"db": DATABASE},
     ).to_pylist()
     current = {r["name"]: r for r in present}
+    found = exporter_tables(backend, database)
+    for name, row in current.items():  # a view whose table is gone, or of another database
+        source = source_of(_json(row["comment"]))
+        if source is not None and (source[0] != database or name not in found):
+            backend.run(f"DROP VIEW IF EXISTS {backend.table_sql(name)}")
     made = []
-    for table, kind in sorted(exporter_tables(backend, database).items()):
+    for table, kind in sorted(found.items()):
         old = current.get(table)
         if old is not None and source_of(_json(old["comment"])) is None:
             continue  # a dataset of rootsift's own holds the name
