@@ -30,6 +30,8 @@ SPANS = 3000
 LOGS = 1200
 SERVICES = ("frontend", "cart", "checkout")
 ROUTES = ("/", "/cart", "/checkout", "/product/{id}")
+METRICS = ("gauge", "sum", "histogram")
+POINTS = 600
 
 
 def exporter_ddl() -> list[str]:
@@ -43,7 +45,12 @@ def exporter_ddl() -> list[str]:
     head, rest = logs.split("{{- if .HasFullTextSearch}}", 1)
     logs = head + rest.split("{{- else}}", 1)[1].replace("{{- end}}", "", 1)
     assert "%" not in traces and "{{" not in logs
-    return ["CREATE DATABASE IF NOT EXISTS otel", traces, logs]
+    metrics = []
+    for kind in METRICS:
+        text = (DDL / f"metrics_{kind}_table.sql").read_text().replace('"%s"."%s" %s', f'"otel"."otel_metrics_{kind}"')
+        metrics.append(text.replace("ENGINE = %s\n    %s", "ENGINE = MergeTree()"))
+        assert "%" not in metrics[-1]
+    return ["CREATE DATABASE IF NOT EXISTS otel", traces, logs, *metrics]
 
 
 def _map(items: dict[str, str]) -> str:
@@ -112,6 +119,37 @@ def logs() -> list[str]:
     return rows
 
 
+def metric_points(kind: str) -> list[str]:
+    """Rows of otel_metrics_<kind>: two metrics a service, a point every 6 s."""
+    rng = np.random.default_rng(22)
+    rows = []
+    for k in range(POINTS):
+        service = SERVICES[k % 3]
+        name = f"{kind}.{'a' if k % 2 else 'b'}"
+        head = [
+            _map({"service.name": service, "host.name": f"node-{k % 5}"}),
+            literal(name),
+            literal("ms"),
+            _map({"state": str(rng.choice(["idle", "busy"]))}),
+            literal((T0 + timedelta(seconds=6 * k)).strftime("%Y-%m-%d %H:%M:%S")),
+            literal(service),
+        ]
+        if kind == "histogram":
+            count = int(rng.integers(1, 100))
+            tail = [str(count), str(count * 12.5), "[1, 2]", "[10.0]", "0.5", "99.0"]
+        else:
+            tail = [str(round(float(rng.normal(50, 10)), 3))] + (["true"] if kind == "sum" else [])
+        rows.append("(" + ", ".join(head + tail) + ")")
+    return rows
+
+
+METRIC_COLUMNS = {
+    "gauge": "Value",
+    "sum": "Value, IsMonotonic",
+    "histogram": "Count, Sum, BucketCounts, ExplicitBounds, Min, Max",
+}
+
+
 @pytest.fixture(scope="module")
 def otel_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("otel") / "data"
@@ -128,6 +166,12 @@ def otel_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "ResourceAttributes, LogAttributes"
         )
         rs.backend.run(f"INSERT INTO otel.otel_logs ({columns}) VALUES " + ", ".join(logs()))
+        for kind in METRICS:
+            columns = "ResourceAttributes, MetricName, MetricUnit, Attributes, TimeUnix, ServiceName, "
+            rs.backend.run(
+                f"INSERT INTO otel.otel_metrics_{kind} ({columns}{METRIC_COLUMNS[kind]}) VALUES "
+                + ", ".join(metric_points(kind))
+            )
     return path
 
 
@@ -209,7 +253,9 @@ def test_writing_into_an_exporter_dataset_is_refused_by_name(otel_store: Path, t
             rs.retention("otel_logs", keep=timedelta(days=1))
         assert _sql(rs, "SELECT count() AS n FROM otel.otel_traces") == [{"n": SPANS}]
         rs.ingest(events, dataset="mine")  # another name is a dataset of rootsift's own
-        assert {d.name for d in rs.datasets()} == {"mine", "otel_logs", "otel_traces"}
+        assert {d.name for d in rs.datasets()} == {"mine", "otel_logs", "otel_traces"} | {
+            f"otel_metrics_{kind}" for kind in METRICS
+        }
 
 
 def test_a_new_attribute_key_becomes_a_field_on_the_next_open(otel_store: Path) -> None:
@@ -256,3 +302,31 @@ def test_the_otel_database_is_a_setting_and_views_follow_the_tables(
     monkeypatch.delenv("ROOTSIFT_OTEL_DATABASE")
     with Rootsift(path, engine="chdb") as rs:  # the store opens again once the setting is fixed
         assert rs.datasets() == []
+
+
+def test_metric_tables_read_as_points_equal_to_hand_written_sql(otel_store: Path) -> None:
+    with Rootsift(otel_store, engine="chdb") as rs:
+        for kind in ("gauge", "sum"):
+            got = _query(
+                rs, f"otel_metrics_{kind}", ["count", "avg(value)", "max(value)"], "metric.name", "state = 'busy'"
+            )
+            want = _sql(
+                rs,
+                f"SELECT MetricName AS m, count() AS n, avg(Value) AS a, max(Value) AS x FROM otel.otel_metrics_{kind} "
+                "WHERE Attributes['state'] = 'busy' GROUP BY m ORDER BY m",
+            )
+            assert [(r["metric.name"], r["count"], r["max(value)"]) for r in got] == [
+                (w["m"], w["n"], w["x"]) for w in want
+            ]
+            assert [r["avg(value)"] for r in got] == pytest.approx([w["a"] for w in want], rel=1e-9)
+            types = _sql(rs, f'SELECT DISTINCT "metric.type" AS t FROM rootsift.otel_metrics_{kind}')
+            assert types == [{"t": kind}]  # a sum table is told from a gauge table by IsMonotonic
+        got = _query(rs, "otel_metrics_histogram", ["sum(count)", "max(max)"], "service.name")
+        want = _sql(
+            rs,
+            "SELECT ServiceName AS s, sum(Count) AS c, max(Max) AS x FROM otel.otel_metrics_histogram GROUP BY s ORDER BY s",
+        )
+        assert [(r["service.name"], r["sum(count)"], r["max(max)"]) for r in got] == [
+            (w["s"], w["c"], w["x"]) for w in want
+        ]
+        assert rs.backend.fields("otel_metrics_histogram")["host.name"].type == "VARCHAR"

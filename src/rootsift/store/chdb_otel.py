@@ -43,14 +43,20 @@ class Kind:
     """One of the exporter's table shapes: the columns that tell it, its fixed fields."""
 
     name: str
+    time: str
     item_map: str
+    signature: frozenset[str]
+    """Columns a table of this shape has (besides its time and maps); KINDS is ordered
+    so that a shape whose signature holds another's comes first."""
     columns: tuple[tuple[str, str], ...]
     """(field, ClickHouse expression over the exporter's columns), in the view's order."""
 
 
 TRACES = Kind(
     "traces",
+    "Timestamp",
     "SpanAttributes",
+    frozenset({"ServiceName", "SpanName", "Duration"}),
     (
         ("name", "SpanName"),
         ("span.kind", "SpanKind"),
@@ -67,7 +73,9 @@ TRACES = Kind(
 )
 LOGS = Kind(
     "logs",
+    "Timestamp",
     "LogAttributes",
+    frozenset({"ServiceName", "Body", "SeverityText"}),
     (
         ("severity_text", "SeverityText"),
         ("severity_number", "toInt64(SeverityNumber)"),
@@ -78,7 +86,42 @@ LOGS = Kind(
         ("otel.scope.name", "nullIf(ScopeName, '')"),
     ),
 )
-KINDS = (TRACES, LOGS)
+_METRIC = (
+    ("metric.name", "MetricName"),
+    ("metric.unit", "nullIf(MetricUnit, '')"),
+    ("service.name", "ServiceName"),
+    ("otel.scope.name", "nullIf(ScopeName, '')"),
+)
+METRIC_SIGNATURE = frozenset({"ServiceName", "MetricName", "MetricUnit"})
+SUM = Kind(
+    "sum",
+    "TimeUnix",
+    "Attributes",
+    METRIC_SIGNATURE | {"Value", "IsMonotonic"},
+    (*_METRIC, ("metric.type", "'sum'"), ("value", "Value")),
+)
+GAUGE = Kind(
+    "gauge",
+    "TimeUnix",
+    "Attributes",
+    METRIC_SIGNATURE | {"Value"},
+    (*_METRIC, ("metric.type", "'gauge'"), ("value", "Value")),
+)
+HISTOGRAM = Kind(
+    "histogram",
+    "TimeUnix",
+    "Attributes",
+    METRIC_SIGNATURE | {"Count", "Sum", "Min", "Max", "BucketCounts", "ExplicitBounds"},
+    (
+        *_METRIC,
+        ("metric.type", "'histogram'"),
+        ("count", "toInt64(Count)"),
+        ("sum", "Sum"),
+        ("min", "Min"),
+        ("max", "Max"),
+    ),
+)
+KINDS = (TRACES, LOGS, SUM, GAUGE, HISTOGRAM)
 RESOURCE_MAP = "ResourceAttributes"
 
 
@@ -102,8 +145,9 @@ def exporter_tables(backend: ChdbBackend, database: str) -> dict[str, Kind]:
     for row in rows:
         names = set(row["names"])
         for kind in KINDS:
-            if {"Timestamp", "ServiceName", RESOURCE_MAP, kind.item_map} <= names:
+            if {kind.time, RESOURCE_MAP, kind.item_map, *kind.signature} <= names:
                 found[row["table"]] = kind
+                break
     return found
 
 
@@ -132,7 +176,7 @@ def view_sql(backend: ChdbBackend, view: str, database: str, table: str, kind: K
     source = f"{ident(database)}.{ident(table)}"
     # CAST keeps the time range prunable by the exporter's partition and primary keys
     # (toDate(Timestamp), ... Timestamp); toDateTime64() would read every part.
-    columns = [("timestamp", "CAST(Timestamp AS DateTime64(6, 'UTC'))"), *kind.columns]
+    columns = [("timestamp", f"CAST({ident(kind.time)} AS DateTime64(6, 'UTC'))"), *kind.columns]
     taken = {name for name, _ in columns}
     item_keys = _keys(backend, source, kind.item_map)
     resource_keys = _keys(backend, source, RESOURCE_MAP)
