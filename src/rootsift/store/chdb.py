@@ -231,9 +231,9 @@ class ChdbBackend(Backend):
         for name in self.tables():
             weight = self.weight_field(name)
             events = f"sum(if({ident(weight)} >= 1, {ident(weight)}, 1))" if weight else "count()"
-            t = ident(TIME_COLUMN)
+            table, t = self._time_source(name) if not weight else (self.table_sql(name), ident(TIME_COLUMN))
             rows, total, first, last = rows_of(
-                self.run(f"SELECT count(), {events}, min({t}), max({t}) FROM {self.table_sql(name)}")
+                self.run(f"SELECT count(), {events}, {_utc(f'min({t})')}, {_utc(f'max({t})')} FROM {table}")
             ).rows[0]
             parts, size = self._parts(name)
             out.append(
@@ -265,13 +265,19 @@ class ChdbBackend(Backend):
 
     def span(self, dataset: str) -> tuple[datetime | None, datetime | None]:
         def read() -> tuple[datetime | None, datetime | None]:
-            t = ident(TIME_COLUMN)
-            sql = f"SELECT count(), min({t}), max({t}) FROM {self.table_sql(self.state(dataset))}"
+            table, t = self._time_source(self.state(dataset))
+            sql = f"SELECT count(), {_utc(f'min({t})')}, {_utc(f'max({t})')} FROM {table}"
             rows, lo, hi = rows_of(self.run(sql)).rows[0]
             return (lo, hi) if rows else (None, None)
 
         span: tuple[datetime | None, datetime | None] = self._memo(("span", dataset), read)
         return span
+
+    def _time_source(self, dataset: str) -> tuple[str, str]:
+        """(the table, its time column) that the dataset's count and time span read."""
+        from rootsift.store.chdb_otel import time_source
+
+        return time_source(self.settings(dataset)) or (self.table_sql(dataset), ident(TIME_COLUMN))
 
     def fields(self, dataset: str) -> dict[str, FieldInfo]:
         return dict(self._memo(("fields", dataset), lambda: self._read_fields(dataset)))
@@ -435,6 +441,10 @@ class ChdbBackend(Backend):
                 return append_arrow(self, dataset, batches, new_fields, table)
             finally:
                 self.changed()
+
+
+def _utc(expr: str) -> str:
+    return f"CAST({expr} AS DateTime64(6, 'UTC'))"
 
 
 def rows_of(table: pa.Table) -> QueryResult:

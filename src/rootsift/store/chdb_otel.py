@@ -135,6 +135,17 @@ def source_of(settings: dict[str, Any]) -> tuple[str, str] | None:
     return (otel["database"], otel["table"]) if isinstance(otel, dict) else None
 
 
+def time_source(settings: dict[str, Any]) -> tuple[str, str] | None:
+    """(the exporter table, its time column as rootsift's type) that a dataset's count and
+    span read directly: ClickHouse answers them from the parts' min/max indexes there,
+    where through the view's CAST it scans every row. None for rootsift's own tables."""
+    otel = settings.get("otel")
+    kind = next((k for k in KINDS if isinstance(otel, dict) and k.name == otel.get("kind")), None)
+    if kind is None or not isinstance(otel, dict):
+        return None
+    return f"{ident(otel['database'])}.{ident(otel['table'])}", ident(kind.time)
+
+
 def exporter_tables(backend: ChdbBackend, database: str) -> dict[str, Kind]:
     """The exporter's tables in ``database`` by name, each with its kind."""
     rows = backend.run(
