@@ -330,3 +330,25 @@ def test_metric_tables_read_as_points_equal_to_hand_written_sql(otel_store: Path
             (w["s"], w["c"], w["x"]) for w in want
         ]
         assert rs.backend.fields("otel_metrics_histogram")["host.name"].type == "VARCHAR"
+
+
+def test_keys_past_the_top_are_not_fields_and_sampled_runs_exact(
+    otel_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rootsift.store.chdb_otel as chdb_otel
+
+    monkeypatch.setattr(chdb_otel, "TOP_KEYS", 1)  # the most frequent key of each map only
+    with Rootsift(otel_store, engine="chdb") as rs:
+        fields = rs.backend.fields("otel_traces")
+        # each map's most frequent key, ties by name: all spans have both http.* keys, and
+        # host.name, service.name (a fixed field already) and service.version
+        assert "http.response.status_code" in fields and "host.name" in fields
+        assert "http.route" not in fields and "user.tier" not in fields and "service.version" not in fields
+        with pytest.raises(UsageError, match="unknown field 'user.tier'"):
+            _query(rs, "otel_traces", ["count"], "service.name", "user.tier = 'paid'")
+        exact = rs.explain("otel_traces", select="duration_ms > 1000").as_dict()["findings"]
+        sampled = rs.explain("otel_traces", select="duration_ms > 1000", sampled=True).as_dict()["findings"]
+        assert sampled == exact  # no sampling key in the exporter's tables: the exact answer
+    monkeypatch.undo()
+    with Rootsift(otel_store, engine="chdb") as rs:  # the next open with the default rebuilds the views
+        assert "user.tier" in rs.backend.fields("otel_traces")
