@@ -352,3 +352,15 @@ def test_keys_past_the_top_are_not_fields_and_sampled_runs_exact(
     monkeypatch.undo()
     with Rootsift(otel_store, engine="chdb") as rs:  # the next open with the default rebuilds the views
         assert "user.tier" in rs.backend.fields("otel_traces")
+
+
+def test_investigate_finds_when_and_where_spans_turned_slow(otel_store: Path) -> None:
+    with Rootsift(otel_store, engine="chdb") as rs:
+        found = rs.investigate("otel_traces", start=T0, end=T0 + timedelta(hours=1)).as_dict()
+    anomaly = found["anomaly"]
+    onset = datetime.strptime(anomaly["from"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    assert anomaly["kind"] == "latency" and abs(onset - (T0 + timedelta(seconds=SPANS // 2 * 1.2))) < timedelta(
+        minutes=1
+    )
+    conditions = {(c["field"], c["value"]) for c in found["findings"][0]["conditions"]}
+    assert conditions == {("http.route", "/checkout"), ("service.name", "checkout")}
