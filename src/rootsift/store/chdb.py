@@ -2,7 +2,8 @@
 
 Layout (docs/clickhouse.md, ADR 0022)::
 
-    DATA/clickhouse/                 chdb's data directory (database ``rootsift``, one table a dataset)
+    DATA/clickhouse/                 chdb's data directory (database ``rootsift``, one table a dataset;
+                                     a read-only view per OpenTelemetry exporter table: chdb_otel.py)
     DATA/<dataset>/rejects/*.jsonl   rejected input lines, as with DuckDB
 
 A dataset's table is ``ORDER BY ("timestamp", "#sample") SAMPLE BY "#sample"``: time-range
@@ -218,13 +219,9 @@ class ChdbBackend(Backend):
 
     def writable(self, dataset: str) -> None:
         """Refuse to change a dataset that is a view of the OpenTelemetry exporter's tables."""
-        source = self.source(dataset)
-        if source is not None:
-            raise UsageError(
-                f"dataset {dataset!r} is a read-only view of {source[0]}.{source[1]} (the OpenTelemetry "
-                "collector's ClickHouse exporter table): rootsift does not write or delete there; "
-                "ingest into another dataset name, and set the exporter's TTL for retention"
-            )
+        from rootsift.store.chdb_otel import refuse_writes
+
+        refuse_writes(dataset, self.source(dataset))
 
     def datasets(self) -> list[DatasetInfo]:
         out = []

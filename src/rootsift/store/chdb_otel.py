@@ -135,6 +135,16 @@ def source_of(settings: dict[str, Any]) -> tuple[str, str] | None:
     return (otel["database"], otel["table"]) if isinstance(otel, dict) else None
 
 
+def refuse_writes(dataset: str, source: tuple[str, str] | None) -> None:
+    """A usage error when ``dataset`` reads an exporter table (``source``): nothing writes there."""
+    if source is not None:
+        raise UsageError(
+            f"dataset {dataset!r} is a read-only view of {source[0]}.{source[1]} (the OpenTelemetry "
+            "collector's ClickHouse exporter table): rootsift does not write or delete there; "
+            "ingest into another dataset name, and set the exporter's TTL for retention"
+        )
+
+
 def time_source(settings: dict[str, Any]) -> tuple[str, str] | None:
     """(the exporter table, its time column as rootsift's type) that a dataset's count and
     span read directly: ClickHouse answers them from the parts' min/max indexes there,
