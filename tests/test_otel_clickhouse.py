@@ -61,6 +61,19 @@ def _stamp(t: datetime) -> str:
     return literal(t.strftime("%Y-%m-%d %H:%M:%S.%f") + "123")
 
 
+def _events(k: int, status: int) -> list[str]:
+    """Events.Timestamp, .Name, .Attributes: a failed span logs an exception (after a
+    retry event every third time); the others none."""
+    if status < 500:
+        return ["[]", "[]", "[]"]
+    kind = "TimeoutError" if k % 2 else "ConnectionResetError"
+    events = [("retry", {"attempt": "1"})] if k % 3 == 0 else []
+    events.append(("exception", {"exception.type": kind, "exception.message": f"span {k} failed"}))
+    stamps = ", ".join(_stamp(T0 + timedelta(seconds=k * 1.2)) for _ in events)
+    names = ", ".join(literal(name) for name, _ in events)
+    return [f"[{stamps}]", f"[{names}]", "[" + ", ".join(_map(attrs) for _, attrs in events) + "]"]
+
+
 def spans() -> list[str]:
     """Rows of otel_traces: the checkout service's /checkout route turns slow after the
     first half (what explain must find); the other spans are lognormal around 50 ms."""
@@ -91,6 +104,7 @@ def spans() -> list[str]:
             str(duration_ns),
             literal("Error" if status >= 500 else "Unset"),
             "''",
+            *_events(k, status),
         ]
         rows.append("(" + ", ".join(values) + ")")
     return rows
@@ -158,7 +172,8 @@ def otel_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             rs.backend.run(statement)
         columns = (
             "Timestamp, TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, ServiceName, "
-            "ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, Duration, StatusCode, StatusMessage"
+            "ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, Duration, StatusCode, StatusMessage, "
+            "Events.Timestamp, Events.Name, Events.Attributes"
         )
         rs.backend.run(f"INSERT INTO otel.otel_traces ({columns}) VALUES " + ", ".join(spans()))
         columns = (
@@ -266,7 +281,7 @@ def test_a_new_attribute_key_becomes_a_field_on_the_next_open(otel_store: Path) 
         rs.backend.run(
             "INSERT INTO otel.otel_traces (Timestamp, TraceId, SpanId, ParentSpanId, TraceState, SpanName, "
             "SpanKind, ServiceName, ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, Duration, "
-            f"StatusCode, StatusMessage) VALUES {row}"
+            f"StatusCode, StatusMessage, Events.Timestamp, Events.Name, Events.Attributes) VALUES {row}"
         )
     try:
         with Rootsift(otel_store, engine="chdb") as rs:
@@ -364,3 +379,19 @@ def test_investigate_finds_when_and_where_spans_turned_slow(otel_store: Path) ->
     )
     conditions = {(c["field"], c["value"]) for c in found["findings"][0]["conditions"]}
     assert conditions == {("http.route", "/checkout"), ("service.name", "checkout")}
+
+
+def test_exception_events_become_fields_as_serve_gives_them(otel_store: Path) -> None:
+    with Rootsift(otel_store, engine="chdb") as rs:
+        got = _query(rs, "otel_traces", ["count", "max(span.num_events)"], "exception.type", "exists exception.type")
+        want = _sql(
+            rs,
+            "SELECT e['exception.type'] AS t, count() AS n, max(length(Events.Name)) AS x FROM otel.otel_traces "
+            "ARRAY JOIN Events.Attributes AS e, Events.Name AS name WHERE name = 'exception' GROUP BY t ORDER BY t",
+        )
+        assert len(want) == 2 and [w["x"] for w in want] == [2, 2]  # after a retry event, sometimes
+        assert sorted((r["exception.type"], r["count"], r["max(span.num_events)"]) for r in got) == [
+            (w["t"], w["n"], w["x"]) for w in want
+        ]
+        failed = _query(rs, "otel_traces", ["count"], "status.code", "not exists exception.type")
+        assert [r["status.code"] for r in failed] == ["Unset"]

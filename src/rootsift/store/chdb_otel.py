@@ -69,6 +69,17 @@ TRACES = Kind(
         ("duration_ms", "Duration / 1e6"),
         ("otel.scope.name", "nullIf(ScopeName, '')"),
         ("otel.scope.version", "nullIf(ScopeVersion, '')"),
+        ("span.num_events", 'toInt64(length("Events.Name"))'),
+        ("span.num_links", 'toInt64(length("Links.TraceId"))'),
+        # from the first "exception" event, as serve's OTLP ingest takes them (index 0: an empty map)
+        (
+            "exception.type",
+            """nullIf("Events.Attributes"[indexOf("Events.Name", 'exception')]['exception.type'], '')""",
+        ),
+        (
+            "exception.message",
+            """nullIf("Events.Attributes"[indexOf("Events.Name", 'exception')]['exception.message'], '')""",
+        ),
     ),
 )
 LOGS = Kind(
