@@ -87,6 +87,8 @@ def spans() -> list[str]:
         attrs = {"http.route": route, "http.response.status_code": str(status)}
         if k % 4 == 0:
             attrs["user.tier"] = str(rng.choice(["free", "paid"]))
+        if service == "frontend":  # the last service in the exporter's sort order
+            attrs["browser.name"] = "firefox"
         resource = {"service.name": service, "host.name": f"node-{k % 5}", "service.version": "1.2.0"}
         values = [
             _stamp(T0 + timedelta(seconds=k * 1.2)),
@@ -395,3 +397,20 @@ def test_exception_events_become_fields_as_serve_gives_them(otel_store: Path) ->
         ]
         failed = _query(rs, "otel_traces", ["count"], "status.code", "not exists exception.type")
         assert [r["status.code"] for r in failed] == ["Unset"]
+
+
+def test_the_keys_are_counted_over_rows_spread_through_the_table(
+    otel_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exporter sorts by ServiceName: the first rows are all 'cart'; a key only
+    'frontend' spans carry is found from a sample of a tenth of the rows all the same."""
+    import rootsift.store.chdb_otel as chdb_otel
+
+    monkeypatch.setattr(chdb_otel, "KEY_SAMPLE_ROWS", SPANS // 10)
+    with Rootsift(otel_store, engine="chdb") as rs:
+        first = _sql(
+            rs, f"SELECT DISTINCT ServiceName AS s FROM (SELECT ServiceName FROM otel.otel_traces LIMIT {SPANS // 10})"
+        )
+        assert first == [{"s": "cart"}]  # what reading the first rows would have seen
+        assert rs.backend.fields("otel_traces")["browser.name"].type == "VARCHAR"
+    monkeypatch.undo()

@@ -10,8 +10,8 @@ query reads the exporter's table through the view. A table is recognised by its 
 tables (the exporter's ``traces_table_name``) are found too.
 
 The Map columns (``SpanAttributes``/``LogAttributes``, ``ResourceAttributes``) become
-fields by their keys: the ``TOP_KEYS`` most frequent keys of each, counted over the
-first ``KEY_SAMPLE_ROWS`` rows, each typed ``BIGINT`` or ``DOUBLE`` when every value
+fields by their keys: the ``TOP_KEYS`` most frequent keys of each, counted over about
+``KEY_SAMPLE_ROWS`` rows spread through the table, each typed ``BIGINT`` or ``DOUBLE`` when every value
 seen parses as one, else text; a key in both maps is read from the item's own map. The
 other keys are not fields (``fields`` of the view does not list them). The views are
 rebuilt when a store is opened and the keys changed.
@@ -35,6 +35,7 @@ DEFAULT_DATABASE = "otel"
 """The exporter's default database; ``$ROOTSIFT_OTEL_DATABASE`` names another."""
 TOP_KEYS = 64
 KEY_SAMPLE_ROWS = 100_000
+SAMPLE_RUN = 64
 FORMAT_VERSION = 1
 
 
@@ -183,15 +184,21 @@ def exporter_tables(backend: ChdbBackend, database: str) -> dict[str, Kind]:
     return found
 
 
-def _keys(backend: ChdbBackend, source: str, map_column: str) -> list[tuple[str, str]]:
-    """The most frequent keys of a Map column, each with its storage type."""
-    rows = backend.run(
+def _keys(backend: ChdbBackend, source: str, map_column: str, rows: int) -> list[tuple[str, str]]:
+    """The most frequent keys of a Map column, each with its storage type, counted over
+    about ``KEY_SAMPLE_ROWS`` of its ``rows``: runs of ``SAMPLE_RUN`` rows spread evenly
+    through each part (the exporter's tables are sorted by service, so the first rows
+    would be one service's); PREWHERE on the row offset reads only the granules that
+    hold a run."""
+    every = max(1, rows // KEY_SAMPLE_ROWS)
+    found = backend.run(
         f"SELECT k, count() AS n, countIf(toInt64OrNull(v) IS NULL) AS not_int, "
         f"countIf(toFloat64OrNull(v) IS NULL) AS not_num "
-        f"FROM (SELECT {ident(map_column)} AS m FROM {source} LIMIT {KEY_SAMPLE_ROWS}) "
+        f"FROM (SELECT {ident(map_column)} AS m FROM {source} "
+        f"PREWHERE intDiv(_part_offset, {SAMPLE_RUN}) % {every} = 0 LIMIT {KEY_SAMPLE_ROWS}) "
         f"ARRAY JOIN mapKeys(m) AS k, mapValues(m) AS v GROUP BY k ORDER BY n DESC, k LIMIT {TOP_KEYS}"
     ).to_pylist()
-    return [(r["k"], "BIGINT" if not r["not_int"] else "DOUBLE" if not r["not_num"] else "VARCHAR") for r in rows]
+    return [(r["k"], "BIGINT" if not r["not_int"] else "DOUBLE" if not r["not_num"] else "VARCHAR") for r in found]
 
 
 def _map_field(map_column: str, key: str, storage: str) -> str:
@@ -210,8 +217,9 @@ def view_sql(backend: ChdbBackend, view: str, database: str, table: str, kind: K
     # (toDate(Timestamp), ... Timestamp); toDateTime64() would read every part.
     columns = [("timestamp", f"CAST({ident(kind.time)} AS DateTime64(6, 'UTC'))"), *kind.columns]
     taken = {name for name, _ in columns}
-    item_keys = _keys(backend, source, kind.item_map)
-    resource_keys = _keys(backend, source, RESOURCE_MAP)
+    rows = int(backend.run(f"SELECT count() AS n FROM {source}").column("n")[0].as_py())
+    item_keys = _keys(backend, source, kind.item_map, rows)
+    resource_keys = _keys(backend, source, RESOURCE_MAP, rows)
     item_names = {k for k, _ in item_keys}
     for key, storage in item_keys:
         if key not in taken:
