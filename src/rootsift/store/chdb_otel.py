@@ -35,7 +35,9 @@ DEFAULT_DATABASE = "otel"
 """The exporter's default database; ``$ROOTSIFT_OTEL_DATABASE`` names another."""
 TOP_KEYS = 64
 KEY_SAMPLE_ROWS = 100_000
-SAMPLE_RUN = 64
+SAMPLE_RUNS = 100
+"""The key sample is read as runs of ``KEY_SAMPLE_ROWS / SAMPLE_RUNS`` consecutive rows
+(about 100 granules at most, whatever the table's size)."""
 FORMAT_VERSION = 1
 
 
@@ -186,16 +188,15 @@ def exporter_tables(backend: ChdbBackend, database: str) -> dict[str, Kind]:
 
 def _keys(backend: ChdbBackend, source: str, map_column: str, rows: int) -> list[tuple[str, str]]:
     """The most frequent keys of a Map column, each with its storage type, counted over
-    about ``KEY_SAMPLE_ROWS`` of its ``rows``: runs of ``SAMPLE_RUN`` rows spread evenly
-    through each part (the exporter's tables are sorted by service, so the first rows
-    would be one service's); PREWHERE on the row offset reads only the granules that
-    hold a run."""
-    every = max(1, rows // KEY_SAMPLE_ROWS)
+    about ``KEY_SAMPLE_ROWS`` of its ``rows``: runs of rows spread evenly through each
+    part (the exporter's tables are sorted by service, so the first rows would be one
+    service's); PREWHERE on the row offset reads only the granules that hold a run."""
+    every, run = max(1, rows // KEY_SAMPLE_ROWS), max(1, KEY_SAMPLE_ROWS // SAMPLE_RUNS)
     found = backend.run(
         f"SELECT k, count() AS n, countIf(toInt64OrNull(v) IS NULL) AS not_int, "
         f"countIf(toFloat64OrNull(v) IS NULL) AS not_num "
         f"FROM (SELECT {ident(map_column)} AS m FROM {source} "
-        f"PREWHERE intDiv(_part_offset, {SAMPLE_RUN}) % {every} = 0 LIMIT {KEY_SAMPLE_ROWS}) "
+        f"PREWHERE intDiv(_part_offset, {run}) % {every} = 0 LIMIT {KEY_SAMPLE_ROWS}) "
         f"ARRAY JOIN mapKeys(m) AS k, mapValues(m) AS v GROUP BY k ORDER BY n DESC, k LIMIT {TOP_KEYS}"
     ).to_pylist()
     return [(r["k"], "BIGINT" if not r["not_int"] else "DOUBLE" if not r["not_num"] else "VARCHAR") for r in found]
