@@ -2,7 +2,8 @@
 
 Layout (docs/clickhouse.md, ADR 0022)::
 
-    DATA/clickhouse/                 chdb's data directory (database ``rootsift``, one table a dataset)
+    DATA/clickhouse/                 chdb's data directory (database ``rootsift``, one table a dataset;
+                                     a read-only view per OpenTelemetry exporter table: chdb_otel.py)
     DATA/<dataset>/rejects/*.jsonl   rejected input lines, as with DuckDB
 
 A dataset's table is ``ORDER BY ("timestamp", "#sample") SAMPLE BY "#sample"``: time-range
@@ -91,6 +92,13 @@ class ChdbBackend(Backend):
         """Catalog answers (tables, fields, settings, spans), dropped by any statement that
         is not a SELECT: this process is the store's only user (chdb), so nothing else changes them."""
         self.run(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
+        from rootsift.store.chdb_otel import refresh_views
+
+        try:
+            refresh_views(self)  # the OpenTelemetry exporter's tables as read-only datasets
+        except BaseException:
+            self.session.close()  # chdb holds one store per process: give it back
+            raise
         if not read_only:
             for name in self.tables(pending=True):  # inputs a crashed ingest left half-read
                 self.run(f"DROP TABLE IF EXISTS {self.table_sql(name)}")
@@ -172,8 +180,11 @@ class ChdbBackend(Backend):
         return check_dataset_name(name) in self.tables()
 
     def state(self, name: str, create: bool = False) -> str:
-        """Check that ``name`` exists (creating its table with ``create``); return it."""
+        """Check that ``name`` exists (creating its table with ``create``; a view of the
+        OpenTelemetry exporter's tables is refused then); return it."""
         if self.exists(name):
+            if create:
+                self.writable(name)
             return name
         if not create or self.read_only:
             known = ", ".join(self.tables()) or "none yet"
@@ -200,14 +211,26 @@ class ChdbBackend(Backend):
 
         return dict(self._memo(("settings", dataset), read))
 
+    def source(self, dataset: str) -> tuple[str, str] | None:
+        """(database, table) of the exporter table a read-only OTel dataset reads, else None."""
+        from rootsift.store.chdb_otel import source_of
+
+        return source_of(self.settings(dataset))
+
+    def writable(self, dataset: str) -> None:
+        """Refuse to change a dataset that is a view of the OpenTelemetry exporter's tables."""
+        from rootsift.store.chdb_otel import refuse_writes
+
+        refuse_writes(dataset, self.source(dataset))
+
     def datasets(self) -> list[DatasetInfo]:
         out = []
         for name in self.tables():
             weight = self.weight_field(name)
             events = f"sum(if({ident(weight)} >= 1, {ident(weight)}, 1))" if weight else "count()"
-            t = ident(TIME_COLUMN)
+            table, t = self._time_source(name) if not weight else (self.table_sql(name), ident(TIME_COLUMN))
             rows, total, first, last = rows_of(
-                self.run(f"SELECT count(), {events}, min({t}), max({t}) FROM {self.table_sql(name)}")
+                self.run(f"SELECT count(), {events}, {_utc(f'min({t})')}, {_utc(f'max({t})')} FROM {table}")
             ).rows[0]
             parts, size = self._parts(name)
             out.append(
@@ -229,7 +252,7 @@ class ChdbBackend(Backend):
             self.run(
                 "SELECT count(), sum(bytes_on_disk) FROM system.parts "
                 "WHERE database = {db:String} AND table = {t:String} AND active",
-                {"db": DATABASE, "t": dataset},
+                dict(zip(("db", "t"), self.source(dataset) or (DATABASE, dataset))),
             )
         ).rows[0]
         return int(row[0]), int(row[1] or 0)
@@ -239,13 +262,19 @@ class ChdbBackend(Backend):
 
     def span(self, dataset: str) -> tuple[datetime | None, datetime | None]:
         def read() -> tuple[datetime | None, datetime | None]:
-            t = ident(TIME_COLUMN)
-            sql = f"SELECT count(), min({t}), max({t}) FROM {self.table_sql(self.state(dataset))}"
+            table, t = self._time_source(self.state(dataset))
+            sql = f"SELECT count(), {_utc(f'min({t})')}, {_utc(f'max({t})')} FROM {table}"
             rows, lo, hi = rows_of(self.run(sql)).rows[0]
             return (lo, hi) if rows else (None, None)
 
         span: tuple[datetime | None, datetime | None] = self._memo(("span", dataset), read)
         return span
+
+    def _time_source(self, dataset: str) -> tuple[str, str]:
+        """(the table, its time column) that the dataset's count and time span read."""
+        from rootsift.store.chdb_otel import time_source
+
+        return time_source(self.settings(dataset)) or (self.table_sql(dataset), ident(TIME_COLUMN))
 
     def fields(self, dataset: str) -> dict[str, FieldInfo]:
         return dict(self._memo(("fields", dataset), lambda: self._read_fields(dataset)))
@@ -295,11 +324,14 @@ class ChdbBackend(Backend):
         from sqlglot import exp
 
         table = self.relation(dataset, start, end)
+        if self.source(dataset) is not None:
+            return None  # the exporter's tables have no sampling key: callers run exact
         table.set("sample", exp.TableSample(size=exp.Literal.number(1 / SAMPLE_EVERY)))
         return table
 
     # -- retention ----------------------------------------------------------------
     def count_before(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
+        self.writable(dataset)
         total, before = self._count(dataset, cutoff)
         size = self.dataset_bytes(dataset)
         return before, round(size * before / total) if total else 0
@@ -317,6 +349,7 @@ class ChdbBackend(Backend):
         dropped (``SYNC``). A mutation (``ALTER TABLE DELETE``) would leave the replaced
         parts on disk until ClickHouse's background cleanup, which an embedded process
         that exits does not wait for (measured: still there 20 s later)."""
+        self.writable(dataset)
         total, before = self._count(dataset, cutoff)
         if not before:
             return 0
@@ -335,6 +368,7 @@ class ChdbBackend(Backend):
         return before
 
     def drop_dataset(self, dataset: str) -> None:
+        self.writable(dataset)
         self.run(f"DROP TABLE IF EXISTS {self.table_sql(self.state(dataset))}")
         shutil.rmtree(self.dataset_dir(dataset), ignore_errors=True)
 
@@ -404,6 +438,10 @@ class ChdbBackend(Backend):
                 return append_arrow(self, dataset, batches, new_fields, table)
             finally:
                 self.changed()
+
+
+def _utc(expr: str) -> str:
+    return f"CAST({expr} AS DateTime64(6, 'UTC'))"
 
 
 def rows_of(table: pa.Table) -> QueryResult:
