@@ -28,6 +28,7 @@ from rootsift.query.filters import compile_filter, parse_filter
 from rootsift.query.filters import fields as filter_fields
 from rootsift.query.overflow import OVERFLOW_FIELD, key_checker
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
+from rootsift.store.dialects import render
 from rootsift.store.duckdb import DuckDBBackend
 from rootsift.store.segment import SAMPLE_EVERY
 
@@ -113,7 +114,7 @@ class Frame:
         self.weight = self.backend.weight_field(self.dataset)
         self.count = self._count_field()
         self.relation = self.backend.relation(self.dataset, self.start, self.end)
-        self.relation_sql = self.relation.sql(dialect=self.backend.dialect)
+        self.relation_sql = render(self.relation, self.backend.text_dialect)
         self._holds = key_checker(self.backend.execute, self.relation) if OVERFLOW_FIELD in self.fields else None
         self.sample = self.backend.sample_relation(self.dataset, self.start, self.end) if self.sampled else None
         self.sampled = self.sample is not None
@@ -171,8 +172,8 @@ class Frame:
         return exp.paren(exp.Sub(this=ts, expression=exp.Interval(this=micros, unit=exp.Var(this="MICROSECOND"))))
 
     def start_sql(self) -> str:
-        """``event_start()`` rendered in the backend's dialect (for modules that still write text)."""
-        return self.event_start().sql(dialect=self.backend.dialect)
+        """``event_start()`` rendered as the text execute_sql takes (for modules that still write text)."""
+        return render(self.event_start(), self.backend.text_dialect)
 
     def has_selection(self) -> bool:
         return bool(self.select and self.select.strip()) or self.select_from is not None or self.select_to is not None
@@ -185,9 +186,9 @@ class Frame:
         return (where if where is not None else exp.true()), list(scope.params)
 
     def range_filter(self) -> tuple[str, list[Any]]:
-        """``range_where()`` rendered in the backend's dialect (for modules that still write text)."""
+        """``range_where()`` rendered as the text execute_sql takes (for modules that still write text)."""
         where, params = self.range_where()
-        return where.sql(dialect=self.backend.dialect), params
+        return render(where, self.backend.text_dialect), params
 
     def rows(self, items: Sequence[exp.Expr], *also: exp.Expr) -> tuple[exp.Select, list[Any]]:
         """``SELECT items FROM relation WHERE (range and filter) AND (each of also)``; the

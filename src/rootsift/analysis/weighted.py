@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from rootsift.analysis import sql as q
 from rootsift.analysis.frame import Frame, row_weights
+from rootsift.store.dialects import render
 from rootsift.store.duckdb import DuckDBBackend
 
 
@@ -21,8 +22,8 @@ def count_of(frame: Frame) -> exp.Expr:
 
 
 def count_sql(frame: Frame) -> str:
-    """``count_of`` rendered in the backend's dialect (for modules that still write text)."""
-    return count_of(frame).sql(dialect=frame.backend.dialect)
+    """``count_of`` rendered as the text execute_sql takes (for modules that still write text)."""
+    return render(count_of(frame), frame.backend.text_dialect)
 
 
 def quantiles(
@@ -38,7 +39,7 @@ def quantiles(
     if isinstance(rows, str):
         import sqlglot
 
-        rows = sqlglot.parse_one(rows, dialect=backend.dialect)
+        rows = sqlglot.parse_one(rows, dialect=backend.text_dialect)
     v, cw, tw = exp.column("v"), exp.column("cw"), exp.column("tw")
     picks: list[exp.Expr] = []
     for at in qs:

@@ -90,6 +90,9 @@ class Backend(ABC):
     """A store of datasets. Implementations translate driver errors into StoreError."""
 
     dialect: str = "duckdb"
+    text_dialect: str = "duckdb"
+    """The dialect of the SQL *text* ``execute_sql`` takes: DuckDB's on every backend (the
+    ClickHouse backends translate it), for the modules that still write text."""
 
     @abstractmethod
     def datasets(self) -> list[DatasetInfo]:

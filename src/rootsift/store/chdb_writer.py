@@ -48,6 +48,8 @@ class ArrowWriter(SegmentWriter):
         self._queued: list[_Queued] = []
         self.targets = None
         self._pending_table: str | None = None
+        self.error: duckdb.Error | None = None
+        """The DuckDB error of the last ``write_checked`` that failed, as SegmentWriter's."""
 
     # -- the pending table of an input read in several blocks ---------------------
     def begin_pending(self) -> None:
@@ -98,11 +100,12 @@ class ArrowWriter(SegmentWriter):
         them into ClickHouse only if it accepts them; None (nothing written) otherwise."""
         assert not self._queued, "commit() the queued tables before write_checked()"
         table = ident(f"_rootsift_checked_{next(_checked)}")
+        self.error = None
         try:
             self.cur.execute(f"CREATE TEMP TABLE {table} AS {select_sql}")
             verified = verify(f"(SELECT * FROM {table})")
-        except duckdb.Error:
-            verified = None
+        except duckdb.Error as exc:
+            verified, self.error = None, exc
         try:
             if verified is not None:
                 self._move(f"SELECT * FROM {table}", new_fields)
