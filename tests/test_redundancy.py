@@ -4,6 +4,7 @@ independent culprits both stay (analysis/redundancy.py)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,8 +12,10 @@ from typing import Any
 
 import numpy as np
 import orjson
+from click.testing import CliRunner
 
 from rootsift import Rootsift
+from rootsift.cli import main
 from rootsift.analysis import stats
 from rootsift.analysis.explain import Explanation
 from rootsift.analysis.findings import Finding
@@ -128,3 +131,18 @@ def test_the_stratified_test_is_one_sided_and_says_nothing_without_strata() -> N
     assert stats.stratified_share_test([2, 2], [100, 100], [1000, 1000], [202, 202]) > 0.99
     # every event holds it in each stratum: nothing to tell
     assert stats.stratified_share_test([100], [100], [1000], [1100]) == 1.0
+
+
+def test_the_terminal_and_json_say_what_implies_a_finding(tmp_path: Path) -> None:
+    rows = requests(4, 20000, lambda r: 0.3 if r["zone"] == "a" else 0.03)
+    (tmp_path / "e.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    data = tmp_path / "data"
+    with Rootsift(data) as rs:
+        rs.ingest(tmp_path / "e.jsonl", "api")
+    args = ["explain", "api", "--select", 'slow = "yes"', "--data", str(data)]
+    shown = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
+    implied = [f for f in shown["findings"] if "implied_by" in f]
+    assert implied and all(f["implied_by"] == "zone = a" and f["field"] == "host" for f in implied)
+    assert "implied" in shown["method"]
+    text = CliRunner().invoke(main, args)
+    assert text.exit_code == 0 and "(implied by zone = a)" in text.output
