@@ -15,13 +15,13 @@ import orjson
 from click.testing import CliRunner
 
 from rootsift import Rootsift
-from rootsift.cli import main
 from rootsift.analysis import stats
 from rootsift.analysis.explain import Explanation
 from rootsift.analysis.findings import Finding
 from rootsift.analysis.frame import Frame
 from rootsift.analysis.redundancy import demote_implied
 from rootsift.analysis.singles import Scale
+from rootsift.cli import main
 
 START = datetime(2024, 5, 1, tzinfo=UTC)
 SERVICE_LIB = {"s0": "apache", "s1": "apache", "s2": "okhttp", "s3": "okhttp", "s4": "grpc", "s5": "grpc"}
