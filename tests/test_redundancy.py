@@ -74,6 +74,9 @@ def test_a_host_inside_the_slow_zone_is_implied_by_the_zone(tmp_path: Path) -> N
     assert order == sorted(order)
     shown = result.as_dict()["findings"]
     assert any(f.get("implied_by") == "zone = a" for f in shown)
+    # the cause set is still the first findings, and names no implied value
+    assert result.findings[: len(result.cause_set)] == result.cause_set
+    assert not any("cause_set" in f.detail for f in hosts)
 
 
 def test_two_independent_culprits_both_stay(tmp_path: Path) -> None:

@@ -175,7 +175,10 @@ def explain(
         ),
         tail=_tail,
     )
-    out.cause_set = [f for f in out.findings if f.detail.get("cause_set") and "implied_by" not in f.detail]
+    for f in out.findings:
+        if "implied_by" in f.detail:
+            f.detail.pop("cause_set", None)  # the value it adds nothing to stands for it
+    out.cause_set = [f for f in out.findings if f.detail.get("cause_set")]
     out.method["tests"] = len(everything)
     return out
 
