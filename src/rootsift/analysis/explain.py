@@ -7,7 +7,8 @@ the significant ones ranked by a score that is the effect shrunk by its uncertai
 dimension culprits first, then measures and a quantity's values, then values nested in
 another, then restatements of the selected measure (``parts.py``). A second, small pass
 counts conjunctions of the strongest values (``combos.py``); the cause set
-(``causes.py``) comes first. docs/explain.md explains the statistics in plain words.
+(``causes.py``) comes first; a value that adds nothing given a higher-ranked one is
+listed after the rest (``redundancy.py``). docs/explain.md explains the statistics in plain words.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from rootsift.analysis.fields import PILOT_ROWS, plan_fields
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame
 from rootsift.analysis.parts import PARTS_METHOD, restatements
+from rootsift.analysis.redundancy import REDUNDANCY_METHOD, demote_implied
 from rootsift.analysis.singles import Scale, dimension_findings, measure_findings
 from rootsift.errors import UsageError
 from rootsift.store.duckdb import DuckDBBackend
@@ -161,7 +163,22 @@ def explain(
     for f in out.cause_set:
         f.q_value = f.p_value  # already corrected for every conjunction tried
     named = {_names(f) for f in out.cause_set}
-    out.findings = out.cause_set + [f for f in ranked if _names(f) not in named]
+    listed = out.cause_set + [f for f in ranked if _names(f) not in named]
+    # a value that adds nothing given a higher-ranked one goes after the rest (redundancy.py)
+    out.findings = demote_implied(
+        frame,
+        listed,
+        scale,
+        alpha,
+        eligible=lambda f: (
+            f.kind == "dimension" and f.effect > 0 and f.field not in not_causes | quantities and not _tail(f)
+        ),
+        tail=_tail,
+    )
+    for f in out.findings:
+        if "implied_by" in f.detail:
+            f.detail.pop("cause_set", None)  # the value it adds nothing to stands for it
+    out.cause_set = [f for f in out.findings if f.detail.get("cause_set")]
     out.method["tests"] = len(everything)
     return out
 
@@ -173,6 +190,11 @@ def _rank(f: Finding, quantities: set[str]) -> tuple[Any, ...]:
     named = [str(c["field"]) for c in f.conditions] if f.conditions is not None else [str(f.field)]
     described = f.kind == "measure" or any(n in quantities for n in named)
     return ("restates" in f.detail, "within" in f.detail, described, -f.score, f.p_value)
+
+
+def _tail(f: Finding) -> bool:
+    """Listed last whatever their score: values nested in another, restatements of the measure."""
+    return "within" in f.detail or "restates" in f.detail
 
 
 def _names(f: Finding) -> tuple[Any, ...]:
@@ -287,6 +309,7 @@ def _method(alpha: float, top_values: int, frame: Frame, sel_rows: float, base_r
         ),
         "combinations": COMBO_METHOD,
         "cause_set": CAUSE_METHOD,
+        "implied": REDUNDANCY_METHOD,
         "restatements": PARTS_METHOD,
         "correction": "Benjamini-Hochberg false discovery rate over every test of the run",
         "score": "effect (difference of shares, or Cliff's delta) less 1.96 standard errors, floored at 0",

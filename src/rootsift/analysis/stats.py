@@ -137,3 +137,23 @@ def t_interval(diff: float, se: float, df: float, level: float) -> tuple[float, 
         return (0.0 if diff else 1.0), diff, diff
     t = float(sps.t.ppf(1 - level / 2, df))
     return float(2 * sps.t.sf(abs(diff) / se, df)), diff - t * se, diff + t * se
+
+
+def stratified_share_test(a: Array, n_sel: Array, n_base: Array, with_value: Array) -> float:
+    """One-sided p-value that a value is no more common in the selection than in the
+    baseline *within* strata (Cochran–Mantel–Haenszel, continuity corrected): per stratum,
+    ``a`` selected events of ``n_sel`` and ``n_base`` baseline ones hold the value, which
+    ``with_value`` events hold in all. A stratum where every event or none holds the value
+    says nothing; with no stratum that says anything the p-value is 1."""
+    a, n1, n0, m = (np.asarray(x, dtype=np.float64) for x in (a, n_sel, n_base, with_value))
+    total = n1 + n0
+    use = (total > 1) & (m > 0) & (m < total)
+    if not use.any():
+        return 1.0
+    a, n1, n0, m, total = a[use], n1[use], n0[use], m[use], total[use]
+    expected = n1 * m / total
+    var = float(np.sum(n1 * n0 * m * (total - m) / (total * total * (total - 1))))
+    if var <= 0:
+        return 1.0
+    z = (float(np.sum(a - expected)) - 0.5) / math.sqrt(var)
+    return float(sps.norm.sf(z))

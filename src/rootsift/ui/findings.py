@@ -178,6 +178,8 @@ def what(f: Finding) -> str:
     within, restates = f.detail.get("within"), f.detail.get("restates")
     if restates:  # a part of the selected measure, or derived from it (analysis/parts.py)
         return f.describe() + f" ({'part of' if restates['how'] == 'part' else 'derived from'} {restates['measure']})"
+    if f.detail.get("implied_by"):  # adds nothing given a higher-ranked value (analysis/redundancy.py)
+        return f.describe() + f" (implied by {f.detail['implied_by']})"
     return f.describe() + (f" (within {within['field']} = {show(within['value'])})" if within else "")
 
 
