@@ -21,6 +21,14 @@ ROWS = 20_000  # several of DuckDB's reader buffers, read by both threads
 AT = 15_001
 
 
+@pytest.fixture(autouse=True)
+def numbers_parsed_by_the_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader's own number parsing is off by default (its memory grows with a file
+    read as one block, see ``JsonLinesReader._parse_numbers``); these tests keep the
+    mechanism, and its guarantee that a boolean still lands in ``#raw``, working."""
+    monkeypatch.setattr(jsonl.JsonLinesReader, "_parse_numbers", True)
+
+
 def _row(i: int) -> dict[str, Any]:
     # ``ms`` never 0 or 1 in the file's first lines, so the reader parses it as DOUBLE
     return {"timestamp": iso(T0 + timedelta(milliseconds=i)), "ms": 2.5 + i % 7, "http": {"bytes": 100 + i}}
