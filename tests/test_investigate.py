@@ -242,3 +242,43 @@ def test_onset_is_the_first_slow_events_not_a_share_of_the_incident(rs: Rootsift
     first = next(f for f in result.findings if f.kind in ("dimension", "combination"))
     named = [(c["field"], c["value"]) for c in first.conditions] if first.conditions else [(first.field, first.value)]
     assert ("upstream", "A") in named, first
+
+
+def test_step_at_ignores_an_excursion_before_the_step_and_a_dip_after_it() -> None:
+    from rootsift.analysis.shifts import step_at
+
+    below, above = [False] * 10, [True] * 10
+    assert step_at(below + [True] * 4 + below + above + [False] * 2 + above) == 24
+    assert step_at(below + above) == 10
+    assert step_at(above) == 0
+    assert step_at(below) is None
+    assert step_at([True] * 3 + below) is None  # an excursion and no step
+
+
+def slow_turn_then_step(seed: int) -> list[dict[str, Any]]:
+    """Six hours of requests, 3/s, log-normal around 50 ms. From 2 h one in ten takes 2 s
+    (the tail rises first); from 2 h 30 to 2 h 50 every request is 12 times slower (a slow
+    leader's turn, which ends); from 4 h every request is 16 times slower (the median's
+    step), to the end."""
+    rng = np.random.default_rng(seed)
+    times = np.sort(rng.random(6 * 3600 * 3)) * 6 * 3600
+    duration = rng.lognormal(np.log(50), 0.4, times.size)
+    duration = np.where((times >= 7200) & (rng.random(times.size) < 0.1), 2000 + duration, duration)
+    duration = np.where((times >= 9000) & (times < 10200), 12 * duration, duration)
+    duration = np.where(times >= 14400, 16 * duration, duration)
+    return [
+        {"timestamp": (START + timedelta(seconds=float(t))).isoformat(), "duration_ms": round(float(d), 3)}
+        for t, d in zip(times, duration, strict=True)
+    ]
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_median_shift_is_the_step_not_a_slow_turn_before_it(rs: Rootsift, tmp_path: Path, seed: int) -> None:
+    """The region begins where the tail rises; within it, a 20-minute slow turn crosses
+    the median's half-way line and ends, and the median steps for good at 4 h: the shift
+    is placed at the step, not at the turn."""
+    rs.ingest(write_events(tmp_path / "r.jsonl", slow_turn_then_step(seed)), "api")
+    a = rs.investigate("api").as_dict()["anomaly"]
+    assert a is not None and a["kind"] == "latency"
+    shift = datetime.fromisoformat(a["median_shift_at"].replace("Z", "+00:00"))
+    assert abs((shift - START).total_seconds() - 14400) <= 300, a

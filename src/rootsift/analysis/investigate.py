@@ -258,9 +258,11 @@ def _headline(
 
 
 def _median_shift(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
-    """When the typical event (the median) changed: the first bucket of the region whose
-    median reaches half-way from the median outside the region to the
-    median of the region's second half, and stays there for the next three buckets."""
+    """When the typical event (the median) changed: the line half-way from the median
+    outside the region to the median of the region's second half, and the bucket where
+    the region's bucket medians step across it (``shifts.step_at``: fewest buckets on the
+    wrong side of the step, so a slow turn that ends before it or a dip after it does not
+    move it)."""
     rel = frame.relation_sql
     where, params = frame.range_filter()
     ts, col = ident("timestamp"), ident(str(a.measure))
@@ -282,13 +284,12 @@ def _median_shift(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
         [*params, a.start, a.end],
     ).rows
     medians = [(b, m) for b, m in rows if m is not None]
-    for k, (b, m) in enumerate(medians):
-        if sign * (m - middle) >= 0 and all(sign * (m2 - middle) >= 0 for _, m2 in medians[k + 1 : k + 4]):
-            at = datetime(1970, 1, 1) + timedelta(microseconds=int(b) * us)
-            a.detail.update(
-                median_shift_at=iso(at), median_before=round(float(before), 6), median_after=round(float(after), 6)
-            )
-            return
+    k = sh.step_at([sign * (m - middle) >= 0 for _, m in medians])
+    if k is not None:
+        at = datetime(1970, 1, 1) + timedelta(microseconds=int(medians[k][0]) * us)
+        a.detail.update(
+            median_shift_at=iso(at), median_before=round(float(before), 6), median_after=round(float(after), 6)
+        )
 
 
 def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta, fine: timedelta) -> None:

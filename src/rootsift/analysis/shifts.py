@@ -122,6 +122,19 @@ def regions(counts: Fine, line: int, most: int, alpha: float = 1.0) -> list[Shif
     return out
 
 
+def step_at(above: list[bool]) -> int | None:
+    """Where a series of buckets steps from below a line to above it: the split with the
+    fewest buckets on the wrong side (above before it, below from it on; the first such
+    split), or None when splitting nowhere does as well (no step: what is above is
+    excursions). A sign CUSUM: a short excursion before the step (a slow turn that ends)
+    or a dip after it costs only its own buckets, where a rule such as "the first bucket
+    that stays above for the next few" is set off early or held back by either."""
+    up = np.asarray(above, dtype=bool)
+    wrong = np.concatenate(([0], np.cumsum(up))) + np.concatenate((np.cumsum(~up[::-1])[::-1], [0]))
+    k = int(np.argmin(wrong))
+    return k if k < len(up) else None
+
+
 def scan(events: np.ndarray, bad: np.ndarray, width: timedelta) -> Shift | None:
     """The interval of fine buckets whose bad share is most surprising against the rest,
     over every scale (see the module docstring); None when nothing stands out."""
