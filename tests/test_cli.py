@@ -209,7 +209,9 @@ def test_demo_runs_each_analysis_as_its_command_would(tmp_path: Path) -> None:
     from rootsift.cli import main
 
     runner = CliRunner()
-    res = runner.invoke(main, ["demo", "memleak", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "o"), "--json"])
+    res = runner.invoke(
+        main, ["demo", "memleak", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "o"), "--json"]
+    )
     assert res.exit_code == 0, res.output
     analyses = json.loads(res.stdout)["scenarios"][0]["analyses"]
     assert [a["command"].split()[1] for a in analyses] == ["trends", "compare"]
@@ -382,6 +384,14 @@ def test_ctrl_c_exits_130_with_one_line(loaded: Path) -> None:
 
     argv = [sys.executable, "-m", "rootsift.cli", "canary", "api", "--baseline", "endpoint = /a"]
     argv += ["--canary", "endpoint = /b", "--every", "1s", "--for", "1h", "--json", "--data", str(loaded)]
+
+    def as_from_a_shell() -> None:
+        # A shell starts a command with SIGINT handled and unblocked; pytest's process may
+        # not be in that state late in a full run (a disposition of SIG_IGN or a blocked
+        # mask is inherited across exec, and Python then never raises KeyboardInterrupt).
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     proc = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
@@ -389,12 +399,20 @@ def test_ctrl_c_exits_130_with_one_line(loaded: Path) -> None:
         text=True,
         cwd=ROOT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=as_from_a_shell,
     )
     assert proc.stdout is not None
     first_look = proc.stdout.readline()  # a look a second, for an hour
     assert json.loads(first_look)["look"] == 1
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        proc.kill()
+        proc.communicate()
+        signals = [line for line in status.splitlines() if line.startswith(("Sig", "Shd"))]
+        raise AssertionError(f"canary did not stop within 60 s of SIGINT: {signals}") from None
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == ["interrupted (Ctrl-C)"]
     assert json.loads(out.strip().splitlines()[-1])["error"]["type"] == "Interrupted"
