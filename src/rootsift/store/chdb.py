@@ -329,43 +329,17 @@ class ChdbBackend(Backend):
         table.set("sample", exp.TableSample(size=exp.Literal.number(1 / SAMPLE_EVERY)))
         return table
 
-    # -- retention ----------------------------------------------------------------
+    # -- retention (store/chdb_retention.py, as store/retention.py for DuckDB) --------
     def count_before(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
-        self.writable(dataset)
-        total, before = self._count(dataset, cutoff)
-        size = self.dataset_bytes(dataset)
-        return before, round(size * before / total) if total else 0
+        """What ``drop_before(dataset, cutoff)`` would delete, deleting nothing (rows, bytes)."""
+        from rootsift.store import chdb_retention
 
-    def _count(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
-        sql = (
-            f"SELECT count(), countIf({ident(TIME_COLUMN)} < {{c:DateTime64(6, 'UTC')}}) FROM {self.table_sql(dataset)}"
-        )
-        total, before = rows_of(self.run(sql, {"c": cutoff.strftime("%Y-%m-%d %H:%M:%S.%f")})).rows[0]
-        return int(total), int(before)
+        return chdb_retention.count_before(self, dataset, cutoff)
 
     def drop_before(self, dataset: str, cutoff: datetime) -> int:
-        """Delete the events before ``cutoff`` and give their disk back at once: the kept
-        rows are copied into a new table that takes the dataset's place, and the old one is
-        dropped (``SYNC``). A mutation (``ALTER TABLE DELETE``) would leave the replaced
-        parts on disk until ClickHouse's background cleanup, which an embedded process
-        that exits does not wait for (measured: still there 20 s later)."""
-        self.writable(dataset)
-        total, before = self._count(dataset, cutoff)
-        if not before:
-            return 0
-        table, kept = self.table_sql(dataset), self.table_sql(f"{dataset}#retain")
-        t = ident(TIME_COLUMN)
-        with self._lock:
-            self.run(f"DROP TABLE IF EXISTS {kept} SYNC")
-            self.run(f"CREATE TABLE {kept} AS {table}")
-            if before < total:
-                self.run(
-                    f"INSERT INTO {kept} SELECT * FROM {table} WHERE {t} >= {{c:DateTime64(6, 'UTC')}}",
-                    {"c": cutoff.strftime("%Y-%m-%d %H:%M:%S.%f")},
-                )
-            self.run(f"EXCHANGE TABLES {table} AND {kept}")
-            self.run(f"DROP TABLE {kept} SYNC")
-        return before
+        from rootsift.store import chdb_retention
+
+        return chdb_retention.drop_before(self, dataset, cutoff)
 
     def drop_dataset(self, dataset: str) -> None:
         self.writable(dataset)
