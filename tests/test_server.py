@@ -10,6 +10,7 @@ import random
 import signal
 import struct
 import subprocess
+import statistics
 import sys
 import threading
 import time
@@ -388,6 +389,7 @@ def test_overload_gets_429_from_the_queue_limit_loses_nothing_and_rss_stays_flat
         stop_flag.set()
         for t in threads:
             t.join()
+        peak = s.rss("VmHWM")
         assert s.settled(60)["wal_backlog_bytes"] == 0
         got = s.query({"dataset": "flood", "calculations": ["count"], "breakdowns": ["seq"], "limit": 10_000_000})
     finally:
@@ -402,9 +404,15 @@ def test_overload_gets_429_from_the_queue_limit_loses_nothing_and_rss_stays_flat
     assert {status for status, _, _ in refusals} == {429}, refusals[:3]
     assert all(after and int(after) > 0 and "queue is full" in text for _, after, text in refusals)
     assert set(acked) <= {row[0] for row in got["rows"]}
+    # Memory does not grow: a leak moves the typical RSS, so compare medians. (Single
+    # samples spike to ~2x while the store applies a batch and DuckDB checkpoints; a
+    # 60 s flood measured at 115-130 MB typical with one 247 MB spike, flat when idle,
+    # so maxima of two short windows are decided by where a spike falls.)
     rss = rss[20:]  # after 2 s of warming up (the store's first moves)
     third = len(rss) // 3
-    assert max(rss[-third:]) <= 1.2 * max(rss[:third]), (max(rss[:third]), max(rss[-third:]))
+    first, last = statistics.median(rss[:third]), statistics.median(rss[-third:])
+    assert last <= 1.2 * first, (first, last)
+    assert peak <= 4 * first, (peak, first)  # spikes are bounded, too
 
 
 def test_cli_and_file_ingest_run_beside_the_server(server: Server, tmp_path: Path) -> None:
