@@ -8,9 +8,9 @@ import json
 import os
 import random
 import signal
+import statistics
 import struct
 import subprocess
-import statistics
 import sys
 import threading
 import time
