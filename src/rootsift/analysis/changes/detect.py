@@ -188,10 +188,10 @@ def detect_many(
     periods = list(periods) if periods is not None else [None] * len(series)
     prepared = [_readings(np.asarray(v, dtype=np.float64), p) for v, p in zip(series, periods, strict=True)]
     all_paths = _paths([w for r in prepared for w, _, _, _ in r[2].values()])
-    _refit_trends(prepared, periods, all_paths, beta)
+    level_cuts = _refit_trends(prepared, periods, all_paths, beta)
     paths = iter(all_paths)
     chosen: list[tuple[Any, ...] | None] = []
-    for x, seasonal, readings in prepared:
+    for i, (x, seasonal, readings) in enumerate(prepared):
         if not readings:
             chosen.append(None)
             continue
@@ -201,7 +201,7 @@ def detect_many(
             fits[name] = (w, path, fit(path, z, extra, increments))
         model = min(fits, key=lambda name: fits[name][2])
         w, path, _ = fits[model]
-        cuts, sigma, rho, lrv, penalty = _segment(w, beta, path)
+        cuts, sigma, rho, lrv, penalty = level_cuts[i] if model == "level" else _segment(w, beta, path)
         dx = np.diff(x) if model == "integrated" else x
         chosen.append((x, seasonal, model, w, dx, cuts, sigma, rho, lrv, penalty))
     sizes = [_sizes(c[3], c[4], c[5]) for c in chosen if c is not None]
@@ -244,7 +244,7 @@ def _refit_trends(
     periods: list[int | None],
     paths: list[list[int]],
     beta: float,
-) -> None:
+) -> dict[int, tuple[list[int], float, float, float, float]]:
     """The trend reading's slope taken again within the segments the level reading cuts,
     in place (the reading and its path) where that reading fits better (lower ``fit``).
     One Theil–Sen line over a step takes part of the step as slope, and the values less
@@ -254,13 +254,16 @@ def _refit_trends(
     staircase has treads flatter than the trend (its cuts sit where the noise steepens it),
     and that slope leaves a trend behind; the BIC keeps the line over the whole series
     there. A series the level reading does not cut keeps its line. The readings tried are
-    segmented together (``_paths``)."""
-    moved = []
+    segmented together (``_paths``). Returns each series' level reading's ``_segment``,
+    by its place in ``prepared`` (a series too short to read has none)."""
+    moved, level = [], {}
     at = 0
     for i, (x, seasonal, readings) in enumerate(prepared):
         names = list(readings)
+        if names:
+            level[i] = _segment(readings["level"][0], beta, paths[at])
         if "trend" in names:
-            cuts = _segment(readings["level"][0], beta, paths[at])[0]
+            cuts = level[i][0]
             if len(cuts) > 1:
                 _, z, extra, increments = readings["trend"]
                 y, base = standardized(x, periods[i] if seasonal else None), readings["level"][1]
@@ -272,6 +275,7 @@ def _refit_trends(
         old = prepared[i][2]["trend"]
         if fit(path, *refit[1:]) < fit(paths[k], *old[1:]):
             prepared[i][2]["trend"], paths[k] = refit, path
+    return level
 
 
 def _paths(series: list[np.ndarray]) -> list[list[int]]:
