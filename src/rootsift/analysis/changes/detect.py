@@ -246,14 +246,15 @@ def _refit_trends(
     beta: float,
 ) -> dict[int, tuple[list[int], float, float, float, float]]:
     """The trend reading's slope taken again within the segments the level reading cuts,
-    in place (the reading and its path) where that reading fits better (lower ``fit``).
-    One Theil–Sen line over a step takes part of the step as slope, and the values less
-    that line are a saw whose teeth are cut as steps of their own (a step of 3 σ halfway
-    along a slight rise: three cuts, one of them the step). Within the level reading's
-    segments a step is no slope. Not always: on a steady trend the level reading's
-    staircase has treads flatter than the trend (its cuts sit where the noise steepens it),
-    and that slope leaves a trend behind; the BIC keeps the line over the whole series
-    there. A series the level reading does not cut keeps its line. The readings tried are
+    in place (the reading and its path), where the series then needs fewer change points
+    (the detector's, calibrated), or as many and its BIC (``fit``) is lower. One Theil–Sen
+    line over a step takes part of the step as slope, and the values less that line are a
+    saw whose teeth are cut as steps of their own (a step of 3 σ halfway along a slight
+    rise: three cuts, one of them the step). Within the level reading's segments a step is
+    no slope. Not always the better slope: on a steady trend the level reading's staircase
+    has treads flatter than the trend (its cuts sit where the noise steepens it), and that
+    slope leaves a trend to cut; the line over the whole series needs fewer cuts there and
+    stays. A series the level reading does not cut keeps its line. The readings tried are
     segmented together (``_paths``). Returns each series' level reading's ``_segment``,
     by its place in ``prepared`` (a series too short to read has none)."""
     moved, level = [], {}
@@ -273,7 +274,8 @@ def _refit_trends(
         at += len(names)
     for (i, k, refit), path in zip(moved, _paths([refit[0] for _, _, refit in moved]), strict=True):
         old = prepared[i][2]["trend"]
-        if fit(path, *refit[1:]) < fit(paths[k], *old[1:]):
+        more = len(_segment(refit[0], beta, path)[0]) - len(_segment(old[0], beta, paths[k])[0])
+        if more < 0 or (more == 0 and fit(path, *refit[1:]) < fit(paths[k], *old[1:])):
             prepared[i][2]["trend"], paths[k] = refit, path
     return level
 
