@@ -31,7 +31,7 @@ AR(1) residuals, a mean and a position per segment, each reading at the number o
 binary segmentation's cuts that suits it best); its change points are then the ones its
 calibrated detector claims. On the no-change series of the calibration the level reading
 wins and the rates hold. A random walk, which the level reading alone cut into steps in
-35–100 % of series, shows a false change point in 1–13 % (4–10 % with a drift), and a
+35–100 % of series, shows a false change point in 1–10 % (4–6 % with a drift), and a
 straight trend in AR(1) noise (98–100 % before) in 0–12 % (bench/changepoints.py
 --false-alarms prints them).
 """
