@@ -21,7 +21,8 @@ three ways:
 - **level**: the scores as above;
 - **trend**: the values less one straight line (Theil–Sen's slope; one parameter more):
   level shifts around a steady trend; the slope over the whole series, or within the
-  level reading's segments when that fits better (a step is no slope: ``_refit_trends``);
+  level reading's segments (a step is no slope) when the series then needs fewer change
+  points, or as many at a lower BIC (``_refit_trends``);
 - **integrated**: the increments (differences of the deseasoned values): a change of
   slope is a change point of the increments' level (``Detection.slope``), a change of
   volatility one of their spread; scored as the differences of the scores.
