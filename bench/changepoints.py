@@ -8,8 +8,10 @@ ruptures' Binseg with a plain BIC penalty on the raw values.
     .venv/bin/python bench/changepoints.py --data ../shared/changepoint_dev --show
     .venv/bin/python bench/changepoints.py --false-alarms     # the calibration's rates (20 s)
 
-``--show`` prints each series' scores, the reading the detector kept (level, trend,
-integrated) and the change points of ours and of the default binseg side by side.
+``--show`` prints each series' scores, sorted by our covering less the default binseg's,
+with the reading the detector kept (level, trend, integrated), its noise's lag-1
+autocorrelation, the change points of ours and of the default binseg side by side, and
+the annotators' (all five together).
 
 Parameters are fixed in advance (``rootsift.analysis.changes.detect``): nothing is tuned
 on these annotations. The averages are over the 25 series the README names (the
@@ -108,7 +110,7 @@ def binseg_default(x: np.ndarray) -> list[int]:
 
 def ours(x: np.ndarray) -> list[int]:
     found = det.detect(x)
-    ours.model = found.model  # type: ignore[attr-defined]
+    ours.model, ours.rho = found.model, found.rho  # type: ignore[attr-defined]
     return sorted({p.index for p in found.points + found.spread + found.slope})
 
 
@@ -172,6 +174,7 @@ def main() -> None:
     }
     scores: dict[str, dict[str, tuple[float, float]]] = {m: {} for m in methods}
     cpu = dict.fromkeys(methods, 0.0)
+    shown: list[tuple[float, str]] = []
     for path in sorted((args.data / "datasets").glob("*/*.json")):
         d = json.loads(path.read_text())
         if d["n_dim"] != 1 or d["name"] in LEFT_OUT:
@@ -185,11 +188,19 @@ def main() -> None:
             scores[name][d["name"]] = (covering(notes[d["name"]], pred, len(x)), f1(notes[d["name"]], pred))
         if args.show:
             mine, theirs = scores["rootsift changes"][d["name"]], scores["binseg default (ruptures)"][d["name"]]
-            print(
-                f"{d['name']:19s} n={len(x):4d} {ours.model:10s} ours {mine[0]:.3f}/{mine[1]:.3f}"  # type: ignore[attr-defined]
-                f"  binseg {theirs[0]:.3f}/{theirs[1]:.3f}  ours {found['rootsift changes'][:8]}"
-                f"  binseg {found['binseg default (ruptures)']}"
+            shown.append(
+                (
+                    mine[0] - theirs[0],
+                    f"{d['name']:19s} n={len(x):4d} {ours.model:10s} rho {ours.rho:.2f}"  # type: ignore[attr-defined]
+                    f" {mine[0] - theirs[0]:+.3f}  ours {mine[0]:.3f}/{mine[1]:.3f}  binseg {theirs[0]:.3f}/{theirs[1]:.3f}"
+                    f"  ours {found['rootsift changes'][:8]}  binseg {found['binseg default (ruptures)']}"
+                    f"  annotators {sorted({c for a in notes[d['name']].values() for c in a})[:10]}",
+                )
             )
+    if args.show:
+        print("series, sorted by our cover less default binseg's (cover/F1 each):")
+        for _, line in sorted(shown):
+            print(line)
     print(f"{'method':27s} {'cover':>6s} {'F1':>6s}  (25 series, QC apart)   cpu s")
     for name in methods:
         main_set = {k: v for k, v in scores[name].items() if not k.startswith("quality_control")}

@@ -20,24 +20,25 @@ three ways:
 
 - **level**: the scores as above;
 - **trend**: the values less one straight line (Theil–Sen's slope; one parameter more):
-  level shifts around a steady trend;
+  level shifts around a steady trend; the slope over the whole series, or within the
+  level reading's segments (a step is no slope) when the series then needs fewer change
+  points, or as many at a lower BIC (``_refit_trends``);
 - **integrated**: the increments (differences of the deseasoned values): a change of
   slope is a change point of the increments' level (``Detection.slope``), a change of
   volatility one of their spread; scored as the differences of the scores.
 
-The reading kept is the one with the lowest BIC on the scores (``fit``: segment means plus
+The reading kept is the one with the lowest BIC on the scores (``readings.fit``: segment means plus
 AR(1) residuals, a mean and a position per segment, each reading at the number of its
 binary segmentation's cuts that suits it best); its change points are then the ones its
 calibrated detector claims. On the no-change series of the calibration the level reading
 wins and the rates hold. A random walk, which the level reading alone cut into steps in
-35–100 % of series, shows a false change point in 1–13 % (4–10 % with a drift), and a
+35–100 % of series, shows a false change point in 1–10 % (4–6 % with a drift), and a
 straight trend in AR(1) noise (98–100 % before) in 0–12 % (bench/changepoints.py
 --false-alarms prints them).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
+from rootsift.analysis.changes.readings import MAX_RHO, fit, standardized, theil
 from rootsift.analysis.changes.segment import best_subset, binseg, binseg_many, choose, segment_costs
 
 __all__ = ["Detection", "Point", "best_subset", "binseg", "detect", "detect_many"]
@@ -60,15 +62,12 @@ MIN_SIZE = 3
 MIN_POINTS = 2 * MIN_SIZE + 2
 SEASON_PERIODS = 3
 """A cycle is taken out only when the series spans at least this many of its periods."""
-MAX_RHO = 0.9
 SEASON_R = 0.5
 REFINE = 2
 MAX_CANDIDATES = 30
 """Binary segmentation's first splits, among which the penalised best set is chosen."""
 SPREAD_FACTOR = 2.2
 """The spread channel's penalty over the level's (calibrated with it: module doc)."""
-THEIL_POINTS = 150
-"""The trend reading's Theil–Sen slope is taken over at most about this many points."""
 
 
 @dataclass
@@ -189,9 +188,11 @@ def detect_many(
     rather than per series."""
     periods = list(periods) if periods is not None else [None] * len(series)
     prepared = [_readings(np.asarray(v, dtype=np.float64), p) for v, p in zip(series, periods, strict=True)]
-    paths = iter(_paths([w for r in prepared for w, _, _, _ in r[2].values()]))
+    all_paths = _paths([w for r in prepared for w, _, _, _ in r[2].values()])
+    level_cuts = _refit_trends(prepared, periods, all_paths, beta)
+    paths = iter(all_paths)
     chosen: list[tuple[Any, ...] | None] = []
-    for x, seasonal, readings in prepared:
+    for i, (x, seasonal, readings) in enumerate(prepared):
         if not readings:
             chosen.append(None)
             continue
@@ -201,7 +202,7 @@ def detect_many(
             fits[name] = (w, path, fit(path, z, extra, increments))
         model = min(fits, key=lambda name: fits[name][2])
         w, path, _ = fits[model]
-        cuts, sigma, rho, lrv, penalty = _segment(w, beta, path)
+        cuts, sigma, rho, lrv, penalty = level_cuts[i] if model == "level" else _segment(w, beta, path)
         dx = np.diff(x) if model == "integrated" else x
         chosen.append((x, seasonal, model, w, dx, cuts, sigma, rho, lrv, penalty))
     sizes = [_sizes(c[3], c[4], c[5]) for c in chosen if c is not None]
@@ -235,8 +236,49 @@ def _readings(x: np.ndarray, period: int | None) -> tuple[np.ndarray, bool, dict
         y = standardized(x, period if seasonal else None)
         readings["integrated"] = (scores(np.diff(y)), np.diff(z), 0, True)
         t = np.arange(n, dtype=np.float64)
-        readings["trend"] = (scores(y - _theil(y) * t), z - _theil(z) * t, 1, False)
+        readings["trend"] = (scores(y - theil(y) * t), z - theil(z) * t, 1, False)
     return x, seasonal, readings
+
+
+def _refit_trends(
+    prepared: list[tuple[np.ndarray, bool, dict[str, tuple]]],
+    periods: list[int | None],
+    paths: list[list[int]],
+    beta: float,
+) -> dict[int, tuple[list[int], float, float, float, float]]:
+    """The trend reading's slope taken again within the segments the level reading cuts,
+    in place (the reading and its path), where the series then needs fewer change points
+    (the detector's, calibrated), or as many and its BIC (``fit``) is lower. One Theil–Sen
+    line over a step takes part of the step as slope, and the values less that line are a
+    saw whose teeth are cut as steps of their own (a step of 3 σ halfway along a slight
+    rise: three cuts, one of them the step). Within the level reading's segments a step is
+    no slope. Not always the better slope: on a steady trend the level reading's staircase
+    has treads flatter than the trend (its cuts sit where the noise steepens it), and that
+    slope leaves a trend to cut; the line over the whole series needs fewer cuts there and
+    stays. A series the level reading does not cut keeps its line. The readings tried are
+    segmented together (``_paths``). Returns each series' level reading's ``_segment``,
+    by its place in ``prepared`` (a series too short to read has none)."""
+    moved, level = [], {}
+    at = 0
+    for i, (x, seasonal, readings) in enumerate(prepared):
+        names = list(readings)
+        if names:
+            level[i] = _segment(readings["level"][0], beta, paths[at])
+        if "trend" in names:
+            cuts = level[i][0]
+            if len(cuts) > 1:
+                _, z, extra, increments = readings["trend"]
+                y, base = standardized(x, periods[i] if seasonal else None), readings["level"][1]
+                t = np.arange(len(x), dtype=np.float64)
+                refit = (scores(y - theil(y, cuts) * t), base - theil(base, cuts) * t, extra, increments)
+                moved.append((i, at + names.index("trend"), refit))
+        at += len(names)
+    for (i, k, refit), path in zip(moved, _paths([refit[0] for _, _, refit in moved]), strict=True):
+        old = prepared[i][2]["trend"]
+        more = len(_segment(refit[0], beta, path)[0]) - len(_segment(old[0], beta, paths[k])[0])
+        if more < 0 or (more == 0 and fit(path, *refit[1:]) < fit(paths[k], *old[1:])):
+            prepared[i][2]["trend"], paths[k] = refit, path
+    return level
 
 
 def _paths(series: list[np.ndarray]) -> list[list[int]]:
@@ -261,84 +303,6 @@ def _sizes(z: np.ndarray, x: np.ndarray, cuts: list[int]) -> tuple[np.ndarray, n
         r[a:b] -= r[a:b].mean()
         level[a:b] = np.median(x[a:b])
     return scores(np.abs(r)), level
-
-
-def _spread(z: np.ndarray, x: np.ndarray, cuts: list[int], beta: float) -> list[Point]:
-    """Change points of spread: the same detector on the scores of the residuals' size
-    (around the level segments ``cuts``), with its own penalty factor so that level and
-    spread together keep the stated rate."""
-    size, level = _sizes(z, x, cuts)
-    s_cuts, _, _, s_lrv, _ = _segment(size, beta * SPREAD_FACTOR)
-    return _points(size, np.abs(x - level), s_cuts, s_lrv, np.median)
-
-
-def standardized(x: np.ndarray, period: int | None) -> np.ndarray:
-    """``x`` less its median over its MAD (its standard deviation when the MAD is 0), less
-    each phase's median when ``period`` is given: the values whose increments and trend
-    the integrated and trend readings take (a daily cycle is no change of slope)."""
-    y = x - np.median(x)
-    scale = 1.4826 * float(np.median(np.abs(y))) or float(np.std(y)) or 1.0
-    y = y / scale
-    if period:
-        phase = np.arange(len(y)) % period
-        y = y - np.array([np.median(y[phase == k]) for k in range(period)])[phase]
-    return y
-
-
-def bic(z: np.ndarray, cuts: list[int], extra: int = 0, increments: bool = False) -> float:
-    """BIC of ``z`` as segment means (cut at ``cuts``, ending with ``len(z)``) plus AR(1)
-    residuals (coefficient within ±``MAX_RHO``, the detector's noise model): a mean and a
-    position per segment, ``extra`` parameters more (a trend's slope). Scored over the
-    last n − 2 innovations of the series either way: values lose their first residual to
-    the AR's lag, ``increments`` (one fewer) none, so the readings of one series compare
-    (the increments' model is the values' model given the first value)."""
-    ids = np.searchsorted(np.asarray(cuts), np.arange(len(z)), side="right")[None, :]
-    return float(_bics(z, ids, np.array([len(cuts)]), extra, increments)[0])
-
-
-def fit(path: list[int], z: np.ndarray, extra: int = 0, increments: bool = False) -> float:
-    """The lowest ``bic`` of ``z`` over the first k = 0 … ``MAX_CANDIDATES`` cuts of a
-    binary segmentation ``path``: how well a reading can explain the series at its best
-    complexity (not at the calibrated one, which is for claiming change points: a series
-    switching between many short regimes is still a level series)."""
-    n = len(z)
-    # the segment of each position under the first k cuts: how many of them are at or before it
-    before = np.asarray(path, dtype=np.int64)[:, None] <= np.arange(n)[None, :]
-    ids = np.concatenate([np.zeros((1, n), dtype=np.int64), np.cumsum(before, axis=0)])
-    return float(np.min(_bics(z, ids, np.arange(len(path) + 1) + 1, extra, increments)))
-
-
-def _bics(z: np.ndarray, ids: np.ndarray, segments: np.ndarray, extra: int, increments: bool) -> np.ndarray:
-    """``bic`` of ``z`` for each row of ``ids`` (each position's segment number; ``segments``
-    of them), in one pass (a row of residuals per row)."""
-    n, rows = len(z), len(ids)
-    flat = (ids + (n + 1) * np.arange(rows)[:, None]).ravel()
-    sums = np.bincount(flat, weights=np.tile(z, rows), minlength=rows * (n + 1))
-    counts = np.bincount(flat, minlength=rows * (n + 1))
-    means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
-    r = (np.tile(z, rows) - means[flat]).reshape(rows, n)
-    r = r if increments else r[:, 1:]
-    den, num = np.sum(r[:, :-1] ** 2, axis=1), np.sum(r[:, 1:] * r[:, :-1], axis=1)
-    phi = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 0), -MAX_RHO, MAX_RHO)
-    e = r[:, 1:] - phi[:, None] * r[:, :-1]
-    m = r.shape[1] - 1
-    params = 2 * segments + extra
-    return m * np.log(np.mean(e * e, axis=1) + 1e-300) + params * math.log(m)
-
-
-def _theil(y: np.ndarray) -> float:
-    """Theil–Sen's slope of ``y`` per index: the median slope over pairs of at most about
-    ``THEIL_POINTS`` evenly spaced points."""
-    ti, tj = _pairs(len(y))
-    return float(np.median((y[tj] - y[ti]) / (tj - ti)))
-
-
-@functools.lru_cache(maxsize=32)
-def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The index pairs (earlier, later) ``_theil`` takes the slopes of, for a series of ``n``."""
-    t = np.arange(0, n, max(1, n // THEIL_POINTS))
-    i, j = np.triu_indices(len(t), 1)
-    return t[i], t[j]
 
 
 def _shifted(points: list[Point]) -> list[Point]:

@@ -1,0 +1,92 @@
+"""The readings of a series the change detector (detect.py) chooses among, and the BIC it
+chooses by: the values standardized (less their median, over their MAD, less a daily
+cycle), Theil–Sen's slope (over the whole series or within segments), and the BIC of
+segment means plus AR(1) residuals at the best number of a binary segmentation's cuts.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+MAX_RHO = 0.9
+"""The bound on the AR(1) coefficient of the noise: the detector's and the BIC's."""
+THEIL_POINTS = 150
+"""The trend reading's Theil–Sen slope is taken over at most about this many points."""
+
+
+def standardized(x: np.ndarray, period: int | None) -> np.ndarray:
+    """``x`` less its median over its MAD (its standard deviation when the MAD is 0), less
+    each phase's median when ``period`` is given: the values whose increments and trend
+    the integrated and trend readings take (a daily cycle is no change of slope)."""
+    y = x - np.median(x)
+    scale = 1.4826 * float(np.median(np.abs(y))) or float(np.std(y)) or 1.0
+    y = y / scale
+    if period:
+        phase = np.arange(len(y)) % period
+        y = y - np.array([np.median(y[phase == k]) for k in range(period)])[phase]
+    return y
+
+
+def bic(z: np.ndarray, cuts: list[int], extra: int = 0, increments: bool = False) -> float:
+    """BIC of ``z`` as segment means (cut at ``cuts``, ending with ``len(z)``) plus AR(1)
+    residuals (coefficient within ±``MAX_RHO``, the detector's noise model): a mean and a
+    position per segment, ``extra`` parameters more (a trend's slope). Scored over the
+    last n − 2 innovations of the series either way: values lose their first residual to
+    the AR's lag, ``increments`` (one fewer) none, so the readings of one series compare
+    (the increments' model is the values' model given the first value)."""
+    ids = np.searchsorted(np.asarray(cuts), np.arange(len(z)), side="right")[None, :]
+    return float(bics(z, ids, np.array([len(cuts)]), extra, increments)[0])
+
+
+def fit(path: list[int], z: np.ndarray, extra: int = 0, increments: bool = False) -> float:
+    """The lowest ``bic`` of ``z`` over its first k = 0, 1, … cuts of a
+    binary segmentation ``path``: how well a reading can explain the series at its best
+    complexity (not at the calibrated one, which is for claiming change points: a series
+    switching between many short regimes is still a level series)."""
+    n = len(z)
+    # the segment of each position under the first k cuts: how many of them are at or before it
+    before = np.asarray(path, dtype=np.int64)[:, None] <= np.arange(n)[None, :]
+    ids = np.concatenate([np.zeros((1, n), dtype=np.int64), np.cumsum(before, axis=0)])
+    return float(np.min(bics(z, ids, np.arange(len(path) + 1) + 1, extra, increments)))
+
+
+def bics(z: np.ndarray, ids: np.ndarray, segments: np.ndarray, extra: int, increments: bool) -> np.ndarray:
+    """``bic`` of ``z`` for each row of ``ids`` (each position's segment number; ``segments``
+    of them), in one pass (a row of residuals per row)."""
+    n, rows = len(z), len(ids)
+    flat = (ids + (n + 1) * np.arange(rows)[:, None]).ravel()
+    sums = np.bincount(flat, weights=np.tile(z, rows), minlength=rows * (n + 1))
+    counts = np.bincount(flat, minlength=rows * (n + 1))
+    means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+    r = (np.tile(z, rows) - means[flat]).reshape(rows, n)
+    r = r if increments else r[:, 1:]
+    den, num = np.sum(r[:, :-1] ** 2, axis=1), np.sum(r[:, 1:] * r[:, :-1], axis=1)
+    phi = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 0), -MAX_RHO, MAX_RHO)
+    e = r[:, 1:] - phi[:, None] * r[:, :-1]
+    m = r.shape[1] - 1
+    params = 2 * segments + extra
+    return m * np.log(np.mean(e * e, axis=1) + 1e-300) + params * math.log(m)
+
+
+def theil(y: np.ndarray, cuts: list[int] | None = None) -> float:
+    """Theil–Sen's slope of ``y`` per index: the median slope over pairs of at most about
+    ``THEIL_POINTS`` evenly spaced points; with ``cuts`` (segment ends, the last ``len(y)``),
+    over the pairs within one segment (a step between segments is no slope)."""
+    ti, tj = pairs(len(y))
+    if cuts is not None:
+        segment = np.searchsorted(np.asarray(cuts), np.arange(len(y)), side="right")
+        within = segment[ti] == segment[tj]
+        if within.any():
+            ti, tj = ti[within], tj[within]
+    return float(np.median((y[tj] - y[ti]) / (tj - ti)))
+
+
+@functools.lru_cache(maxsize=32)
+def pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The index pairs (earlier, later) ``theil`` takes the slopes of, for a series of ``n``."""
+    t = np.arange(0, n, max(1, n // THEIL_POINTS))
+    i, j = np.triu_indices(len(t), 1)
+    return t[i], t[j]
