@@ -185,7 +185,7 @@ def levels(shape: str, rng: np.random.Generator, n: int, cohort: str) -> Any:
     if shape == "normal":
         return rng.normal(100.0, 20.0, n)
     if shape == "log-t(2)":
-        return np.exp(math.log(2e9) + 0.5 * rng.standard_t(2, n))
+        return np.exp(math.log(2e9) + 0.5 * np.clip(rng.standard_t(2, n), -100, 100))  # finite doubles
     if shape == "pareto(1.5)":
         return 1e9 * (1 + rng.pareto(1.5, n))
     return rng.normal(0.0, 1e6, n)  # slopes about zero: either sign, so the linear scale

@@ -126,3 +126,17 @@ def test_compare_reports_the_scale_of_a_per_host_metric(tmp_path: Path) -> None:
     assert peak["scale"] == "log" and peak["unit"] == "host"
     assert peak["relative_change"] == pytest.approx(1e9 * (1 * 1.1 * 0.9) ** (1 / 3) / peak["a"] - 1, rel=1e-3)
     assert slope["scale"] == "linear"
+
+
+def test_behrens_fisher_interval_past_the_heavier_t() -> None:
+    """Equal-ish weights on two t's of 4 degrees of freedom: the 5 % point lies just past
+    Student's (2.776); the interval is still found, its tail at the level."""
+    p, lo, hi = stats.behrens_fisher(0.0, 0.5, 4, math.sqrt(0.75), 4, 0.05)
+    assert p == 1.0 and hi > sps.t.isf(0.025, 4) and lo == pytest.approx(-hi)
+    assert stats.behrens_fisher(hi, 0.5, 4, math.sqrt(0.75), 4, 0.05)[0] == pytest.approx(0.05, abs=1e-7)
+
+
+def test_a_unit_without_a_finite_value_is_left_out_and_said() -> None:
+    got = compare_units({"a1": 1.0, "a2": 2.0, "a3": math.inf}, {"b1": 1.0, "b2": 3.0}, 0.05)
+    assert "1 units left out" in got["note"] and got["scale"] == "log"
+    assert got["a"] == pytest.approx(math.sqrt(2.0), rel=1e-5)  # the geometric mean of the finite two

@@ -186,10 +186,10 @@ def behrens_fisher(
         return (0.0 if diff else 1.0), diff, diff
     tail = _BehrensFisherTail(se_a / se, se_b / se, df_a, df_b)
     p = tail(abs(diff) / se)
-    low, top = float(sps.norm.isf(level / 2)), float(sps.t.isf(level / 2, min(df_a, df_b)))
-    if tail(top) > level:  # not expected (T is lighter-tailed than the heavier t): widen
-        top = max(top, 1.0) * 4
-    crit = float(optimize.brentq(lambda x: tail(x) - level, low * 0.999, top * 1.001, xtol=1e-9))
+    low, top = 0.0, float(sps.t.isf(level / 2, min(df_a, df_b)))  # about the heavier t's point
+    while tail(top) > level:
+        low, top = top, top * 2
+    crit = float(optimize.brentq(lambda x: tail(x) - level, low, top, xtol=1e-9))
     return p, diff - crit * se, diff + crit * se
 
 

@@ -95,9 +95,13 @@ def compare_units(
     differences, so the units' own levels drop out. Fewer than two units a side:
     nothing is tested. ``bench/compare_calibration.py --part hosts`` measures the A/A
     rate."""
+    finite = {name: {k: v for k, v in got.items() if math.isfinite(v)} for name, got in (("a", a), ("b", b))}
+    left_out = len(a) + len(b) - len(finite["a"]) - len(finite["b"])
+    note = {"note": f"{left_out} {unit}s left out: their value is not a finite number"} if left_out else {}
+    a, b = finite["a"], finite["b"]
     xa, xb = np.array(list(a.values()), dtype=float), np.array(list(b.values()), dtype=float)
     if xa.size < 2 or xb.size < 2:
-        return {"a": None, "b": None, "relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
+        return note | {"a": None, "b": None, "relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
     logs = bool((xa > 0).all() and (xb > 0).all())
     paired = set(a) == set(b)  # the same hosts before and after
     if paired:
@@ -122,7 +126,7 @@ def compare_units(
         base = abs(mean_a) or 1.0
         change, ci = diff / base, [lo / base, hi / base]
         test = f"{how} on {what} (difference of means: a value is not above zero)"
-    return {
+    return note | {
         "paired": paired,
         "scale": "log" if logs else "linear",
         "a": rounded(mean_a),
