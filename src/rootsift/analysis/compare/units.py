@@ -90,7 +90,7 @@ def compare_units(
     fall), it is on the values themselves, the difference of means relative to A's
     (``scale`` ``linear``). The test is Behrens–Fisher's (``stats.behrens_fisher``):
     the cohorts' spreads may differ by any factor, and Welch's approximation rejects up
-    to twice its level with three hosts a side. When both cohorts hold the same units
+    to 2.6 times its level with three hosts against five or ten. When both cohorts hold the same units
     (before and after a deploy), each unit is compared with itself: a paired t on the
     differences, so the units' own levels drop out. Fewer than two units a side:
     nothing is tested. ``bench/compare_calibration.py --part hosts`` measures the A/A
