@@ -145,14 +145,17 @@ def test_a_a_splits_find_nothing(rs: Rootsift, tmp_path: Path) -> None:
 
 
 def test_hosts_are_the_unit_for_extremes(rs: Rootsift, tmp_path: Path) -> None:
-    rs.ingest(write_events(tmp_path / "h.jsonl", hosts(3, ratio=0.4)), "mem")
+    """Kernel B's slab a quarter of A's, five hosts each. (At 0.4 of A's, the +19 % of
+    available memory was an improvement by Welch's t, p 0.021 at the two-metric 0.025,
+    with its level not held at 5 hosts a side; by Behrens–Fisher it is p 0.035.)"""
+    rs.ingest(write_events(tmp_path / "h.jsonl", hosts(3, ratio=0.25)), "mem")
     chosen = "max(slab_bytes),min(mem_available_bytes)"
     higher = {"min(mem_available_bytes)": "higher"}  # a user says so: nothing is guessed from the name
     result = rs.compare("mem", a='kernel = "a"', b='kernel = "b"', metrics=chosen, better=higher)
     m = by_metric(result)
     slab = m["max(slab_bytes)"]
     assert slab["unit"] == "host" and slab["n_a"] == slab["n_b"] == 5
-    assert slab["verdict"] == "improvement" and -0.75 < slab["relative_change"] < -0.45
+    assert slab["verdict"] == "improvement" and -0.85 < slab["relative_change"] < -0.6
     assert (slab["better"], slab["better_source"]) == ("lower", "default")
     available = m["min(mem_available_bytes)"]
     assert (available["better"], available["better_source"]) == ("higher", "--better")

@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import optimize, special
 from scipy import stats as sps
 
 Z95 = 1.959963984540054
@@ -157,3 +158,51 @@ def stratified_share_test(a: Array, n_sel: Array, n_base: Array, with_value: Arr
         return 1.0
     z = (float(np.sum(a - expected)) - 0.5) / math.sqrt(var)
     return float(sps.norm.sf(z))
+
+
+_LEGENDRE = np.polynomial.legendre.leggauss(256)
+_NODES, _WEIGHTS = (_LEGENDRE[0] + 1) / 2, _LEGENDRE[1] / 2  # Gauss–Legendre on (0, 1)
+
+
+def behrens_fisher(
+    diff: float, se_a: float, df_a: float, se_b: float, df_b: float, level: float
+) -> tuple[float, float, float]:
+    """(two-sided p, low, high) for a difference of two means whose standard errors
+    ``se_a`` and ``se_b`` carry ``df_a`` and ``df_b`` degrees of freedom (n − 1 each),
+    the interval at 1 − ``level``: the Behrens–Fisher test.
+
+    With unequal, unknown variances the statistic d / √(se_a² + se_b²) is referred to
+    T = sin θ · T_a + cos θ · T_b, with T_a, T_b independent Student t on df_a, df_b and
+    tan θ = se_a / se_b. Welch's single t with Satterthwaite's degrees of freedom is
+    an approximation to the same problem that rejects more often than its level with a
+    few units a side (3 against 5, spreads 3:1: 6.5 % at 5 %, 2.5 % at 1.25 %); the
+    Behrens–Fisher test stays at or below its level for every ratio of the spreads
+    (Robinson, Ann. Stat. 1976; ``bench/compare_calibration.py --part hosts``), and is
+    Student's t on df_a when B's error is nil. Example: one cohort of three hosts
+    against five identical ones, ``behrens_fisher(d, se, 2, 0, 4, 0.05)`` is the t-test
+    on 2 degrees of freedom."""
+    se = math.hypot(se_a, se_b)
+    if se == 0:
+        return (0.0 if diff else 1.0), diff, diff
+    tail = _BehrensFisherTail(se_a / se, se_b / se, df_a, df_b)
+    p = tail(abs(diff) / se)
+    low, top = 0.0, float(sps.t.isf(level / 2, min(df_a, df_b)))  # about the heavier t's point
+    while tail(top) > level:
+        low, top = top, top * 2
+    crit = float(optimize.brentq(lambda x: tail(x) - level, low, top, xtol=1e-9))
+    return p, diff - crit * se, diff + crit * se
+
+
+class _BehrensFisherTail:
+    """x ↦ P(|sin · T_a + cos · T_b| > x): the term with the smaller weight integrated over
+    its quantiles (Gauss–Legendre, 256 nodes), the other's tail in closed form."""
+
+    def __init__(self, sin: float, cos: float, df_a: float, df_b: float) -> None:
+        (w, outer), (self.big, self.inner) = sorted(((sin, df_a), (cos, df_b)))
+        self.u = w * special.stdtrit(outer, _NODES) if w > 0 else None  # the quantiles of T_outer, scaled
+
+    def __call__(self, x: float) -> float:
+        if self.u is None:
+            return float(min(1.0, 2 * special.stdtr(self.inner, -x / self.big)))
+        tail = special.stdtr(self.inner, (self.u - x) / self.big) + special.stdtr(self.inner, (-x - self.u) / self.big)
+        return float(min(1.0, float(np.dot(_WEIGHTS, tail))))

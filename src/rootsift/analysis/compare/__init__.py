@@ -23,9 +23,10 @@ interval, a test suited to it, and a verdict against a tolerance:
   series (a leak grows; a full cache does not).
 - ``max(field)``, ``min(field)``: a per-unit statistic (a host's peak memory). The unit
   is the events' host (``--per``), so several hosts per cohort are not pseudo-replicated:
-  Welch's t on the logarithms of the units' values (the ratio of geometric means), or a
-  paired t when both cohorts hold the same units (the same hosts before and after a
-  deploy). ``--per FIELD`` compares any metric per unit (an ``avg`` per host).
+  the Behrens–Fisher test on the logarithms of the units' values (the ratio of geometric
+  means; on the values themselves when one is not above zero), or a paired t when both
+  cohorts hold the same units (the same hosts before and after a deploy). ``--per FIELD``
+  compares any metric per unit (an ``avg`` per host). See ``units.compare_units``.
 
 Verdicts, with ``tolerance`` the relative change that does not matter (defaults in
 ``TOLERANCE``). Larger is worse for every metric (latency, memory, the share of events

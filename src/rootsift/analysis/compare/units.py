@@ -47,7 +47,7 @@ def _extreme(metric: Metric, col: exp.Expr) -> exp.Expr:
 
 def per_unit(fa: Frame, fb: Frame, metric: Metric, unit: str, level: float) -> dict[str, Any]:
     """The metric per unit (host), then the units compared. Positive quantities (memory,
-    latency) vary across hosts by factors, so the test is Welch's on the logarithms: the
+    latency) vary across hosts by factors, so the test is on the logarithms (Behrens–Fisher): the
     change is the ratio of geometric means, with its interval. With a few hosts per
     cohort a rank test cannot reach significance at all (4 against 4: p ≥ 0.029)."""
     col = q.col(str(metric.field))
@@ -66,47 +66,72 @@ def per_unit(fa: Frame, fb: Frame, metric: Metric, unit: str, level: float) -> d
         query, params = frame.rows([q.alias(q.col(unit), "u"), q.alias(agg.copy(), "v")], q.not_null(col.copy()))
         rows = frame.backend.execute(query.group_by(q.num(1), copy=False), params).rows
         values[name] = {r[0]: float(r[1]) for r in rows if r[1] is not None}
-    xa, xb = np.array(list(values["a"].values())), np.array(list(values["b"].values()))
     out: dict[str, Any] = {
         "kind": metric.kind,
         "field": metric.field,
         "unit": unit,
-        "n_a": int(xa.size),
-        "n_b": int(xb.size),
+        "n_a": len(values["a"]),
+        "n_b": len(values["b"]),
         "units_a": {str(k): rounded(v) for k, v in sorted(values["a"].items(), key=lambda kv: str(kv[0]))},
         "units_b": {str(k): rounded(v) for k, v in sorted(values["b"].items(), key=lambda kv: str(kv[0]))},
     }
+    return out | compare_units(values["a"], values["b"], level, unit, f"one {metric.kind} per {unit}")
+
+
+def compare_units(
+    a: dict[Any, float], b: dict[Any, float], level: float, unit: str = "unit", what: str = "one value per unit"
+) -> dict[str, Any]:
+    """The units' values of cohort A against B's (``a``, ``b``: unit → value), at ``level``.
+
+    Ratio scale: when every value is positive (bytes, durations, counts, rates), the
+    test is on the logarithms, and the change is the ratio of geometric means with
+    its interval (``scale`` ``log``): hosts vary by factors, and a difference of logs is
+    the same whichever host is large. With any value at or below zero (a slope that can
+    fall), it is on the values themselves, the difference of means relative to A's
+    (``scale`` ``linear``). The test is Behrens–Fisher's (``stats.behrens_fisher``):
+    the cohorts' spreads may differ by any factor, and Welch's approximation rejects up
+    to 2.6 times its level with three hosts against five or ten. When both cohorts hold the same units
+    (before and after a deploy), each unit is compared with itself: a paired t on the
+    differences, so the units' own levels drop out. Fewer than two units a side:
+    nothing is tested. ``bench/compare_calibration.py --part hosts`` measures the A/A
+    rate."""
+    finite = {name: {k: v for k, v in got.items() if math.isfinite(v)} for name, got in (("a", a), ("b", b))}
+    left_out = len(a) + len(b) - len(finite["a"]) - len(finite["b"])
+    note = {"note": f"{left_out} {unit}s left out: their value is not a finite number"} if left_out else {}
+    a, b = finite["a"], finite["b"]
+    xa, xb = np.array(list(a.values()), dtype=float), np.array(list(b.values()), dtype=float)
     if xa.size < 2 or xb.size < 2:
-        return out | {"a": None, "b": None, "relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
+        return note | {"a": None, "b": None, "relative_change": math.nan, "ci": [math.nan, math.nan], "p_value": 1.0}
     logs = bool((xa > 0).all() and (xb > 0).all())
-    paired = set(values["a"]) == set(values["b"])  # the same hosts before and after
+    paired = set(a) == set(b)  # the same hosts before and after
     if paired:
-        keys = sorted(values["a"], key=str)
-        xa = np.array([values["a"][k] for k in keys])
-        xb = np.array([values["b"][k] for k in keys])
+        keys = sorted(a, key=str)
+        xa = np.array([a[k] for k in keys], dtype=float)
+        xb = np.array([b[k] for k in keys], dtype=float)
     ya, yb = (np.log(xa), np.log(xb)) if logs else (xa, xb)
     diff = float(yb.mean() - ya.mean())
     if paired:  # each host against itself: the hosts' own levels drop out
         d = yb - ya
-        se, df = float(d.std(ddof=1)) / math.sqrt(d.size), float(d.size - 1)
-    else:
-        se, df = stats.welch(float(ya.var(ddof=1)), xa.size, float(yb.var(ddof=1)), xb.size)
-    p, lo, hi = stats.t_interval(diff, se, df, level)
-    how = f"paired t (the same {unit}s in both)" if paired else "Welch's t"
+        p, lo, hi = stats.t_interval(diff, float(d.std(ddof=1)) / math.sqrt(d.size), float(d.size - 1), level)
+    else:  # Behrens–Fisher: Welch's approximation rejects too often with a few units a side
+        se_a, se_b = math.sqrt(float(ya.var(ddof=1)) / ya.size), math.sqrt(float(yb.var(ddof=1)) / yb.size)
+        p, lo, hi = stats.behrens_fisher(diff, se_a, ya.size - 1, se_b, yb.size - 1, level)
+    how = f"paired t (the same {unit}s in both)" if paired else "Behrens–Fisher test"
     if logs:
-        a, b = float(np.exp(ya.mean())), float(np.exp(yb.mean()))
+        mean_a, mean_b = float(np.exp(ya.mean())), float(np.exp(yb.mean()))
         change, ci = math.expm1(diff), [math.expm1(lo), math.expm1(hi)]
-        test = f"{how} on the logarithms of one {metric.kind} per {unit} (ratio of geometric means)"
+        test = f"{how} on the logarithms of {what} (ratio of geometric means)"
     else:
-        a, b = float(ya.mean()), float(yb.mean())
-        base = abs(a) or 1.0
+        mean_a, mean_b = float(ya.mean()), float(yb.mean())
+        base = abs(mean_a) or 1.0
         change, ci = diff / base, [lo / base, hi / base]
-        test = f"{how} on one {metric.kind} per {unit} (difference of means)"
-    return out | {
+        test = f"{how} on {what} (difference of means: a value is not above zero)"
+    return note | {
         "paired": paired,
-        "a": rounded(a),
-        "b": rounded(b),
-        "absolute_change": rounded(b - a),
+        "scale": "log" if logs else "linear",
+        "a": rounded(mean_a),
+        "b": rounded(mean_b),
+        "absolute_change": rounded(mean_b - mean_a),
         "relative_change": change,
         "ci": ci,
         "p_value": p,
