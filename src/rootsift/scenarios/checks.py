@@ -164,8 +164,13 @@ def memleak_compare(result: Result, truth: Truth) -> None:
 
     What a handful of hosts can show at the metrics' Bonferroni level (4 metrics: 0.0125)
     is limited, and the case asks no more than that:
-    - the peak is compared on the logarithms (hosts differ by factors): with 3 or more
-      hosts a side it is an improvement;
+    - the peak is compared on the logarithms (hosts differ by factors) by Behrens-Fisher
+      (ADR 0024): with 4 or more hosts a side it is an improvement. With 3 leaking hosts
+      whose leak rates spread 3-5x, the test rests on 2 degrees of freedom and needs a
+      16-54x ratio at 0.0125 where the data show 13-18x (power about 40 % for 3 against
+      5 at an 8-fold peak, 84 % for 4 against 4, 98 % for 5 against 5; docs/compare.md),
+      so with 3 the case asks, as for the slope, that it is never a regression and that
+      its estimate shows 5.3 peaking at least 50 % lower;
     - the slope is compared as it is (5.3's slopes are about zero, either sign): Welch's
       t then rests on the spread of 5.0's leak rates, which differ by up to 2.5× between
       hosts. With 3 leaking hosts it is significant only when their standard deviation
@@ -175,11 +180,13 @@ def memleak_compare(result: Result, truth: Truth) -> None:
       freedom): then nothing may be a regression."""
     peak, growth = metric(result, "max(sunreclaim_bytes)"), metric(result, "slope(sunreclaim_bytes)")
     assert peak["unit"] == growth["unit"] == "host"
-    enough = min(peak["n_a"], peak["n_b"]) >= 3
-    assert peak["verdict"] == "improvement" if enough else peak["verdict"] != "regression"
+    hosts = min(peak["n_a"], peak["n_b"])
+    assert peak["verdict"] == "improvement" if hosts >= 4 else peak["verdict"] != "regression"
     assert growth["verdict"] != "regression"
-    if enough:
-        assert growth["relative_change"] <= -0.5 and result["verdict"] == "improvement"
+    if hosts >= 3:
+        assert peak["relative_change"] <= -0.5 and growth["relative_change"] <= -0.5
+    if hosts >= 4:
+        assert result["verdict"] == "improvement"
     assert metric(result, "max(active_file_bytes)")["verdict"] != "regression"
     available = metric(result, "min(mem_available_bytes)")  # higher is better, said by the manifest, not guessed
     assert (available["better"], available["better_source"]) == ("higher", "--better")
