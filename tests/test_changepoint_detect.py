@@ -119,6 +119,22 @@ def test_tcpd_covering_matches_the_published_examples(scorer, notes, predicted, 
     assert scorer.covering(notes, predicted, 45) == pytest.approx(expected, abs=1e-9)
 
 
+def test_tcpd_against_counts_the_series_helped_and_hurt(scorer, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    before = {"a": (0.5, 0.6), "b": (0.7, 0.7), "c": (0.4, 0.9), "d": (0.3, 0.3), "gone": (0.1, 0.1)}
+    after = {"a": (0.8, 0.6), "b": (0.6, 0.7), "c": (0.3995, 0.9), "d": (0.1, 0.5), "new": (0.9, 0.9)}
+    helped, hurt = scorer.helps_hurts(before, after, 0)
+    assert [name for name, _ in helped] == ["a"]
+    assert [name for name, _ in hurt] == ["d", "b"]  # largest loss first; c moved less than 0.001
+    assert hurt[0][1] == pytest.approx(-0.2) and helped[0][1] == pytest.approx(0.3)
+    assert [name for name, _ in scorer.helps_hurts(before, after, 1)[0]] == ["d"]
+    saved = tmp_path / "before.json"
+    saved.write_text('{"a": [0.5, 0.6]}')
+    assert scorer._saved(saved) == {"a": (0.5, 0.6)}
+    saved.write_text("[0.5]")
+    with pytest.raises(ValueError, match="not a --save file"):
+        scorer._saved(saved)
+
+
 def test_binseg_over_many_rows_makes_each_rows_ruptures_cuts() -> None:
     """segment.binseg_many on a matrix (a row per host) proposes, for every row, exactly
     ruptures' Binseg cuts of that row alone, rows stopping at different rounds included."""
