@@ -355,7 +355,8 @@ def _own_fit(z: np.ndarray, candidates: list[int]) -> list[int]:
     inflated by a step it missed, and the penalty grows with it (a step of the size
     annotators mark in a short, autocorrelated series is never claimed); the likelihood
     fits the step and the correlation together, so its noise is not. At BIC's own weight
-    it cuts AR(1) noise, whose noise is then too small (15 % false alarms at 60 points)."""
+    it cuts AR(1) noise, whose noise is then too small (16 % false alarms at 60 points;
+    1.25: 9 %; 1.5, the smallest on that grid within the stated rate: 5 %)."""
     k = int(np.argmin(path_bics(candidates, z, weight=OWN_FIT_WEIGHT)))
     return [*sorted(candidates[:k]), len(z)]
 
