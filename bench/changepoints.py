@@ -7,6 +7,12 @@ ruptures' Binseg with a plain BIC penalty on the raw values.
     .venv/bin/python bench/changepoints.py
     .venv/bin/python bench/changepoints.py --data ../shared/changepoint_dev --show
     .venv/bin/python bench/changepoints.py --false-alarms     # the calibration's rates (20 s)
+    .venv/bin/python bench/changepoints.py --save before.json  # then, after a change:
+    .venv/bin/python bench/changepoints.py --against before.json
+
+``--against`` counts the series a change helps and hurts (cover and F1 each, by more than
+0.001), with the sums and the series: a change that helps two series and hurts five by
+smaller amounts is fitted to the annotations, not a better mechanism.
 
 ``--show`` prints each series' scores, sorted by our covering less the default binseg's,
 with the reading the detector kept (level, trend, integrated), its noise's lag-1
@@ -114,6 +120,37 @@ def ours(x: np.ndarray) -> list[int]:
     return sorted({p.index for p in found.points + found.spread + found.slope})
 
 
+def helps_hurts(
+    before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]], metric: int, eps: float = 1e-3
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """(helped, hurt): the series in both runs whose ``metric`` (0 cover, 1 F1) rose or fell
+    by more than ``eps``, each with its change, largest change first."""
+    moved = [(name, after[name][metric] - before[name][metric]) for name in sorted(set(before) & set(after))]
+    helped = sorted([m for m in moved if m[1] > eps], key=lambda m: -m[1])
+    hurt = sorted([m for m in moved if m[1] < -eps], key=lambda m: m[1])
+    return helped, hurt
+
+
+def _saved(path: Path) -> dict[str, tuple[float, float]]:
+    """A ``--save`` file's (cover, F1) per series; ValueError naming what is wrong."""
+    try:
+        saved = json.loads(path.read_text())
+        return {str(k): (float(v[0]), float(v[1])) for k, v in saved.items()}
+    except (OSError, ValueError, TypeError, IndexError, AttributeError) as exc:
+        raise ValueError(f"--against: {path} is not a --save file ({exc})") from exc
+
+
+def _against(before: dict[str, tuple[float, float]], mine: dict[str, tuple[float, float]]) -> None:
+    """Print how this run's scores moved from a ``--save`` file's, over the averaged series."""
+    mine = {k: v for k, v in mine.items() if not k.startswith("quality_control")}
+    print(f"against the saved run ({len(set(before) & set(mine))} averaged series in both):")
+    for metric, label in ((0, "cover"), (1, "F1")):
+        helped, hurt = helps_hurts(before, mine, metric)
+        for word, moved in (("helps", helped), ("hurts", hurt)):
+            names = ", ".join(f"{name} {d:+.3f}" for name, d in moved)
+            print(f"  {label:5s} {word} {len(moved):2d} series, sum {sum(d for _, d in moved):+.3f}: {names}")
+
+
 def _ar1(rng: np.random.Generator, n: int, rho: float) -> np.ndarray:
     e, x = rng.normal(size=n), np.zeros(n)
     for i in range(n):
@@ -161,10 +198,18 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "changepoint_dev")
     ap.add_argument("--show", action="store_true", help="Print every series' scores.")
     ap.add_argument("--false-alarms", action="store_true", help="Print the false-alarm rates on no-change series.")
+    ap.add_argument("--save", type=Path, help="Write each series' cover and F1 to this JSON file.")
+    ap.add_argument("--against", type=Path, help="A --save file: count the series this run helps and hurts.")
     args = ap.parse_args()
     if args.false_alarms:
         false_alarms()
         return
+    before = None
+    if args.against is not None:
+        try:
+            before = _saved(args.against)
+        except ValueError as exc:
+            ap.error(f"{exc}; write one with --save")
     notes = json.loads((args.data / "annotations.json").read_text())
     methods = {
         "rootsift changes": ours,
@@ -211,6 +256,10 @@ def main() -> None:
         print(f"{name:27s} {c:6.3f} {f:6.3f}  n={len(main_set)} QC F1 {qf:.3f}   {cpu[name]:.2f}")
     for name, (c, f) in PUBLISHED.items():
         print(f"{name + ' (published)':27s} {c:6.3f} {f:6.3f}")
+    if args.save is not None:
+        args.save.write_text(json.dumps(scores["rootsift changes"], indent=1, sort_keys=True) + "\n")
+    if before is not None:
+        _against(before, scores["rootsift changes"])
 
 
 if __name__ == "__main__":

@@ -46,16 +46,27 @@ def fit(path: list[int], z: np.ndarray, extra: int = 0, increments: bool = False
     binary segmentation ``path``: how well a reading can explain the series at its best
     complexity (not at the calibrated one, which is for claiming change points: a series
     switching between many short regimes is still a level series)."""
+    return float(np.min(path_bics(path, z, extra, increments)))
+
+
+def path_bics(
+    path: list[int], z: np.ndarray, extra: int = 0, increments: bool = False, weight: float = 1.0
+) -> np.ndarray:
+    """``bic`` of ``z`` under its first k = 0, 1, … cuts of ``path`` (entry k), each
+    segment's two parameters counted ``weight`` times (1: BIC's own penalty)."""
     n = len(z)
     # the segment of each position under the first k cuts: how many of them are at or before it
     before = np.asarray(path, dtype=np.int64)[:, None] <= np.arange(n)[None, :]
     ids = np.concatenate([np.zeros((1, n), dtype=np.int64), np.cumsum(before, axis=0)])
-    return float(np.min(bics(z, ids, np.arange(len(path) + 1) + 1, extra, increments)))
+    return bics(z, ids, np.arange(len(path) + 1) + 1, extra, increments, weight)
 
 
-def bics(z: np.ndarray, ids: np.ndarray, segments: np.ndarray, extra: int, increments: bool) -> np.ndarray:
+def bics(
+    z: np.ndarray, ids: np.ndarray, segments: np.ndarray, extra: int, increments: bool, weight: float = 1.0
+) -> np.ndarray:
     """``bic`` of ``z`` for each row of ``ids`` (each position's segment number; ``segments``
-    of them), in one pass (a row of residuals per row)."""
+    of them, their parameters counted ``weight`` times), in one pass (a row of residuals
+    per row)."""
     n, rows = len(z), len(ids)
     flat = (ids + (n + 1) * np.arange(rows)[:, None]).ravel()
     sums = np.bincount(flat, weights=np.tile(z, rows), minlength=rows * (n + 1))
@@ -67,7 +78,7 @@ def bics(z: np.ndarray, ids: np.ndarray, segments: np.ndarray, extra: int, incre
     phi = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 0), -MAX_RHO, MAX_RHO)
     e = r[:, 1:] - phi[:, None] * r[:, :-1]
     m = r.shape[1] - 1
-    params = 2 * segments + extra
+    params = 2 * weight * segments + extra
     return m * np.log(np.mean(e * e, axis=1) + 1e-300) + params * math.log(m)
 
 
