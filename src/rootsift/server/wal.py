@@ -136,20 +136,31 @@ class Wal:
         self._thread.start()
 
     # -- appending ---------------------------------------------------------------
+    def admit(self, size: int) -> None:
+        """Refuse a request of ``size`` bytes (its Content-Length) before its body is read,
+        when the queue or the backlog would not take it: a refusal then costs the server no
+        body read, parse or conversion, so clients offering far more than it takes are
+        answered at the rate they offer (Overloaded; the route answers 429 or 503)."""
+        with self._cond:
+            self._refuse(size)
+
+    def _refuse(self, size: int) -> None:
+        if self._closing:
+            raise Overloaded("the server is shutting down", retry_after=5)
+        if self._queued_bytes + size > self.max_queued and self._queue:
+            self.stats.refused += 1
+            raise Overloaded("the ingest queue is full", retry_after=1)
+        if self._backlog + size > self.max_backlog:
+            self.stats.refused += 1
+            raise Overloaded("the store is behind the write-ahead log", retry_after=5)
+
     async def append(self, dataset: str, payload: bytes, kind: bytes = JSONL) -> None:
         """Return once ``payload`` (for ``dataset``, encoded as ``kind`` says) is durable."""
         record = encode(dataset, payload, kind)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         with self._cond:
-            if self._closing:
-                raise Overloaded("the server is shutting down", retry_after=5)
-            if self._queued_bytes + len(record) > self.max_queued and self._queue:
-                self.stats.refused += 1
-                raise Overloaded("the ingest queue is full", retry_after=1)
-            if self._backlog + len(record) > self.max_backlog:
-                self.stats.refused += 1
-                raise Overloaded("the store is behind the write-ahead log", retry_after=5)
+            self._refuse(len(record))
             self._queue.append(_Pending(record, loop, future))
             self._queued_bytes += len(record)
             self._backlog += len(record)
