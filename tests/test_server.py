@@ -645,6 +645,56 @@ def test_a_move_cut_short_is_finished_on_start_without_repeating_its_done_datase
     assert not (wal_dir / "apply.state").exists() and not list(wal_dir.glob("gen-*"))
 
 
+def test_a_record_the_converter_always_fails_on_is_quarantined_and_the_log_goes_on(tmp_path: Path) -> None:
+    """A logged request that parses as a record (its checksum holds) but that the converter
+    rejects every time is moved to DATA/.server/quarantine/ after POISON_TRIES failures,
+    counted in /healthz and named in one log line; the records around it are stored."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+
+    from rootsift.server.applier import POISON_TRIES
+    from rootsift.server.wal import OTLP_TRACES
+
+    data = tmp_path / "data"
+    request = ts.ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    for i in range(5):
+        scope.spans.add(trace_id=bytes(16), span_id=bytes([i + 1]) * 8, name="op", start_time_unix_nano=10**18 + i)
+    poison = encode("traces", b"\xff\xff\xff\xff", OTLP_TRACES)  # not a protobuf message
+    wal_dir = data / ".server" / "wal"
+    wal_dir.mkdir(parents=True)
+    (wal_dir / "00000001.log").write_bytes(
+        encode("b", b'{"timestamp": "2026-01-01T00:00:00Z", "n": 7}\n' * 3)
+        + poison
+        + encode("traces", request.SerializeToString(), OTLP_TRACES)
+    )
+    s = start(data)
+    try:
+        health = s.settled()
+        assert health["wal_backlog_bytes"] == 0 and health["quarantined_batches"] == 1
+        assert health["apply_failures"] >= POISON_TRIES
+        counts = {d: s.query({"dataset": d, "calculations": ["count"]})["rows"] for d in ("b", "traces")}
+        after = ts.ExportTraceServiceRequest()
+        span = after.resource_spans.add().scope_spans.add().spans.add(trace_id=bytes(16), span_id=bytes(8), name="x")
+        span.start_time_unix_nano = 10**18
+        res = httpx.post(
+            s.otlp + "/v1/traces", content=after.SerializeToString(), headers={"Content-Type": "application/x-protobuf"}
+        )
+        assert res.status_code == 200
+        assert s.settled()["wal_backlog_bytes"] == 0
+        later = s.query({"dataset": "traces", "calculations": ["count"]})["rows"]
+    finally:
+        s.proc.send_signal(signal.SIGTERM)
+        _, err = s.proc.communicate(timeout=30)
+    assert s.proc.returncode == 0
+    assert counts == {"b": [[3]], "traces": [[5]]} and later == [[6]]
+    (kept,) = (data / ".server" / "quarantine").iterdir()
+    assert kept.read_bytes() == poison
+    assert [line for line in err.decode().splitlines() if "quarantined" in line] == [
+        line for line in err.decode().splitlines() if kept.name in line
+    ]
+    assert sum("quarantined" in line for line in err.decode().splitlines()) == 1
+
+
 def test_the_converter_process_is_started_again_when_it_dies(server: Server) -> None:
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
 

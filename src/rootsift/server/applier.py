@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rootsift.errors import RootsiftError
-from rootsift.server.convert import Converted, Converter
+from rootsift.server.convert import Converted, Converter, Poison
 from rootsift.server.wal import Wal
 
 if TYPE_CHECKING:
@@ -40,6 +40,10 @@ GENERATION_BYTES = 64 << 20
 """Most JSON lines converted into one generation: an ingest's memory grows with its input,
 so when the store falls behind the log waits (and past --max-backlog, requests get 503)
 instead of the batches growing."""
+POISON_TRIES = 3
+"""Conversions a record may fail (``convert.Poison``) before it is moved out of the log into
+``DATA/.server/quarantine/`` (counted in /healthz as ``quarantined_batches``): a record the
+converter rejects every time would otherwise hold back the log behind it forever."""
 BATCH_BYTES = 8 << 20
 """A log this large is moved at once, without waiting for ``every`` seconds (a burst's
 first batch; under load the moves run back to back anyway); and about the most log
@@ -71,7 +75,10 @@ class Applier:
         self.moves = 0
         """Generations ingested: a move of part of the log into the store."""
         self.converter = Converter()
-        for stale in [*wal.directory.glob("*.jsonl"), *wal.directory.glob("gen-*")]:  # cut short by a crash
+        self.quarantine = wal.directory.parent / "quarantine"
+        self._poison: dict[tuple[Path, int], int] = {}
+        stale_files = [*wal.directory.glob("*.jsonl"), *wal.directory.glob("gen-*"), *wal.directory.glob("*.rewrite")]
+        for stale in stale_files:  # cut short by a crash
             shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
         self._numbers = iter(range(1, 1 << 62))
         self._open = self._generation()
@@ -174,6 +181,8 @@ class Applier:
         except OSError as exc:  # the child died, or the disk is full: undo the part written
             self.failures += 1
             log.warning("could not convert the write-ahead log (will retry): %s", exc)
+            if isinstance(exc, Poison):
+                self._poisoned(exc)
             for path in gen.directory.glob("*.jsonl"):
                 dataset = path.stem
                 if dataset in sizes:
@@ -193,6 +202,25 @@ class Applier:
                 gen.size = sum(out.path.stat().st_size for out in gen.outputs.values())
             self._cond.notify_all()
         return converted is not None
+
+    @property
+    def quarantined(self) -> int:
+        """Records moved out of the log into the quarantine, by this run and earlier ones."""
+        return sum(1 for _ in self.quarantine.glob("*.rec")) if self.quarantine.exists() else 0
+
+    def _poisoned(self, exc: Poison) -> None:
+        """Count a record's failure; at ``POISON_TRIES`` move it out of the log."""
+        where = (exc.path, exc.end)
+        self._poison[where] = tries = self._poison.get(where, 0) + 1
+        if tries < POISON_TRIES:
+            return
+        del self._poison[where]
+        try:
+            kept = self.wal.quarantine(exc.path, exc.end, self.quarantine)
+        except (OSError, ValueError) as why:
+            log.warning("could not quarantine the record ending at byte %d of %s: %s", exc.end, exc.path, why)
+            return
+        log.error("quarantined %s: it failed to convert %d times (%s); the log goes on", kept, tries, exc)
 
     def _generation(self) -> Generation:
         directory = self.wal.directory / f"gen-{next(self._numbers):06d}"

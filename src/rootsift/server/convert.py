@@ -28,6 +28,15 @@ from rootsift.server.wal import JSONL, OTLP_TRACES, records
 log = logging.getLogger("rootsift.server")
 
 
+class Poison(OSError):
+    """A record the conversion fails on (not the disk): ``path``'s record ending at ``end``.
+    The applier retries it, then moves it out of the log (applier.py, ``POISON_TRIES``)."""
+
+    def __init__(self, why: str, path: Path, end: int) -> None:
+        super().__init__(why)
+        self.path, self.end = path, end
+
+
 class Converted(NamedTuple):
     path: Path
     """A JSON-lines file of the dataset's events (the caller deletes it)."""
@@ -56,11 +65,17 @@ def convert_files(files: list[Path], out: Path) -> dict[str, Converted]:
                     counts[0] += payload.count(b"\n") + (not payload.endswith(b"\n"))
                     continue
                 signal = "traces" if record.kind == OTLP_TRACES else "logs"
-                # the real message parsed it when it was received: the lazy one can
-                request = otlp_types.lazy_request(signal).FromString(record.payload)
-                lines, skipped = (otlp_lines.span_lines if record.kind == OTLP_TRACES else otlp_lines.log_lines)(
-                    request, memo
-                )
+                try:
+                    # the real message parsed it when it was received: the lazy one can
+                    request = otlp_types.lazy_request(signal).FromString(record.payload)
+                    lines, skipped = (otlp_lines.span_lines if record.kind == OTLP_TRACES else otlp_lines.log_lines)(
+                        request, memo
+                    )
+                except Exception as exc:  # this record, every time: not the disk (OSError is raised as is)
+                    why = f"{type(exc).__name__}: {exc}"
+                    raise Poison(
+                        f"{path.name}: the record ending at byte {record.end}: {why}", path, record.end
+                    ) from exc
                 sink.writelines(lines)
                 counts[0] += len(lines)
                 counts[1] += skipped
@@ -102,6 +117,8 @@ class Converter:
                 self.close()
                 raise OSError("the converter process stopped")
         reply = json.loads(answer)
+        if "poison" in reply:
+            raise Poison(f"the converter failed: {reply['error']}", Path(reply["poison"][0]), reply["poison"][1])
         if "error" in reply:
             raise OSError(f"the converter failed: {reply['error']}")
         return {d: Converted(Path(p), n, s) for d, (p, n, s) in reply["datasets"].items()}
@@ -153,6 +170,8 @@ def main() -> None:
             request = json.loads(line)
             done = convert_files([Path(f) for f in request["files"]], Path(request["out"]))
             reply: dict[str, Any] = {"datasets": {d: [str(c.path), c.lines, c.skipped] for d, c in done.items()}}
+        except Poison as exc:
+            reply = {"error": str(exc), "poison": [str(exc.path), exc.end]}
         except Exception as exc:  # answered, not raised: the server logs it and retries
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         sys.stdout.write(json.dumps(reply) + "\n")
