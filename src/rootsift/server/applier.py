@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rootsift.errors import RootsiftError
-from rootsift.server.convert import Converted, Converter, Poison
+from rootsift.server.convert import ARROW, Converted, Converter, Poison
 from rootsift.server.wal import Wal
 
 if TYPE_CHECKING:
@@ -52,17 +52,24 @@ converted at a time, so that a burst is ingested in parts while the rest is conv
 
 @dataclass
 class Generation:
-    """Log files converted into one JSON-lines file per dataset, ingested together."""
+    """Log files converted into one JSON-lines file per dataset and Arrow files of OTLP events
+    (one per dataset per conversion), ingested together."""
 
     directory: Path
     files: list[Path] = field(default_factory=list)
     outputs: dict[str, Converted] = field(default_factory=dict)
+    arrows: dict[str, list[Converted]] = field(default_factory=dict)
+    """``ARROW + dataset``: the Arrow files converted for it."""
     done: set[str] = field(default_factory=set)
-    """Datasets already ingested (a generation that a crash cut short)."""
+    """Parts already ingested (a generation that a crash cut short): a dataset's JSON lines
+    under its name, its Arrow files under ``ARROW + dataset``."""
     closed: bool = False
     """Nothing more is converted into it (it is the one a crash cut short)."""
     size: int = 0
-    """Bytes of JSON lines converted into it."""
+    """Bytes of JSON lines and Arrow files converted into it."""
+
+    def parts(self) -> list[str]:
+        return [*self.outputs, *self.arrows]
 
 
 class Applier:
@@ -176,6 +183,7 @@ class Applier:
         with self._cond:
             self._converting = True
         sizes = {d: out.path.stat().st_size for d, out in gen.outputs.items()}
+        kept = {c.path for parts in gen.arrows.values() for c in parts}
         try:
             converted = self.converter.convert(files, gen.directory)
         except OSError as exc:  # the child died, or the disk is full: undo the part written
@@ -189,17 +197,25 @@ class Applier:
                     os.truncate(path, sizes[dataset])
                 else:
                     path.unlink()
+            for path in gen.directory.glob("*.arrow"):
+                if path not in kept:
+                    path.unlink()
             converted = None
         with self._cond:
             self._converting = False
             if converted is not None:
                 self._claimed.update(files)
                 gen.files.extend(files)
-                for dataset, out in converted.items():
-                    before = gen.outputs.get(dataset)
+                for part, out in converted.items():
+                    if part.startswith(ARROW):
+                        gen.arrows.setdefault(part, []).append(out)
+                        continue
+                    before = gen.outputs.get(part)
                     lines, skipped = (before.lines, before.skipped) if before else (0, 0)
-                    gen.outputs[dataset] = Converted(out.path, lines + out.lines, skipped + out.skipped)
-                gen.size = sum(out.path.stat().st_size for out in gen.outputs.values())
+                    gen.outputs[part] = Converted(out.path, lines + out.lines, skipped + out.skipped)
+                gen.size = sum(out.path.stat().st_size for out in gen.outputs.values()) + sum(
+                    c.path.stat().st_size for parts in gen.arrows.values() for c in parts
+                )
             self._cond.notify_all()
         return converted is not None
 
@@ -261,15 +277,20 @@ class Applier:
         try:
             if not state.exists():
                 _write_synced(state, " ".join(f.name for f in gen.files) + "\n")
-            for dataset, part in gen.outputs.items():
-                if dataset in gen.done:
+            for part in gen.parts():
+                if part in gen.done:
                     continue
-                summary = self.rs.ingest(part.path, dataset, format="jsonl", time_field=TIME_FIELD)
-                self.events += summary.events
-                self.rejects += summary.rejects
-                gen.done.add(dataset)
+                dataset = part.removeprefix(ARROW)
+                if part in gen.arrows:
+                    events, rejects = self._ingest_arrow(dataset, gen.arrows[part], gen.directory)
+                else:
+                    summary = self.rs.ingest(gen.outputs[part].path, dataset, format="jsonl", time_field=TIME_FIELD)
+                    events, rejects = summary.events, summary.rejects
+                self.events += events
+                self.rejects += rejects
+                gen.done.add(part)
                 with state.open("a") as progress:
-                    progress.write(dataset + "\n")
+                    progress.write(part + "\n")
                     progress.flush()
                     os.fsync(progress.fileno())
                 with self._turn:  # other processes may read and write between applies
@@ -279,6 +300,31 @@ class Applier:
             log.warning("could not move the write-ahead log into the store (will retry): %s", exc)
             return False
         return True
+
+    def _ingest_arrow(self, dataset: str, parts: list[Converted], directory: Path) -> tuple[int, int]:
+        """A dataset's Arrow files into the store in one transaction (``Backend.ingest_arrow``),
+        or, when the store cannot take them as they are, as JSON lines with the checked
+        ingest of a file; (events, rejects)."""
+        import pyarrow as pa
+
+        tables = [pa.ipc.open_file(pa.memory_map(str(c.path))).read_all() for c in parts]
+        try:
+            table = pa.concat_tables(tables, promote_options="default")
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # a key's kind differs between them
+            table = None
+        if table is not None:
+            rows = self.rs.backend.ingest_arrow(dataset, table)
+            if rows is not None:
+                return rows, 0
+        from rootsift.server.otlp_columns import json_lines
+
+        lines = directory / f"{dataset}.arrow.jsonl"
+        with lines.open("wb") as f:
+            for one in tables:
+                f.writelines(json_lines(one))
+        summary = self.rs.ingest(lines, dataset, format="jsonl", time_field=TIME_FIELD)
+        lines.unlink()
+        return summary.events, summary.rejects
 
 
 def _write_synced(path: Path, text: str) -> None:

@@ -37,52 +37,72 @@ class Poison(OSError):
         self.path, self.end = path, end
 
 
+ARROW = "arrow:"
+"""The prefix of a dataset's Arrow part in ``convert_files``' answer (and in apply.state)."""
+
+
 class Converted(NamedTuple):
     path: Path
-    """A JSON-lines file of the dataset's events (the caller deletes it)."""
+    """A JSON-lines file of the dataset's events, or an Arrow IPC file of its OTLP events
+    (the caller deletes it)."""
     lines: int
+    """Events in it."""
     skipped: int
     """OTLP items without a time: already counted as rejected when they were received."""
 
 
 def convert_files(files: list[Path], out: Path) -> dict[str, Converted]:
-    """Every record of ``files`` (in order) as JSON lines, appended to one file per dataset
-    in the directory ``out`` (``DATASET.jsonl``); the lines and skipped items of this call."""
-    from rootsift.server import otlp_lines, otlp_types
+    """Every record of ``files`` (in order), into the directory ``out``: JSON lines (Honeycomb
+    events, metric points) appended to one file per dataset (``DATASET.jsonl``, answered
+    under the dataset's name), and each dataset's OTLP spans and log records as one Arrow IPC
+    file of this call (``DATASET.N.arrow``, answered under ``ARROW + dataset``:
+    otlp_columns.py); the events and skipped items of this call."""
+    import pyarrow as pa
+
+    from rootsift.server import otlp_types
+    from rootsift.server.otlp_columns import Columns
 
     memo = _memo()
     sinks: dict[str, tuple[IO[bytes], str, list[int]]] = {}
+    gathered: dict[str, tuple[Columns, list[int]]] = {}
     try:
         for path in files:
             for record in records(path):
-                if record.dataset not in sinks:
-                    name = str(out / f"{record.dataset}.jsonl")
-                    sinks[record.dataset] = (open(name, "ab", buffering=1 << 20), name, [0, 0])  # noqa: SIM115
-                sink, _, counts = sinks[record.dataset]
                 if record.kind == JSONL:
+                    if record.dataset not in sinks:
+                        name = str(out / f"{record.dataset}.jsonl")
+                        sinks[record.dataset] = (open(name, "ab", buffering=1 << 20), name, [0, 0])  # noqa: SIM115
+                    sink, _, counts = sinks[record.dataset]
                     payload = record.payload
                     sink.write(payload if payload.endswith(b"\n") else payload + b"\n")
                     counts[0] += payload.count(b"\n") + (not payload.endswith(b"\n"))
                     continue
+                columns, counts = gathered.get(record.dataset) or gathered.setdefault(record.dataset, (Columns(), [0]))
                 signal = "traces" if record.kind == OTLP_TRACES else "logs"
                 try:
                     # the real message parsed it when it was received: the lazy one can
                     request = otlp_types.lazy_request(signal).FromString(record.payload)
-                    lines, skipped = (otlp_lines.span_lines if record.kind == OTLP_TRACES else otlp_lines.log_lines)(
-                        request, memo
-                    )
+                    add = columns.add_spans if record.kind == OTLP_TRACES else columns.add_logs
+                    counts[0] += add(request, memo)
                 except Exception as exc:  # this record, every time: not the disk (OSError is raised as is)
                     why = f"{type(exc).__name__}: {exc}"
                     raise Poison(
                         f"{path.name}: the record ending at byte {record.end}: {why}", path, record.end
                     ) from exc
-                sink.writelines(lines)
-                counts[0] += len(lines)
-                counts[1] += skipped
     finally:  # on an error the caller cuts the files back (applier.py)
         for sink, _, _ in sinks.values():
             sink.close()
-    return {d: Converted(Path(name), counts[0], counts[1]) for d, (_, name, counts) in sinks.items()}
+    done = {d: Converted(Path(name), counts[0], counts[1]) for d, (_, name, counts) in sinks.items()}
+    for dataset, (columns, counts) in gathered.items():
+        if not len(columns) and not counts[0]:
+            continue
+        n = sum(1 for _ in out.glob(f"{dataset}.*.arrow"))
+        target = out / f"{dataset}.{n + 1}.arrow"
+        table = columns.table()
+        with pa.OSFile(str(target), "wb") as sink_file, pa.ipc.new_file(sink_file, table.schema) as writer:
+            writer.write_table(table)
+        done[ARROW + dataset] = Converted(target, table.num_rows, counts[0])
+    return done
 
 
 @functools.cache
