@@ -123,6 +123,8 @@ class Applier:
 
     # -- converting ----------------------------------------------------------------
     def _convert_loop(self) -> None:
+        import pyarrow.ipc  # noqa: F401 - the ingest's, imported before the first batch
+
         try:
             self.converter.start()  # ready before the first batch
         except OSError as exc:  # tried again with the first batch

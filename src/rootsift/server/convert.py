@@ -80,10 +80,11 @@ def convert_files(files: list[Path], out: Path) -> dict[str, Converted]:
                 columns, counts = gathered.get(record.dataset) or gathered.setdefault(record.dataset, (Columns(), [0]))
                 signal = "traces" if record.kind == OTLP_TRACES else "logs"
                 try:
-                    # the real message parsed it when it was received: the lazy one can
-                    request = otlp_types.lazy_request(signal).FromString(record.payload)
-                    add = columns.add_spans if record.kind == OTLP_TRACES else columns.add_logs
-                    counts[0] += add(request, memo)
+                    # the real message parsed it when it was received: the lazy ones can
+                    if record.kind == OTLP_TRACES:
+                        counts[0] += columns.add_spans(record.payload, memo)
+                    else:
+                        counts[0] += columns.add_logs(otlp_types.lazy_request(signal).FromString(record.payload), memo)
                 except Exception as exc:  # this record, every time: not the disk (OSError is raised as is)
                     why = f"{type(exc).__name__}: {exc}"
                     raise Poison(
@@ -180,11 +181,26 @@ def _kinds(path: Path) -> Iterator[Any]:
             return
 
 
+def _prepare() -> None:
+    """Import what converting needs and build the lazy message classes, while the child
+    starts with the server, rather than during its first batch."""
+    import numpy  # noqa: F401
+    import pyarrow.compute  # noqa: F401
+    import pyarrow.ipc  # noqa: F401
+
+    from rootsift.server import otlp_columns, otlp_types
+
+    for signal_name, scan in (("traces", True), ("traces", False), ("logs", False)):
+        otlp_types.lazy_request(signal_name, scan)
+    otlp_columns.Columns().table()
+
+
 def main() -> None:
     # Ctrl-C and a service manager's SIGTERM reach the whole process group: the server
     # stops gracefully and closes our stdin, which ends this loop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _prepare()
     for line in sys.stdin.buffer:
         try:
             request = json.loads(line)

@@ -19,8 +19,10 @@ shared fields, a later attribute over an earlier one.
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterable, Iterator
+import operator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -35,10 +37,34 @@ if TYPE_CHECKING:
 TIME = "timestamp"
 OWN = ("trace.trace_id", "trace.span_id", "name", "span.kind", "status.code", "duration_ms")
 COUNTS = ("span.num_events", "span.num_links")
+OPTIONAL = ("trace.parent_id", "status.message")
+"""A span's own fields that it may not have: an attribute of the name stays where it has none."""
+
+
+SPAN = operator.attrgetter(
+    "start_time_unix_nano",
+    "end_time_unix_nano",
+    "trace_id",
+    "span_id",
+    "name",
+    "kind",
+    "status",
+    "parent_span_id",
+    "attributes",
+    "events",
+    "links",
+)
+"""A lazy span's fields in one call, read by C code (``map(SPAN, scope.spans)``)."""
+_START = operator.itemgetter(0)
 
 
 class Columns:
-    """The events of one dataset, gathered column by column (``add_spans``, ``add_logs``)."""
+    """The events of one dataset, gathered column by column (``add_spans``, ``add_logs``).
+
+    Each key's distinct values are numbered as they come (``_values``): a column is then
+    its distinct values as one Arrow array and, for each row, the number of its value
+    (``table``). An attribute's encoding is numbered once (``_entry``: its key and value
+    numbers), so placing a request's attributes is numpy work over those numbers."""
 
     def __init__(self) -> None:
         self.rows = 0
@@ -49,16 +75,62 @@ class Columns:
         self.shared: dict[str, list[tuple[int, int, Any]]] = {}
         """key -> (first row, row past the last, value): fields a scope's items share."""
         self.sparse: dict[str, tuple[list[int], list[Any]]] = {}
-        """key -> (rows, values): attributes and per-item fields, applied after ``shared``."""
-        self.dense: dict[str, list[tuple[int, list[Any]]]] = {}
+        """key -> (rows, values): a row's fields gathered one by one, after ``shared``."""
+        self.dense: dict[str, list[tuple[int, Sequence[Any]]]] = {}
         """key -> (first row, a value for each row from there): a span's own fields, last."""
+        self._placed: list[tuple[Any, Any, Any]] = []
+        """(rows, key numbers, value numbers) of attributes placed by numpy, after ``sparse``."""
+        self._keys: dict[str, int] = {}
+        self._values: list[dict[tuple[type, Any], int]] = []
+        self._distinct: list[list[Any]] = []
+        self._entries: dict[bytes, int] = {}
+        self._entry_key: list[int] = []
+        self._entry_value: list[int] = []
+        self._entry_single: list[bool] = []
 
     def __len__(self) -> int:
         return self.rows
 
-    def _key(self, key: str) -> None:
-        if key not in self.order:
+    def _key(self, key: str) -> int:
+        number = self._keys.get(key)
+        if number is None:
+            number = self._keys[key] = len(self._keys)
             self.order[key] = None
+            self._values.append({})
+            self._distinct.append([])
+        return number
+
+    def _value(self, key: int, value: Any) -> int:
+        numbers = self._values[key]
+        number = numbers.get((type(value), value))
+        if number is None:
+            number = numbers[(type(value), value)] = len(self._distinct[key])
+            self._distinct[key].append(value)
+        return number
+
+    def _entry(self, raw: bytes, memo: Decoded) -> int:
+        fields = (memo.attributes.get(raw) or memo.attribute(raw))[0]
+        number = self._entries[raw] = len(self._entry_key)
+        single = len(fields) == 1
+        key = self._key(fields[0][0]) if single else 0
+        self._entry_key.append(key)
+        self._entry_value.append(self._value(key, fields[0][1]) if single else 0)
+        self._entry_single.append(single)
+        return number
+
+    def _entry_arrays(self) -> tuple[Any, Any, Any]:
+        """Each entry's key number, value number, and whether it is one field, as arrays
+        (made again only when entries were added)."""
+        import numpy as np
+
+        cached = getattr(self, "_arrays", None)
+        if cached is None or len(cached[0]) != len(self._entry_key):
+            cached = self._arrays = (
+                np.asarray(self._entry_key, dtype=np.int64),
+                np.asarray(self._entry_value, dtype=np.int64),
+                np.asarray(self._entry_single, dtype=bool),
+            )
+        return cached
 
     def _share(self, base: Event, first: int, past: int) -> None:
         if past > first:
@@ -73,69 +145,88 @@ class Columns:
             rows.append(row)
             values.append(value)
 
-    def add_spans(self, request: Any, memo: Decoded) -> int:
-        """Gather a lazy traces request's spans (``otlp_types.lazy_request("traces")``); the
-        number skipped for having no start time (counted as rejected when received)."""
-        attributes, statuses, sparse = memo.attributes, memo.statuses, self.sparse
+    def add_spans(self, payload: bytes, memo: Decoded) -> int:
+        """Gather the spans of a traces request (protobuf, a body the real message parsed);
+        the number skipped for having no start time (counted as rejected when received).
+
+        It is parsed as a lazy message whose spans' events and links are one bytes value
+        each (``otlp_types.lazy_request("traces", scan=True)``); a request where a span has
+        any is parsed again to count them (``_counted``)."""
+        import numpy as np
+
+        from rootsift.server.otlp_types import lazy_request
+
+        request = lazy_request("traces", scan=True).FromString(payload)
+        spans: list[tuple[Any, ...]] = []
+        bases: list[Event] = []
+        per_scope: list[int] = []
         skipped = 0
         for base, scope in _scopes(request.resource_spans, "scope_spans"):
-            first = row = self.rows
-            taken = SPAN_FIELDS | base.keys()
-            starts, ends, trace_ids, span_ids, names, kinds, codes, events, links = ([] for _ in range(9))
-            for span in scope.spans:
-                start = span.start_time_unix_nano
-                if not start:
-                    skipped += 1
-                    continue
-                found = [attributes.get(raw) or memo.attribute(raw) for raw in span.attributes]
-                keys = [key for fields in found for key in fields[1]]
-                code, message = statuses.get(span.status) or memo.status(span.status)
-                if span.events or not taken.isdisjoint(keys) or len(set(keys)) < len(keys):
-                    extras = _span_extras(span, found)
-                    if message:
-                        extras["status.message"] = message
-                    self._put(row, extras)
-                else:
-                    for fields in found:
-                        for key, value in fields[0]:
-                            column = sparse.get(key)
-                            if column is None:
-                                self._key(key)
-                                column = sparse[key] = ([], [])
-                            column[0].append(row)
-                            column[1].append(value)
-                    if span.parent_span_id or message:
-                        extras = {"trace.parent_id": span.parent_span_id.hex()} if span.parent_span_id else {}
-                        if message:
-                            extras["status.message"] = message
-                        self._put(row, extras)
-                starts.append(start)
-                ends.append(span.end_time_unix_nano)
-                trace_ids.append(span.trace_id)
-                span_ids.append(span.span_id)
-                names.append(span.name)
-                kinds.append(span.kind)
-                codes.append(code)
-                events.append(len(span.events))
-                links.append(len(span.links))
-                row += 1
-            if row == first:
-                continue
-            self.rows = row
-            self.times.extend(starts)
-            self._share(base, first, row)
+            got = list(map(SPAN, scope.spans))
+            kept = got if all(map(_START, got)) else [span for span in got if span[0]]
+            skipped += len(got) - len(kept)
+            if kept:
+                self._share(base, self.rows + len(spans), self.rows + len(spans) + len(kept))
+                spans.extend(kept)
+                bases.append(base)
+                per_scope.append(len(kept))
+        if not spans:
+            return skipped
+        first, n = self.rows, len(spans)
+        starts, ends, trace_ids, span_ids, names, kinds, statuses, parents, attrs, events, links = zip(*spans)
+        if any(events) or any(links):
+            events, links = zip(*_counted(payload))
+        found = list(map(memo.statuses.get, statuses))
+        if None in found:
+            found = [f or memo.status(raw) for f, raw in zip(found, statuses)]
+        codes, messages = zip(*found)
+        n_events = list(map(len, events))
+
+        # attributes: each encoding's key and value numbers, placed by numpy; a span whose
+        # keys clash (with its own fields, the shared ones, each other) or that has events
+        # is gathered from its event as a dict instead (_span_extras)
+        counts = list(map(len, attrs))
+        flat = list(itertools.chain.from_iterable(attrs))
+        numbers = list(map(self._entries.get, flat))
+        if None in numbers:
+            numbers = [e if e is not None else self._entry(raw, memo) for e, raw in zip(numbers, flat)]
+        entries = np.asarray(numbers, dtype=np.int64)
+        entry_key, entry_value, entry_single = self._entry_arrays()
+        keys = entry_key[entries]
+        single = entry_single[entries]
+        at = np.repeat(np.arange(n), counts)
+        own = np.zeros(len(self._keys), dtype=bool)
+        own[[number for key, number in self._keys.items() if key in SPAN_FIELDS]] = True
+        taken = np.zeros((len(bases), len(self._keys)), dtype=bool)
+        for s, base in enumerate(bases):
+            taken[s, [self._keys[key] for key in base]] = True
+        scope_of = np.repeat(np.repeat(np.arange(len(bases)), per_scope), counts)
+        clash = ~single | own[keys] | taken[scope_of, keys]
+        slow = np.asarray(n_events, dtype=np.int64) > 0
+        slow[at[clash]] = True
+        pairs = np.sort(at * len(self._keys) + keys)
+        slow[pairs[1:][pairs[1:] == pairs[:-1]] // len(self._keys)] = True
+        placed = ~slow[at]
+        self._placed.append((at[placed] + first, keys[placed], entry_value[entries][placed]))
+        for i in np.flatnonzero(slow).tolist():
+            self._put(first + i, _span_extras(attrs[i], events[i], memo))
+
+        self.rows += n
+        self.times.extend(starts)
+        try:
+            spent = np.asarray(ends, dtype=np.int64) - np.asarray(starts, dtype=np.int64)
+            durations: Sequence[float] = (np.maximum(spent, 0) / 1e6).tolist()
+        except OverflowError:  # past int64 nanoseconds (year 2262): as Python does it
             durations = [max(end - start, 0) / 1e6 for start, end in zip(starts, ends)]
-            own = (
-                [t.hex() for t in trace_ids],
-                [s.hex() for s in span_ids],
-                names,
-                [KINDS.get(k) or str(k) for k in kinds],
-                codes,
-                durations,
-            )
-            for key, values in (*zip(OWN, own), *zip(COUNTS, (events, links))):
-                self._key(key)
-                self.dense.setdefault(key, []).append((first, values))
+        texts = list(map(KINDS.get, kinds))
+        if None in texts:
+            texts = [t or str(k) for t, k in zip(texts, kinds)]
+        values = (_hex(trace_ids), _hex(span_ids), names, texts, codes, durations)
+        optional = (_hex(parents), [m or None for m in messages] if any(messages) else [None] * n)  # None: has none
+        columns = (*zip(OWN, values), *zip(COUNTS, (n_events, list(map(len, links)))), *zip(OPTIONAL, optional))
+        for key, column in columns:
+            self._key(key)
+            self.dense.setdefault(key, []).append((first, column))
         return skipped
 
     def add_logs(self, request: Any, memo: Decoded) -> int:
@@ -182,31 +273,102 @@ class Columns:
         times = np.asarray(self.times, dtype=np.int64) // 1000
         arrays = [pa.array(times, type=pa.timestamp("us"))]
         fields = [pa.field(TIME, pa.timestamp("us"))]
+        rows, keys, values = (
+            (np.concatenate([p[i] for p in self._placed]) for i in range(3))
+            if self._placed
+            else (np.zeros(0, dtype=np.int64) for _ in range(3))
+        )
+        by_key = np.argsort(keys, kind="stable")
+        rows, keys, values = rows[by_key], keys[by_key], values[by_key]
+        bounds = np.searchsorted(keys, np.arange(len(self._keys) + 1))
         for key in self.order:
             if key == TIME:
                 continue  # a shared field named so: the item's own time wins
-            # sources in the order they win a row: shared, then sparse, then dense (no
-            # source holds a row twice, so each assignment below sets a row at most once)
-            rows: list[Any] = []
-            values: list[Any] = []
-            for first, past, value in self.shared.get(key, ()):
-                rows.append(np.arange(first, past))
-                values.extend([value] * (past - first))
-            if key in self.sparse:
-                rows.append(np.asarray(self.sparse[key][0], dtype=np.int64))
-                values.extend(self.sparse[key][1])
-            for first, run in self.dense.get(key, ()):
-                rows.append(np.arange(first, first + len(run)))
-                values.extend(run)
-            array, field = _column(key, values)
+            number = self._keys[key]
+            dense = self.dense.get(key, ())
+            if dense and key not in self.shared and key not in self.sparse and bounds[number] == bounds[number + 1]:
+                array, field = _own(key, [run for _, run in dense])
+                if sum(len(run) for _, run in dense) < n:  # rows of log records too: null there
+                    where = np.concatenate([np.arange(f, f + len(run)) for f, run in dense])
+                    index = np.full(n, -1, dtype=np.int64)
+                    index[where] = np.arange(len(where))
+                    array = array.take(pa.array(index, mask=index < 0))
+                arrays.append(array)
+                fields.append(field)
+                continue
+            # the sources in the order they win a row: shared, placed, sparse, dense (no
+            # source holds a row twice, so each assignment sets a row at most once there)
             index = np.full(n, -1, dtype=np.int64)
-            at = 0
-            for where in rows:
-                index[where] = np.arange(at, at + len(where))
-                at += len(where)
+            for lo, hi, value in self.shared.get(key, ()):
+                index[lo:hi] = self._value(number, value)
+            lo, hi = bounds[number], bounds[number + 1]
+            index[rows[lo:hi]] = values[lo:hi]
+            if key in self.sparse:
+                listed_rows, got = self.sparse[key]
+                index[np.asarray(listed_rows, dtype=np.int64)] = [self._value(number, v) for v in got]
+            for lo, run in dense:
+                listed = run.to_pylist() if isinstance(run, pa.Array) else run
+                for at, value in enumerate(listed, lo):
+                    if value is not None:  # an optional field the span has not (OPTIONAL)
+                        index[at] = self._value(number, value)
+            array, field = _column(key, self._distinct[number])
             arrays.append(array.take(pa.array(index, mask=index < 0)))
             fields.append(field)
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+OWN_TYPES = {"duration_ms": "float64", "span.num_events": "int64", "span.num_links": "int64"}
+"""The span's own columns that are not text."""
+
+
+def _own(key: str, runs: list[Sequence[Any]]) -> tuple[pa.Array, pa.Field]:
+    """A span's own column from its runs of values, whose kind is known."""
+    import pyarrow as pa
+
+    kind = pa.type_for_alias(OWN_TYPES.get(key, "string"))
+    array = pa.chunked_array([pa.array(run, type=kind) for run in runs], type=kind).combine_chunks()
+    return array, pa.field(key, kind)
+
+
+def _hex(ids: Sequence[bytes]) -> Any:
+    """Ids as lower-case hex text, an empty one as None: an Arrow array when the others all
+    have one length, else a list."""
+    import numpy as np
+    import pyarrow as pa
+
+    lengths = set(map(len, ids)) - {0}
+    if not lengths:
+        return [None] * len(ids)
+    if len(lengths) != 1:
+        return [i.hex() or None for i in ids]
+    (width,) = lengths
+    digits = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+    raw = np.frombuffer(b"".join(ids), dtype=np.uint8)
+    text = np.empty(2 * len(raw), dtype=np.uint8)
+    text[0::2], text[1::2] = digits[raw >> 4], digits[raw & 15]
+    count = len(raw) // width
+    offsets = np.arange(0, len(text) + 1, 2 * width, dtype=np.int32)
+    array = pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(text.tobytes()))
+    if count == len(ids):
+        return array
+    present = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)) > 0
+    index = np.cumsum(present) - 1
+    return array.take(pa.array(index, mask=~present))
+
+
+def _counted(payload: bytes) -> list[tuple[Any, Any]]:
+    """The events and links (their encodings) of each span with a start time, in order,
+    from the request parsed again with every one kept."""
+    from rootsift.server.otlp_types import lazy_request
+
+    request = lazy_request("traces").FromString(payload)
+    return [
+        (span.events, span.links)
+        for resource in request.resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+        if span.start_time_unix_nano
+    ]
 
 
 def _column(key: str, values: list[Any]) -> tuple[pa.Array, pa.Field]:
@@ -226,28 +388,25 @@ def _column(key: str, values: list[Any]) -> tuple[pa.Array, pa.Field]:
             pass
     elif kinds <= {int, float}:
         numbers = pa.array(values, type=pa.float64())
-        finite = pc.is_finite(numbers)
-        return pc.if_else(finite, numbers, None), pa.field(key, pa.float64())
+        return pc.if_else(pc.is_finite(numbers), numbers, None), pa.field(key, pa.float64())
     text = [orjson.dumps(v, default=str).decode() for v in values]
     return pa.array(text, type=pa.string()), pa.field(key, pa.string(), metadata={JSON_TEXT: b"1"})
 
 
-def _span_extras(span: Any, found: list[Any]) -> Event:
+def _span_extras(attributes: Sequence[bytes], events: Sequence[bytes], memo: Decoded) -> Event:
     """A span's fields other than those ``add_spans`` keeps in lists of their own, from its
-    event as a dict (``otlp_lines._span_line``): attributes, then the span's optional fields
-    over them, then an ``exception`` event's type and message where no attribute set them."""
+    event as a dict (``otlp_lines._span_line``): attributes (a later one winning), then an
+    ``exception`` event's type and message where no attribute set them."""
     from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
     event: Event = {}
-    for fields in found:
-        for key, value in fields[0]:
+    for raw in attributes:
+        for key, value in (memo.attributes.get(raw) or memo.attribute(raw))[0]:
             event[key] = value
     for key in (TIME, *OWN, *COUNTS):  # the span's own columns win
         event.pop(key, None)
-    if span.parent_span_id:
-        event["trace.parent_id"] = span.parent_span_id.hex()
-    if span.events:
-        _exception([Span.Event.FromString(raw) for raw in span.events], event)
+    if events:
+        _exception([Span.Event.FromString(raw) for raw in events], event)
     return event
 
 
