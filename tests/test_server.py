@@ -695,6 +695,35 @@ def test_a_record_the_converter_always_fails_on_is_quarantined_and_the_log_goes_
     assert sum("quarantined" in line for line in err.decode().splitlines()) == 1
 
 
+def test_spans_the_store_does_not_take_as_columns_go_in_as_json_lines(server: Server) -> None:
+    """An attribute whose values mix kinds in a batch (a number, then text) is a JSON text
+    column, which the store does not take as is (Backend.ingest_arrow answers None): the
+    applier ingests that batch as JSON lines, as before the Arrow path existed."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
+    request = ts.ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    for i, value in enumerate([7, "seven"]):
+        span = scope.spans.add(trace_id=bytes(16), span_id=bytes([i + 1]) * 8, name="op", start_time_unix_nano=10**18)
+        kv = KeyValue(key="mixed")
+        if isinstance(value, int):
+            kv.value.int_value = value
+        else:
+            kv.value.string_value = value
+        span.attributes.append(kv)
+    res = httpx.post(
+        server.otlp + "/v1/traces",
+        content=request.SerializeToString(),
+        headers={"Content-Type": "application/x-protobuf"},
+    )
+    assert res.status_code == 200
+    health = server.settled()
+    assert health["applied_events"] == 2 and health["rejected_events"] == 0
+    got = server.query({"dataset": "traces", "calculations": ["count"], "breakdowns": ["trace.span_id", "mixed"]})
+    assert sorted(got["rows"]) == [["0101010101010101", "7", 1], ["0202020202020202", "seven", 1]]
+
+
 def test_the_converter_process_is_started_again_when_it_dies(server: Server) -> None:
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
 
@@ -796,6 +825,95 @@ def test_span_lines_are_the_events_json_whatever_the_attributes(seed: int) -> No
         1 for rs in request.resource_spans for s in rs.scope_spans[0].spans if not s.start_time_unix_nano
     )
     assert all(json.loads(line) for line in lines)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_span_and_log_columns_are_the_events_of_the_json_lines(seed: int) -> None:
+    """The converter's Arrow tables (otlp_columns.py) hold the events ``span_lines`` and
+    ``log_lines`` write, whatever the attributes: clashing keys, maps, arrays, bytes, NaN,
+    mixed kinds (JSON text), exception events, links, parents, status messages, items
+    without a time, and spans and logs in one dataset."""
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as ls
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
+    from rootsift.server.otlp_columns import Columns, json_lines
+    from rootsift.server.otlp_lines import Decoded, log_lines, span_lines
+    from rootsift.server.otlp_types import lazy_request
+
+    rng = random.Random(seed)
+
+    def attribute(key: str) -> KeyValue:
+        kv = KeyValue(key=key)
+        kind = rng.choice(["s", "i", "d", "b", "map", "array", "bytes", "empty"])
+        if kind == "s":
+            kv.value.string_value = rng.choice(["GET", 'quo"te', "ünï", ""])
+        elif kind == "i":
+            kv.value.int_value = rng.randrange(-(2**40), 2**40)
+        elif kind == "d":
+            kv.value.double_value = rng.choice([0.1, 1e-7, 3.0, -2.5e12, float("nan")])
+        elif kind == "b":
+            kv.value.bool_value = rng.random() < 0.5
+        elif kind == "map":
+            kv.value.kvlist_value.values.add(key="k").value.string_value = "v"
+        elif kind == "array":
+            kv.value.array_value.values.add().int_value = 1
+        elif kind == "bytes":
+            kv.value.bytes_value = b"\x00\xff"
+        return kv
+
+    keys = ["http.method", "user.id", "service.name", "name", "duration_ms", "a.b", "timestamp"]
+    keys += ["status.message", "trace.parent_id", "exception.type", "body", "severity_text"]
+    traces = ts.ExportTraceServiceRequest()
+    logs = ls.ExportLogsServiceRequest()
+    for r in range(2):
+        resource = traces.resource_spans.add()
+        resource.resource.attributes.extend(
+            [attribute("service.name"), attribute(f"host.{r}"), attribute(rng.choice(keys))]
+        )
+        scope = resource.scope_spans.add()
+        scope.scope.name = rng.choice(["", "net/http"])
+        for _ in range(150):
+            span = scope.spans.add(trace_id=rng.randbytes(16), span_id=rng.randbytes(8), name=rng.choice(["a", "b\n"]))
+            span.start_time_unix_nano = rng.choice([0, 10**18 + rng.randrange(10**12)])
+            span.end_time_unix_nano = max(0, span.start_time_unix_nano + rng.randrange(10**9) - 10**8)
+            span.kind = rng.randrange(7)
+            span.attributes.extend(attribute(k) for k in rng.sample(keys, rng.randrange(4)))
+            if rng.random() < 0.3:
+                span.parent_span_id = rng.randbytes(8)
+            if rng.random() < 0.2:
+                span.status.code, span.status.message = rng.randrange(3), rng.choice(["", "boom"])
+            if rng.random() < 0.1:
+                event = span.events.add(name="exception")
+                event.attributes.append(KeyValue(key="exception.type"))
+                event.attributes[0].value.string_value = "ValueError"
+            if rng.random() < 0.1:
+                span.links.add(trace_id=bytes(16), span_id=bytes(8))
+        log_resource = logs.resource_logs.add()
+        log_resource.resource.attributes.extend([attribute("service.name"), attribute(rng.choice(keys))])
+        log_scope = log_resource.scope_logs.add()
+        for _ in range(100):
+            record = log_scope.log_records.add(time_unix_nano=rng.choice([0, 10**18 + rng.randrange(10**12)]))
+            record.observed_time_unix_nano = rng.choice([0, 10**18])
+            record.attributes.extend(attribute(k) for k in rng.sample(keys, rng.randrange(4)))
+            record.severity_text, record.severity_number = rng.choice([("", 0), ("ERROR", 17)])
+            if rng.random() < 0.7:
+                record.body.CopyFrom(attribute("body").value)
+            if rng.random() < 0.5:
+                record.trace_id, record.span_id = rng.randbytes(16), rng.randbytes(8)
+    span_body, log_body = traces.SerializeToString(), logs.SerializeToString()
+    lines, skipped = span_lines(lazy_request("traces").FromString(span_body), Decoded())
+    more, more_skipped = log_lines(lazy_request("logs").FromString(log_body), Decoded())
+    columns = Columns()
+    assert columns.add_spans(span_body, Decoded()) == skipped
+    assert columns.add_logs(lazy_request("logs").FromString(log_body), Decoded()) == more_skipped
+    table = columns.table()
+    assert table.num_rows == len(lines) + len(more) > 0
+
+    def events(texts: Any) -> list[dict[str, Any]]:  # a null (orjson's NaN) is an absent value
+        return [{k: v for k, v in json.loads(t).items() if v is not None} for t in texts]
+
+    assert events(json_lines(table)) == events(lines + more)
 
 
 def test_group_commit_shares_fsyncs_between_concurrent_requests(tmp_path: Path) -> None:
