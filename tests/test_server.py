@@ -914,6 +914,8 @@ def test_span_and_log_columns_are_the_events_of_the_json_lines(seed: int) -> Non
         return [{k: v for k, v in json.loads(t).items() if v is not None} for t in texts]
 
     assert events(json_lines(table)) == events(lines + more)
+    # a column for every key some event has a value for, and none other (a field in the store)
+    assert set(table.column_names) == {k for e in events(lines + more) for k in e}
 
 
 def test_group_commit_shares_fsyncs_between_concurrent_requests(tmp_path: Path) -> None:

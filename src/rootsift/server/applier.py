@@ -81,6 +81,8 @@ class Applier:
         self.failures = 0
         self.moves = 0
         """Generations ingested: a move of part of the log into the store."""
+        import pyarrow.ipc  # noqa: F401 - the ingest's: before serving, not in a thread while requests come
+
         self.converter = Converter()
         self.quarantine = wal.directory.parent / "quarantine"
         self._poison: dict[tuple[Path, int], int] = {}
@@ -123,24 +125,29 @@ class Applier:
 
     # -- converting ----------------------------------------------------------------
     def _convert_loop(self) -> None:
-        import pyarrow.ipc  # noqa: F401 - the ingest's, imported before the first batch
-
         try:
-            self.converter.start()  # ready before the first batch
-        except OSError as exc:  # tried again with the first batch
-            log.warning("could not start the converter process: %s", exc)
-        moved = self._recover()
-        while moved is not None:
-            if not moved:  # idle: look every `every` seconds; under load: back to back
-                self._wake.wait(self.every)
-            self._wake.clear()
-            stopping = self._stop.is_set()
-            moved = self._convert_sealed()
-            if stopping and not moved:
-                break
-        with self._cond:
-            self._converted_all = True
-            self._cond.notify_all()
+            try:
+                self.converter.start()  # ready before the first batch
+            except OSError as exc:  # tried again with the first batch
+                log.warning("could not start the converter process: %s", exc)
+            moved = self._recover()
+            while moved is not None:
+                if not moved:  # idle: look every `every` seconds; under load: back to back
+                    self._wake.wait(self.every)
+                self._wake.clear()
+                stopping = self._stop.is_set()
+                try:
+                    moved = self._convert_sealed()
+                except Exception as exc:  # a bug: logged, and the loop goes on (the log waits)
+                    self.failures += 1
+                    log.error("could not convert the write-ahead log (will retry): %s: %s", type(exc).__name__, exc)
+                    moved = False
+                if stopping and not moved:
+                    break
+        finally:  # even past a bug: the ingest and a graceful stop must not wait forever
+            with self._cond:
+                self._converted_all = True
+                self._cond.notify_all()
 
     def _recover(self) -> bool | None:
         """A generation whose ingest a crash cut short is converted again, alone, first
@@ -169,8 +176,11 @@ class Applier:
         size = 0
         for path in self.wal.seal():
             if path not in self._claimed and (not files or size < BATCH_BYTES):
+                try:
+                    size += path.stat().st_size
+                except FileNotFoundError:  # listed, then moved into the store by the ingest
+                    continue
                 files.append(path)
-                size += path.stat().st_size
         if not files:
             return False
         with self._cond:  # a full one (or the recovered one) waits for the ingest to take it
@@ -188,9 +198,9 @@ class Applier:
         kept = {c.path for parts in gen.arrows.values() for c in parts}
         try:
             converted = self.converter.convert(files, gen.directory)
-        except OSError as exc:  # the child died, or the disk is full: undo the part written
+        except Exception as exc:  # the child died, the disk is full, a bug: undo the part written
             self.failures += 1
-            log.warning("could not convert the write-ahead log (will retry): %s", exc)
+            log.warning("could not convert the write-ahead log (will retry): %s: %s", type(exc).__name__, exc)
             if isinstance(exc, Poison):
                 self._poisoned(exc)
             for path in gen.directory.glob("*.jsonl"):
@@ -300,6 +310,10 @@ class Applier:
         except (RootsiftError, OSError) as exc:  # the store is busy or the disk full: retry later
             self.failures += 1
             log.warning("could not move the write-ahead log into the store (will retry): %s", exc)
+            return False
+        except Exception as exc:  # a bug (an Arrow file it cannot read...): logged, retried, never silent
+            self.failures += 1
+            log.error("could not move the write-ahead log into the store (will retry): %s: %s", type(exc).__name__, exc)
             return False
         return True
 

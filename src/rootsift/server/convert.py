@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import logging
 import signal
@@ -201,10 +202,17 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _prepare()
+    gc.freeze()  # what the imports made is never garbage: out of every collection's way
     for line in sys.stdin.buffer:
         try:
             request = json.loads(line)
-            done = convert_files([Path(f) for f in request["files"]], Path(request["out"]))
+            # a conversion makes millions of containers and no cycles: collecting while it
+            # runs cost a sixth of its time (measured); what it leaves is collected after
+            gc.disable()
+            try:
+                done = convert_files([Path(f) for f in request["files"]], Path(request["out"]))
+            finally:
+                gc.enable()
             reply: dict[str, Any] = {"datasets": {d: [str(c.path), c.lines, c.skipped] for d, c in done.items()}}
         except Poison as exc:
             reply = {"error": str(exc), "poison": [str(exc.path), exc.end]}

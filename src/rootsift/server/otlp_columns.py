@@ -38,6 +38,8 @@ TIME = "timestamp"
 OWN = ("trace.trace_id", "trace.span_id", "name", "span.kind", "status.code", "duration_ms")
 COUNTS = ("span.num_events", "span.num_links")
 OPTIONAL = ("trace.parent_id", "status.message")
+IDS = frozenset({"trace.trace_id", "trace.span_id", "trace.parent_id"})
+"""A span's own fields gathered as bytes and hexed for the whole table at once (``_hex``)."""
 """A span's own fields that it may not have: an attribute of the name stays where it has none."""
 
 
@@ -221,8 +223,8 @@ class Columns:
         texts = list(map(KINDS.get, kinds))
         if None in texts:
             texts = [t or str(k) for t, k in zip(texts, kinds)]
-        values = (_hex(trace_ids), _hex(span_ids), names, texts, codes, durations)
-        optional = (_hex(parents), [m or None for m in messages] if any(messages) else [None] * n)  # None: has none
+        values = (trace_ids, span_ids, names, texts, codes, durations)  # ids hexed in table()
+        optional = (parents, [m or None for m in messages] if any(messages) else [None] * n)  # None: has none
         columns = (*zip(OWN, values), *zip(COUNTS, (n_events, list(map(len, links)))), *zip(OPTIONAL, optional))
         for key, column in columns:
             self._key(key)
@@ -293,8 +295,9 @@ class Columns:
                     index = np.full(n, -1, dtype=np.int64)
                     index[where] = np.arange(len(where))
                     array = array.take(pa.array(index, mask=index < 0))
-                arrays.append(array)
-                fields.append(field)
+                if array.null_count < n:  # a key no row has a value for is no field (as in JSON)
+                    arrays.append(array)
+                    fields.append(field)
                 continue
             # the sources in the order they win a row: shared, placed, sparse, dense (no
             # source holds a row twice, so each assignment sets a row at most once there)
@@ -307,13 +310,15 @@ class Columns:
                 listed_rows, got = self.sparse[key]
                 index[np.asarray(listed_rows, dtype=np.int64)] = [self._value(number, v) for v in got]
             for lo, run in dense:
-                listed = run.to_pylist() if isinstance(run, pa.Array) else run
+                listed = [i.hex() or None for i in run] if key in IDS else run
                 for at, value in enumerate(listed, lo):
                     if value is not None:  # an optional field the span has not (OPTIONAL)
                         index[at] = self._value(number, value)
             array, field = _column(key, self._distinct[number])
-            arrays.append(array.take(pa.array(index, mask=index < 0)))
-            fields.append(field)
+            array = array.take(pa.array(index, mask=index < 0))
+            if array.null_count < n:
+                arrays.append(array)
+                fields.append(field)
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
@@ -322,11 +327,14 @@ OWN_TYPES = {"duration_ms": "float64", "span.num_events": "int64", "span.num_lin
 
 
 def _own(key: str, runs: list[Sequence[Any]]) -> tuple[pa.Array, pa.Field]:
-    """A span's own column from its runs of values, whose kind is known."""
+    """A span's own column from its runs of values, whose kind is known (ids as bytes)."""
     import pyarrow as pa
 
     kind = pa.type_for_alias(OWN_TYPES.get(key, "string"))
-    array = pa.chunked_array([pa.array(run, type=kind) for run in runs], type=kind).combine_chunks()
+    if key in IDS:
+        runs = [_hex(list(itertools.chain.from_iterable(runs)))]
+    arrays = [run if isinstance(run, pa.Array) else pa.array(run, type=kind) for run in runs]
+    array = pa.chunked_array(arrays, type=kind).combine_chunks()
     return array, pa.field(key, kind)
 
 
