@@ -837,7 +837,8 @@ def test_span_and_log_columns_are_the_events_of_the_json_lines(seed: int) -> Non
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
     from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
-    from rootsift.server.otlp_columns import Columns, json_lines
+    from rootsift.server.otlp_arrays import json_lines
+    from rootsift.server.otlp_columns import Columns
     from rootsift.server.otlp_lines import Decoded, log_lines, span_lines
     from rootsift.server.otlp_types import lazy_request
 

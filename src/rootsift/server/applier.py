@@ -332,7 +332,7 @@ class Applier:
             rows = self.rs.backend.ingest_arrow(dataset, table)
             if rows is not None:
                 return rows, 0
-        from rootsift.server.otlp_columns import json_lines
+        from rootsift.server.otlp_arrays import json_lines
 
         lines = directory / f"{dataset}.arrow.jsonl"
         with lines.open("wb") as f:

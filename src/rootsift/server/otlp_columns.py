@@ -5,11 +5,8 @@ gathered per column instead of per line: a span's own fields go into one Python 
 field, each attribute's decoded value (``Decoded``, once per distinct encoding) into its
 key's column with the row it belongs to, and the fields a scope's items share (resource,
 scope) once per scope as a run of rows. ``Columns.table`` then builds each column as one
-Arrow array. A key's values keep their JSON kind: text, a whole number (int64), a number
-(float64; NaN and infinities are null, as orjson writes them), a boolean; a key whose values
-mix kinds (other than whole numbers and numbers) is a text column of each value's JSON text,
-marked ``JSON_TEXT`` in its field's metadata, which the store does not take as columns
-(the applier ingests such a table as JSON lines instead: ``json_lines``).
+Arrow array of its JSON kind (otlp_arrays.py; a key whose values mix kinds is JSON text,
+which the store leaves to the JSON-lines ingest).
 
 Where keys clash (an attribute named like a span's own or a shared field, the same key
 twice) a span is gathered from its event as a dict, as ``otlp_lines._span_line`` makes it,
@@ -25,21 +22,16 @@ import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from rootsift.server.otlp import KINDS, Event, any_value, flatten
+from rootsift.server.otlp_arrays import IDS, TIME, column, own
 from rootsift.server.otlp_lines import SPAN_FIELDS, Decoded, _exception
-from rootsift.store.arrow_ingest import JSON_TEXT
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-TIME = "timestamp"
 OWN = ("trace.trace_id", "trace.span_id", "name", "span.kind", "status.code", "duration_ms")
 COUNTS = ("span.num_events", "span.num_links")
 OPTIONAL = ("trace.parent_id", "status.message")
-IDS = frozenset({"trace.trace_id", "trace.span_id", "trace.parent_id"})
-"""A span's own fields gathered as bytes and hexed for the whole table at once (``_hex``)."""
 """A span's own fields that it may not have: an attribute of the name stays where it has none."""
 
 
@@ -226,9 +218,9 @@ class Columns:
         values = (trace_ids, span_ids, names, texts, codes, durations)  # ids hexed in table()
         optional = (parents, [m or None for m in messages] if any(messages) else [None] * n)  # None: has none
         columns = (*zip(OWN, values), *zip(COUNTS, (n_events, list(map(len, links)))), *zip(OPTIONAL, optional))
-        for key, column in columns:
+        for key, run in columns:
             self._key(key)
-            self.dense.setdefault(key, []).append((first, column))
+            self.dense.setdefault(key, []).append((first, run))
         return skipped
 
     def add_logs(self, request: Any, memo: Decoded) -> int:
@@ -289,7 +281,7 @@ class Columns:
             number = self._keys[key]
             dense = self.dense.get(key, ())
             if dense and key not in self.shared and key not in self.sparse and bounds[number] == bounds[number + 1]:
-                array, field = _own(key, [run for _, run in dense])
+                array, field = own(key, [run for _, run in dense])
                 if sum(len(run) for _, run in dense) < n:  # rows of log records too: null there
                     where = np.concatenate([np.arange(f, f + len(run)) for f, run in dense])
                     index = np.full(n, -1, dtype=np.int64)
@@ -314,54 +306,12 @@ class Columns:
                 for at, value in enumerate(listed, lo):
                     if value is not None:  # an optional field the span has not (OPTIONAL)
                         index[at] = self._value(number, value)
-            array, field = _column(key, self._distinct[number])
+            array, field = column(key, self._distinct[number])
             array = array.take(pa.array(index, mask=index < 0))
             if array.null_count < n:
                 arrays.append(array)
                 fields.append(field)
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-
-
-OWN_TYPES = {"duration_ms": "float64", "span.num_events": "int64", "span.num_links": "int64"}
-"""The span's own columns that are not text."""
-
-
-def _own(key: str, runs: list[Sequence[Any]]) -> tuple[pa.Array, pa.Field]:
-    """A span's own column from its runs of values, whose kind is known (ids as bytes)."""
-    import pyarrow as pa
-
-    kind = pa.type_for_alias(OWN_TYPES.get(key, "string"))
-    if key in IDS:
-        runs = [_hex(list(itertools.chain.from_iterable(runs)))]
-    arrays = [run if isinstance(run, pa.Array) else pa.array(run, type=kind) for run in runs]
-    array = pa.chunked_array(arrays, type=kind).combine_chunks()
-    return array, pa.field(key, kind)
-
-
-def _hex(ids: Sequence[bytes]) -> Any:
-    """Ids as lower-case hex text, an empty one as None: an Arrow array when the others all
-    have one length, else a list."""
-    import numpy as np
-    import pyarrow as pa
-
-    lengths = set(map(len, ids)) - {0}
-    if not lengths:
-        return [None] * len(ids)
-    if len(lengths) != 1:
-        return [i.hex() or None for i in ids]
-    (width,) = lengths
-    digits = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
-    raw = np.frombuffer(b"".join(ids), dtype=np.uint8)
-    text = np.empty(2 * len(raw), dtype=np.uint8)
-    text[0::2], text[1::2] = digits[raw >> 4], digits[raw & 15]
-    count = len(raw) // width
-    offsets = np.arange(0, len(text) + 1, 2 * width, dtype=np.int32)
-    array = pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(text.tobytes()))
-    if count == len(ids):
-        return array
-    present = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)) > 0
-    index = np.cumsum(present) - 1
-    return array.take(pa.array(index, mask=~present))
 
 
 def _counted(payload: bytes) -> list[tuple[Any, Any]]:
@@ -377,28 +327,6 @@ def _counted(payload: bytes) -> list[tuple[Any, Any]]:
         for span in scope.spans
         if span.start_time_unix_nano
     ]
-
-
-def _column(key: str, values: list[Any]) -> tuple[pa.Array, pa.Field]:
-    """The values as one array of their JSON kind, or as JSON text when the kinds mix."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    kinds = set(map(type, values))
-    if kinds <= {str}:
-        return pa.array(values, type=pa.string()), pa.field(key, pa.string())
-    if kinds == {bool}:
-        return pa.array(values, type=pa.bool_()), pa.field(key, pa.bool_())
-    if kinds == {int}:
-        try:
-            return pa.array(values, type=pa.int64()), pa.field(key, pa.int64())
-        except (OverflowError, pa.ArrowInvalid):
-            pass
-    elif kinds <= {int, float}:
-        numbers = pa.array(values, type=pa.float64())
-        return pc.if_else(pc.is_finite(numbers), numbers, None), pa.field(key, pa.float64())
-    text = [orjson.dumps(v, default=str).decode() for v in values]
-    return pa.array(text, type=pa.string()), pa.field(key, pa.string(), metadata={JSON_TEXT: b"1"})
 
 
 def _span_extras(attributes: Sequence[bytes], events: Sequence[bytes], memo: Decoded) -> Event:
@@ -429,19 +357,3 @@ def _scopes(resources: Iterable[Any], scopes: str) -> Iterator[tuple[Event, Any]
             if scope.scope.version:
                 base["otel.scope.version"] = scope.scope.version
             yield base, scope
-
-
-def json_lines(table: pa.Table) -> Iterator[bytes]:
-    """The table's rows as the JSON lines of their events (absent values left out; JSON
-    text columns as the values they hold), for an ingest of the JSON kind."""
-    text = {f.name for f in table.schema if f.metadata and JSON_TEXT in f.metadata}
-    for batch in table.to_batches(max_chunksize=8192):
-        for row in batch.to_pylist():
-            event: Event = {}
-            for key, value in row.items():
-                if key in text and value is not None:
-                    value = orjson.loads(value)  # null for a NaN, as orjson writes it
-                if value is None:
-                    continue
-                event[key] = value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if key == TIME else value
-            yield orjson.dumps(event) + b"\n"
