@@ -695,6 +695,37 @@ def test_a_record_the_converter_always_fails_on_is_quarantined_and_the_log_goes_
     assert sum("quarantined" in line for line in err.decode().splitlines()) == 1
 
 
+def test_the_converter_writes_arrow_for_a_store_that_takes_it_and_json_lines_otherwise(tmp_path: Path) -> None:
+    """DuckDB takes Arrow (``Backend.ingest_arrow``); for a backend without it (chdb) the
+    converter writes the same spans as JSON lines, as before."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+
+    from rootsift.server.convert import ARROW, convert_files
+    from rootsift.server.otlp_arrays import json_lines
+    from rootsift.server.otlp_lines import Decoded, span_lines
+    from rootsift.server.otlp_types import lazy_request
+    from rootsift.server.wal import OTLP_TRACES
+
+    request = ts.ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    for i in range(5):
+        scope.spans.add(trace_id=bytes(16), span_id=bytes([i + 1]) * 8, name="op", start_time_unix_nano=10**18 + i)
+    body = request.SerializeToString()
+    log = tmp_path / "00000001.log"
+    log.write_bytes(encode("traces", body, OTLP_TRACES) + encode("b", b'{"timestamp": "2026-01-01T00:00:00Z"}\n'))
+    expected = span_lines(lazy_request("traces").FromString(body), Decoded())[0]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "j").mkdir()
+    arrow = convert_files([log], tmp_path / "a")
+    assert sorted(arrow) == [ARROW + "traces", "b"] and arrow[ARROW + "traces"].lines == 5
+    import pyarrow as pa
+
+    table = pa.ipc.open_file(pa.memory_map(str(arrow[ARROW + "traces"].path))).read_all()
+    assert [json.loads(line) for line in json_lines(table)] == [json.loads(line) for line in expected]
+    lines = convert_files([log], tmp_path / "j", arrow=False)
+    assert sorted(lines) == ["b", "traces"] and lines["traces"].path.read_bytes() == b"".join(expected)
+
+
 def test_spans_the_store_does_not_take_as_columns_go_in_as_json_lines(server: Server) -> None:
     """An attribute whose values mix kinds in a batch (a number, then text) is a JSON text
     column, which the store does not take as is (Backend.ingest_arrow answers None): the

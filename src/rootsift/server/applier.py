@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from rootsift.errors import RootsiftError
 from rootsift.server.convert import ARROW, Converted, Converter, Poison
 from rootsift.server.wal import Wal
+from rootsift.store.base import Backend
 
 if TYPE_CHECKING:
     from rootsift.api import Rootsift
@@ -84,6 +85,8 @@ class Applier:
         import pyarrow.ipc  # noqa: F401 - the ingest's: before serving, not in a thread while requests come
 
         self.converter = Converter()
+        self._arrow = type(rs.backend).ingest_arrow is not Backend.ingest_arrow
+        """The store takes Arrow (DuckDB); else (chdb) OTLP is converted to JSON lines as before."""
         self.quarantine = wal.directory.parent / "quarantine"
         self._poison: dict[tuple[Path, int], int] = {}
         stale_files = [*wal.directory.glob("*.jsonl"), *wal.directory.glob("gen-*"), *wal.directory.glob("*.rewrite")]
@@ -197,7 +200,7 @@ class Applier:
         sizes = {d: out.path.stat().st_size for d, out in gen.outputs.items()}
         kept = {c.path for parts in gen.arrows.values() for c in parts}
         try:
-            converted = self.converter.convert(files, gen.directory)
+            converted = self.converter.convert(files, gen.directory, arrow=self._arrow)
         except Exception as exc:  # the child died, the disk is full, a bug: undo the part written
             self.failures += 1
             log.warning("could not convert the write-ahead log (will retry): %s: %s", type(exc).__name__, exc)

@@ -52,15 +52,16 @@ class Converted(NamedTuple):
     """OTLP items without a time: already counted as rejected when they were received."""
 
 
-def convert_files(files: list[Path], out: Path) -> dict[str, Converted]:
+def convert_files(files: list[Path], out: Path, arrow: bool = True) -> dict[str, Converted]:
     """Every record of ``files`` (in order), into the directory ``out``: JSON lines (Honeycomb
     events, metric points) appended to one file per dataset (``DATASET.jsonl``, answered
     under the dataset's name), and each dataset's OTLP spans and log records as one Arrow IPC
     file of this call (``DATASET.N.arrow``, answered under ``ARROW + dataset``:
-    otlp_columns.py); the events and skipped items of this call."""
+    otlp_columns.py); the events and skipped items of this call. Without ``arrow`` (a store
+    with no Arrow path) OTLP events are written as JSON lines too (otlp_lines.py)."""
     import pyarrow as pa
 
-    from rootsift.server import otlp_types
+    from rootsift.server import otlp_lines, otlp_types
     from rootsift.server.otlp_columns import Columns
 
     memo = _memo()
@@ -69,20 +70,31 @@ def convert_files(files: list[Path], out: Path) -> dict[str, Converted]:
     try:
         for path in files:
             for record in records(path):
-                if record.kind == JSONL:
+                if record.kind == JSONL or not arrow:
                     if record.dataset not in sinks:
                         name = str(out / f"{record.dataset}.jsonl")
                         sinks[record.dataset] = (open(name, "ab", buffering=1 << 20), name, [0, 0])  # noqa: SIM115
                     sink, _, counts = sinks[record.dataset]
                     payload = record.payload
+                if record.kind == JSONL:
                     sink.write(payload if payload.endswith(b"\n") else payload + b"\n")
                     counts[0] += payload.count(b"\n") + (not payload.endswith(b"\n"))
                     continue
-                columns, counts = gathered.get(record.dataset) or gathered.setdefault(record.dataset, (Columns(), [0]))
+                if arrow:
+                    columns, counts = gathered.get(record.dataset) or gathered.setdefault(
+                        record.dataset, (Columns(), [0])
+                    )
                 signal = "traces" if record.kind == OTLP_TRACES else "logs"
                 try:
                     # the real message parsed it when it was received: the lazy ones can
-                    if record.kind == OTLP_TRACES:
+                    if not arrow:
+                        request = otlp_types.lazy_request(signal).FromString(payload)
+                        to_lines = otlp_lines.span_lines if record.kind == OTLP_TRACES else otlp_lines.log_lines
+                        lines, skipped = to_lines(request, memo)
+                        sink.writelines(lines)
+                        counts[0] += len(lines)
+                        counts[1] += skipped
+                    elif record.kind == OTLP_TRACES:
                         counts[0] += columns.add_spans(record.payload, memo)
                     else:
                         counts[0] += columns.add_logs(otlp_types.lazy_request(signal).FromString(record.payload), memo)
@@ -122,7 +134,7 @@ class Converter:
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
 
-    def convert(self, files: list[Path], out: Path) -> dict[str, Converted]:
+    def convert(self, files: list[Path], out: Path, arrow: bool = True) -> dict[str, Converted]:
         """``convert_files`` in the child; OSError when the child fails (the applier retries)."""
         if not any(r.kind != JSONL for path in files for r in _kinds(path)):
             return convert_files(files, out)  # nothing to convert: no need for the child
@@ -130,7 +142,8 @@ class Converter:
             proc = self._child()
             assert proc.stdin is not None and proc.stdout is not None
             try:
-                proc.stdin.write(json.dumps({"files": [str(f) for f in files], "out": str(out)}).encode() + b"\n")
+                ask = {"files": [str(f) for f in files], "out": str(out), "arrow": arrow}
+                proc.stdin.write(json.dumps(ask).encode() + b"\n")
                 proc.stdin.flush()
                 answer = proc.stdout.readline()
             except OSError:
@@ -210,7 +223,9 @@ def main() -> None:
             # runs cost a sixth of its time (measured); what it leaves is collected after
             gc.disable()
             try:
-                done = convert_files([Path(f) for f in request["files"]], Path(request["out"]))
+                done = convert_files(
+                    [Path(f) for f in request["files"]], Path(request["out"]), request.get("arrow", True)
+                )
             finally:
                 gc.enable()
             reply: dict[str, Any] = {"datasets": {d: [str(c.path), c.lines, c.skipped] for d, c in done.items()}}
