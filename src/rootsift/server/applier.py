@@ -108,6 +108,12 @@ class Applier:
         ]
 
     def start(self) -> None:
+        """Start the converter child (waiting until it is ready: before the server answers)
+        and the two threads."""
+        try:
+            self.converter.start()
+        except OSError as exc:  # tried again with the first batch
+            log.warning("could not start the converter process: %s", exc)
         for thread in self._threads:
             thread.start()
 
@@ -129,10 +135,6 @@ class Applier:
     # -- converting ----------------------------------------------------------------
     def _convert_loop(self) -> None:
         try:
-            try:
-                self.converter.start()  # ready before the first batch
-            except OSError as exc:  # tried again with the first batch
-                log.warning("could not start the converter process: %s", exc)
             moved = self._recover()
             while moved is not None:
                 if not moved:  # idle: look every `every` seconds; under load: back to back

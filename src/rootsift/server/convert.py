@@ -1,10 +1,11 @@
-"""Sealed write-ahead log files into one JSON-lines file per dataset, for the applier's
-ingest. OTLP requests are logged as received (protobuf) and converted here, in bulk, in a
+"""Sealed write-ahead log files into Arrow files (OTLP events) and JSON-lines files per
+dataset, for the applier's ingest. OTLP requests are logged as received (protobuf) and converted here, in bulk, in a
 child process: the conversion is Python and holds a core, so it runs beside the server's
 event loop (which only checks and logs requests) instead of sharing its interpreter lock.
 
-The child (``python -m rootsift.server.convert``) reads one request per line on stdin,
-``{"files": [...], "out": DIR}``, and answers one line on stdout: ``{"datasets": {NAME:
+The child (``python -m rootsift.server.convert``) says ``{"ready": true}`` once it has
+imported what it needs, then reads one request per line on stdin,
+``{"files": [...], "out": DIR, "arrow": BOOL}``, and answers one line on stdout: ``{"datasets": {NAME:
 [PATH, LINES, SKIPPED]}}`` or ``{"error": WHY}``. It ends when stdin closes, as it does
 when the server exits, even by kill -9.
 """
@@ -159,17 +160,24 @@ class Converter:
         return {d: Converted(Path(p), n, s) for d, (p, n, s) in reply["datasets"].items()}
 
     def start(self) -> None:
-        """Start the child now (it takes a second to import what it needs)."""
+        """Start the child now and wait until it is ready (it takes a second or more to import
+        what it needs)."""
         with self._lock:
             self._child()
 
     def _child(self) -> subprocess.Popen[bytes]:
+        """The running child; a new one is waited for until it says it is ready (its imports
+        done), so that it does not take the CPU from the requests the server answers then."""
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "rootsift.server.convert"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
             )
+            assert self._proc.stdout is not None
+            if not self._proc.stdout.readline():
+                self.close()
+                raise OSError("the converter process stopped before it was ready")
         return self._proc
 
     def close(self) -> None:
@@ -216,6 +224,8 @@ def main() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _prepare()
     gc.freeze()  # what the imports made is never garbage: out of every collection's way
+    sys.stdout.write(json.dumps({"ready": True}) + "\n")
+    sys.stdout.flush()
     for line in sys.stdin.buffer:
         try:
             request = json.loads(line)
