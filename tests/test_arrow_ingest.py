@@ -106,3 +106,12 @@ def test_past_the_field_limit_it_is_left_to_the_json_ingest(tmp_path: Path, monk
     with Rootsift(tmp_path / "d") as rs:
         assert rs.backend.ingest_arrow("t", table) is None
         assert rs.backend.ingest_arrow("t", table.drop(["c"])) == 1
+
+
+def test_a_time_like_text_field_is_checked_by_its_values_not_its_first_rows(tmp_path: Path) -> None:
+    events = [{"timestamp": "2026-01-01T00:00:00Z", "n": float(i)} for i in range(3000)]
+    table = table_of(events)
+    late = [None] * 2900 + ["2026-01-01T00:00:00Z"] * 100  # none in the first 2,048 rows
+    with Rootsift(tmp_path / "d") as rs:
+        assert rs.backend.ingest_arrow("t", table.append_column("when", pa.array(late, pa.string()))) is None
+        assert rs.backend.ingest_arrow("t", table.append_column("what", pa.array(["x"] * 3000))) == 3000

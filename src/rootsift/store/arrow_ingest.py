@@ -15,7 +15,7 @@ as they are, and the caller ingests its events as JSON lines. That is a table wi
   keeps them in ``field#raw``);
 - more fields than the dataset's limit (``ROOTSIFT_MAX_FIELDS``: the JSON ingest moves
   the rest into ``_overflow``);
-- a new text field the JSON reader would detect as a time in its first rows.
+- a new text field the JSON reader would detect as a time (in its first 2,048 values).
 
 Types follow ADR 0002: numbers are DOUBLE, text and booleans VARCHAR (``true``/``false``).
 """
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 JSON_TEXT = b"rootsift.json_text"
 """Field metadata key: the column holds each value's JSON text (its values mix kinds)."""
 SAMPLE_ROWS = 2048
-"""Rows of a new text field checked for what the JSON reader would detect (its sample)."""
+"""Values of a new text field checked for what the JSON reader would detect (its sample)."""
 FITS = {("DOUBLE", "DOUBLE"), ("VARCHAR", "VARCHAR"), ("BOOLEAN", "VARCHAR")}
 """(the column's kind, the field's stored type) written as they are."""
 
@@ -131,10 +131,12 @@ def _kind(field: pa.Field) -> str | None:
 
 
 def _detected(cur: object, backend: DuckDBBackend, table: pa.Table) -> list[str]:
-    """The types the JSON reader detects for ``table``'s text columns in its first rows."""
+    """The types the JSON reader detects for ``table``'s text columns, each from its first
+    ``SAMPLE_ROWS`` values (as the JSON ingest's sample, or its whole block when a key is
+    too rare for the sample)."""
     import orjson
 
-    rows = [{k: v for k, v in row.items() if v is not None} for row in table.slice(0, SAMPLE_ROWS).to_pylist()]
+    rows = [{key: v} for key in table.column_names for v in table[key].drop_null()[:SAMPLE_ROWS].to_pylist()]
     tmp = backend.data_dir / ".tmp"
     tmp.mkdir(parents=True, exist_ok=True)
     fd, path = tempfile.mkstemp(suffix=".jsonl", dir=tmp)
@@ -143,7 +145,7 @@ def _detected(cur: object, backend: DuckDBBackend, table: pa.Table) -> list[str]
             f.writelines(orjson.dumps(row) + b"\n" for row in rows)
         described = cur.execute(  # type: ignore[attr-defined]
             f"DESCRIBE SELECT * FROM read_json({literal(path)}, format='newline_delimited', "
-            f"sample_size={SAMPLE_ROWS}, map_inference_threshold=-1)"
+            f"sample_size=-1, map_inference_threshold=-1)"
         ).fetchall()
         return [str(r[1]) for r in described]
     finally:
