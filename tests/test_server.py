@@ -349,9 +349,42 @@ def test_overload_is_refused_with_retry_after_never_dropped(tmp_path: Path) -> N
         assert rs.events("shop") == 10  # the first batch, all of it; the refused one, none of it
 
 
+def test_a_full_log_refuses_a_request_before_reading_its_body(tmp_path: Path) -> None:
+    """The refusal is decided from Content-Length and the log's state: the server answers
+    503 to headers whose body never comes (a refusal costs no body read), and the
+    connection stays usable for the next request (uvicorn discards an unread body)."""
+    import socket
+
+    s = start(tmp_path / "data", "--max-backlog", "2048", "--apply-every", "3600")
+    try:
+        events = [{"data": {"n": i, "pad": "x" * 100}} for i in range(10)]
+        assert httpx.post(s.url + "/1/batch/shop", json=events, timeout=10).status_code == 200
+        with socket.create_connection(("127.0.0.1", s.port), timeout=20) as sock:
+            head = (
+                "POST /1/batch/shop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                "Content-Length: 100000\r\n\r\n"
+            )
+            sock.sendall(head.encode())  # and no body: the old server waited for it
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += sock.recv(65536)
+            assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+            assert b"retry-after: 5" in answer.lower()
+            sock.sendall(b"[" + b" " * 99_998 + b"]")  # the unread body, then one more request
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            rest = b""
+            while b"wal_backlog_bytes" not in rest:
+                more = sock.recv(65536)
+                assert more, "the connection closed"
+                rest += more
+        assert s.health()["refused_requests"] == 1
+    finally:
+        assert stop(s) == 0
+
+
 def test_overload_gets_429_from_the_queue_limit_loses_nothing_and_rss_stays_flat(tmp_path: Path) -> None:
-    """Clients that send as fast as they can, many at once, offer far more than the server
-    stores per second; with a small ingest queue the fsync'ing writer falls behind them
+    """Clients that send as fast as they can, many at once, offer more than twice what the
+    server stores per second; with a small ingest queue the fsync'ing writer falls behind them
     first: 429 with Retry-After (the queue), not 503 (the backlog). Every acknowledged
     event is stored, and the server's memory does not grow: after 2 s of warming up, the
     largest RSS sampled in the last third of the run is within 1.2x of the first third's."""
@@ -396,11 +429,10 @@ def test_overload_gets_429_from_the_queue_limit_loses_nothing_and_rss_stays_flat
         stop_flag.set()
         assert stop(s) == 0
     offered = len(acked) + 200 * len(refusals)
-    # An overload: a fifth or more of what was offered refused. (The issue's "2x" is out of
-    # reach of these clients: a refusal costs the server the same body read as an
-    # acceptance, so its event loop bounds what clients can offer at about 1.35x what it
-    # takes on a quiet 2-core machine; refusing before the body is read would raise that.)
-    assert acked and offered >= 1.25 * len(acked), f"not an overload: {offered} events offered, {len(acked)} taken"
+    # The issue's 2x overload: a full queue is refused from the request's Content-Length
+    # before its body is read (uvicorn discards the unread body), so a refusal costs the
+    # server far less than an acceptance and the clients can offer well past what it takes.
+    assert acked and offered >= 2 * len(acked), f"not a 2x overload: {offered} events offered, {len(acked)} taken"
     assert {status for status, _, _ in refusals} == {429}, refusals[:3]
     assert all(after and int(after) > 0 and "queue is full" in text for _, after, text in refusals)
     assert set(acked) <= {row[0] for row in got["rows"]}
@@ -613,6 +645,116 @@ def test_a_move_cut_short_is_finished_on_start_without_repeating_its_done_datase
     assert not (wal_dir / "apply.state").exists() and not list(wal_dir.glob("gen-*"))
 
 
+def test_a_record_the_converter_always_fails_on_is_quarantined_and_the_log_goes_on(tmp_path: Path) -> None:
+    """A logged request that parses as a record (its checksum holds) but that the converter
+    rejects every time is moved to DATA/.server/quarantine/ after POISON_TRIES failures,
+    counted in /healthz and named in one log line; the records around it are stored."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+
+    from rootsift.server.applier import POISON_TRIES
+    from rootsift.server.wal import OTLP_TRACES
+
+    data = tmp_path / "data"
+    request = ts.ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    for i in range(5):
+        scope.spans.add(trace_id=bytes(16), span_id=bytes([i + 1]) * 8, name="op", start_time_unix_nano=10**18 + i)
+    poison = encode("traces", b"\xff\xff\xff\xff", OTLP_TRACES)  # not a protobuf message
+    wal_dir = data / ".server" / "wal"
+    wal_dir.mkdir(parents=True)
+    (wal_dir / "00000001.log").write_bytes(
+        encode("b", b'{"timestamp": "2026-01-01T00:00:00Z", "n": 7}\n' * 3)
+        + poison
+        + encode("traces", request.SerializeToString(), OTLP_TRACES)
+    )
+    s = start(data)
+    try:
+        health = s.settled()
+        assert health["wal_backlog_bytes"] == 0 and health["quarantined_batches"] == 1
+        assert health["apply_failures"] >= POISON_TRIES
+        counts = {d: s.query({"dataset": d, "calculations": ["count"]})["rows"] for d in ("b", "traces")}
+        after = ts.ExportTraceServiceRequest()
+        span = after.resource_spans.add().scope_spans.add().spans.add(trace_id=bytes(16), span_id=bytes(8), name="x")
+        span.start_time_unix_nano = 10**18
+        res = httpx.post(
+            s.otlp + "/v1/traces", content=after.SerializeToString(), headers={"Content-Type": "application/x-protobuf"}
+        )
+        assert res.status_code == 200
+        assert s.settled()["wal_backlog_bytes"] == 0
+        later = s.query({"dataset": "traces", "calculations": ["count"]})["rows"]
+    finally:
+        s.proc.send_signal(signal.SIGTERM)
+        _, err = s.proc.communicate(timeout=30)
+    assert s.proc.returncode == 0
+    assert counts == {"b": [[3]], "traces": [[5]]} and later == [[6]]
+    (kept,) = (data / ".server" / "quarantine").iterdir()
+    assert kept.read_bytes() == poison
+    assert [line for line in err.decode().splitlines() if "quarantined" in line] == [
+        line for line in err.decode().splitlines() if kept.name in line
+    ]
+    assert sum("quarantined" in line for line in err.decode().splitlines()) == 1
+
+
+def test_the_converter_writes_arrow_for_a_store_that_takes_it_and_json_lines_otherwise(tmp_path: Path) -> None:
+    """DuckDB takes Arrow (``Backend.ingest_arrow``); for a backend without it (chdb) the
+    converter writes the same spans as JSON lines, as before."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+
+    from rootsift.server.convert import ARROW, convert_files
+    from rootsift.server.otlp_arrays import json_lines
+    from rootsift.server.otlp_lines import Decoded, span_lines
+    from rootsift.server.otlp_types import lazy_request
+    from rootsift.server.wal import OTLP_TRACES
+
+    request = ts.ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    for i in range(5):
+        scope.spans.add(trace_id=bytes(16), span_id=bytes([i + 1]) * 8, name="op", start_time_unix_nano=10**18 + i)
+    body = request.SerializeToString()
+    log = tmp_path / "00000001.log"
+    log.write_bytes(encode("traces", body, OTLP_TRACES) + encode("b", b'{"timestamp": "2026-01-01T00:00:00Z"}\n'))
+    expected = span_lines(lazy_request("traces").FromString(body), Decoded())[0]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "j").mkdir()
+    arrow = convert_files([log], tmp_path / "a")
+    assert sorted(arrow) == [ARROW + "traces", "b"] and arrow[ARROW + "traces"].lines == 5
+    import pyarrow as pa
+
+    table = pa.ipc.open_file(pa.memory_map(str(arrow[ARROW + "traces"].path))).read_all()
+    assert [json.loads(line) for line in json_lines(table)] == [json.loads(line) for line in expected]
+    lines = convert_files([log], tmp_path / "j", arrow=False)
+    assert sorted(lines) == ["b", "traces"] and lines["traces"].path.read_bytes() == b"".join(expected)
+
+
+def test_spans_the_store_does_not_take_as_columns_go_in_as_json_lines(server: Server) -> None:
+    """An attribute whose values mix kinds in a batch (a number, then text) is a JSON text
+    column, which the store does not take as is (Backend.ingest_arrow answers None): the
+    applier ingests that batch as JSON lines, as before the Arrow path existed."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
+    request = ts.ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    for i, value in enumerate([7, "seven"]):
+        span = scope.spans.add(trace_id=bytes(16), span_id=bytes([i + 1]) * 8, name="op", start_time_unix_nano=10**18)
+        kv = KeyValue(key="mixed")
+        if isinstance(value, int):
+            kv.value.int_value = value
+        else:
+            kv.value.string_value = value
+        span.attributes.append(kv)
+    res = httpx.post(
+        server.otlp + "/v1/traces",
+        content=request.SerializeToString(),
+        headers={"Content-Type": "application/x-protobuf"},
+    )
+    assert res.status_code == 200
+    health = server.settled()
+    assert health["applied_events"] == 2 and health["rejected_events"] == 0
+    got = server.query({"dataset": "traces", "calculations": ["count"], "breakdowns": ["trace.span_id", "mixed"]})
+    assert sorted(got["rows"]) == [["0101010101010101", "7", 1], ["0202020202020202", "seven", 1]]
+
+
 def test_the_converter_process_is_started_again_when_it_dies(server: Server) -> None:
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
 
@@ -714,6 +856,98 @@ def test_span_lines_are_the_events_json_whatever_the_attributes(seed: int) -> No
         1 for rs in request.resource_spans for s in rs.scope_spans[0].spans if not s.start_time_unix_nano
     )
     assert all(json.loads(line) for line in lines)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_span_and_log_columns_are_the_events_of_the_json_lines(seed: int) -> None:
+    """The converter's Arrow tables (otlp_columns.py) hold the events ``span_lines`` and
+    ``log_lines`` write, whatever the attributes: clashing keys, maps, arrays, bytes, NaN,
+    mixed kinds (JSON text), exception events, links, parents, status messages, items
+    without a time, and spans and logs in one dataset."""
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as ls
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
+    from rootsift.server.otlp_arrays import json_lines
+    from rootsift.server.otlp_columns import Columns
+    from rootsift.server.otlp_lines import Decoded, log_lines, span_lines
+    from rootsift.server.otlp_types import lazy_request
+
+    rng = random.Random(seed)
+
+    def attribute(key: str) -> KeyValue:
+        kv = KeyValue(key=key)
+        kind = rng.choice(["s", "i", "d", "b", "map", "array", "bytes", "empty"])
+        if kind == "s":
+            kv.value.string_value = rng.choice(["GET", 'quo"te', "ünï", ""])
+        elif kind == "i":
+            kv.value.int_value = rng.randrange(-(2**40), 2**40)
+        elif kind == "d":
+            kv.value.double_value = rng.choice([0.1, 1e-7, 3.0, -2.5e12, float("nan")])
+        elif kind == "b":
+            kv.value.bool_value = rng.random() < 0.5
+        elif kind == "map":
+            kv.value.kvlist_value.values.add(key="k").value.string_value = "v"
+        elif kind == "array":
+            kv.value.array_value.values.add().int_value = 1
+        elif kind == "bytes":
+            kv.value.bytes_value = b"\x00\xff"
+        return kv
+
+    keys = ["http.method", "user.id", "service.name", "name", "duration_ms", "a.b", "timestamp"]
+    keys += ["status.message", "trace.parent_id", "exception.type", "body", "severity_text"]
+    traces = ts.ExportTraceServiceRequest()
+    logs = ls.ExportLogsServiceRequest()
+    for r in range(2):
+        resource = traces.resource_spans.add()
+        resource.resource.attributes.extend(
+            [attribute("service.name"), attribute(f"host.{r}"), attribute(rng.choice(keys))]
+        )
+        scope = resource.scope_spans.add()
+        scope.scope.name = rng.choice(["", "net/http"])
+        for _ in range(150):
+            span = scope.spans.add(trace_id=rng.randbytes(16), span_id=rng.randbytes(8), name=rng.choice(["a", "b\n"]))
+            span.start_time_unix_nano = rng.choice([0, 10**18 + rng.randrange(10**12)])
+            span.end_time_unix_nano = max(0, span.start_time_unix_nano + rng.randrange(10**9) - 10**8)
+            span.kind = rng.randrange(7)
+            span.attributes.extend(attribute(k) for k in rng.sample(keys, rng.randrange(4)))
+            if rng.random() < 0.3:
+                span.parent_span_id = rng.randbytes(8)
+            if rng.random() < 0.2:
+                span.status.code, span.status.message = rng.randrange(3), rng.choice(["", "boom"])
+            if rng.random() < 0.1:
+                event = span.events.add(name="exception")
+                event.attributes.append(KeyValue(key="exception.type"))
+                event.attributes[0].value.string_value = "ValueError"
+            if rng.random() < 0.1:
+                span.links.add(trace_id=bytes(16), span_id=bytes(8))
+        log_resource = logs.resource_logs.add()
+        log_resource.resource.attributes.extend([attribute("service.name"), attribute(rng.choice(keys))])
+        log_scope = log_resource.scope_logs.add()
+        for _ in range(100):
+            record = log_scope.log_records.add(time_unix_nano=rng.choice([0, 10**18 + rng.randrange(10**12)]))
+            record.observed_time_unix_nano = rng.choice([0, 10**18])
+            record.attributes.extend(attribute(k) for k in rng.sample(keys, rng.randrange(4)))
+            record.severity_text, record.severity_number = rng.choice([("", 0), ("ERROR", 17)])
+            if rng.random() < 0.7:
+                record.body.CopyFrom(attribute("body").value)
+            if rng.random() < 0.5:
+                record.trace_id, record.span_id = rng.randbytes(16), rng.randbytes(8)
+    span_body, log_body = traces.SerializeToString(), logs.SerializeToString()
+    lines, skipped = span_lines(lazy_request("traces").FromString(span_body), Decoded())
+    more, more_skipped = log_lines(lazy_request("logs").FromString(log_body), Decoded())
+    columns = Columns()
+    assert columns.add_spans(span_body, Decoded()) == skipped
+    assert columns.add_logs(lazy_request("logs").FromString(log_body), Decoded()) == more_skipped
+    table = columns.table()
+    assert table.num_rows == len(lines) + len(more) > 0
+
+    def events(texts: Any) -> list[dict[str, Any]]:  # a null (orjson's NaN) is an absent value
+        return [{k: v for k, v in json.loads(t).items() if v is not None} for t in texts]
+
+    assert events(json_lines(table)) == events(lines + more)
+    # a column for every key some event has a value for, and none other (a field in the store)
+    assert set(table.column_names) == {k for e in events(lines + more) for k in e}
 
 
 def test_group_commit_shares_fsyncs_between_concurrent_requests(tmp_path: Path) -> None:

@@ -101,6 +101,7 @@ def create_app(config: ServerConfig) -> Starlette:
                 "rejected_events": applier.rejects,
                 "apply_failures": applier.failures,
                 "applies": applier.moves,
+                "quarantined_batches": applier.quarantined,
                 "refused_requests": wal.stats.refused,
                 "repaired_bytes": wal.stats.repaired_bytes,
             }

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rootsift.errors import RootsiftError
-from rootsift.server.convert import Converted, Converter
+from rootsift.server.convert import ARROW, Converted, Converter, Poison
 from rootsift.server.wal import Wal
+from rootsift.store.base import Backend
 
 if TYPE_CHECKING:
     from rootsift.api import Rootsift
@@ -40,6 +41,10 @@ GENERATION_BYTES = 64 << 20
 """Most JSON lines converted into one generation: an ingest's memory grows with its input,
 so when the store falls behind the log waits (and past --max-backlog, requests get 503)
 instead of the batches growing."""
+POISON_TRIES = 3
+"""Conversions a record may fail (``convert.Poison``) before it is moved out of the log into
+``DATA/.server/quarantine/`` (counted in /healthz as ``quarantined_batches``): a record the
+converter rejects every time would otherwise hold back the log behind it forever."""
 BATCH_BYTES = 8 << 20
 """A log this large is moved at once, without waiting for ``every`` seconds (a burst's
 first batch; under load the moves run back to back anyway); and about the most log
@@ -48,17 +53,24 @@ converted at a time, so that a burst is ingested in parts while the rest is conv
 
 @dataclass
 class Generation:
-    """Log files converted into one JSON-lines file per dataset, ingested together."""
+    """Log files converted into one JSON-lines file per dataset and Arrow files of OTLP events
+    (one per dataset per conversion), ingested together."""
 
     directory: Path
     files: list[Path] = field(default_factory=list)
     outputs: dict[str, Converted] = field(default_factory=dict)
+    arrows: dict[str, list[Converted]] = field(default_factory=dict)
+    """``ARROW + dataset``: the Arrow files converted for it."""
     done: set[str] = field(default_factory=set)
-    """Datasets already ingested (a generation that a crash cut short)."""
+    """Parts already ingested (a generation that a crash cut short): a dataset's JSON lines
+    under its name, its Arrow files under ``ARROW + dataset``."""
     closed: bool = False
     """Nothing more is converted into it (it is the one a crash cut short)."""
     size: int = 0
-    """Bytes of JSON lines converted into it."""
+    """Bytes of JSON lines and Arrow files converted into it."""
+
+    def parts(self) -> list[str]:
+        return [*self.outputs, *self.arrows]
 
 
 class Applier:
@@ -70,8 +82,15 @@ class Applier:
         self.failures = 0
         self.moves = 0
         """Generations ingested: a move of part of the log into the store."""
+        import pyarrow.ipc  # noqa: F401 - the ingest's: before serving, not in a thread while requests come
+
         self.converter = Converter()
-        for stale in [*wal.directory.glob("*.jsonl"), *wal.directory.glob("gen-*")]:  # cut short by a crash
+        self._arrow = type(rs.backend).ingest_arrow is not Backend.ingest_arrow
+        """The store takes Arrow (DuckDB); else (chdb) OTLP is converted to JSON lines as before."""
+        self.quarantine = wal.directory.parent / "quarantine"
+        self._poison: dict[tuple[Path, int], int] = {}
+        stale_files = [*wal.directory.glob("*.jsonl"), *wal.directory.glob("gen-*"), *wal.directory.glob("*.rewrite")]
+        for stale in stale_files:  # cut short by a crash
             shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
         self._numbers = iter(range(1, 1 << 62))
         self._open = self._generation()
@@ -89,6 +108,12 @@ class Applier:
         ]
 
     def start(self) -> None:
+        """Start the converter child (waiting until it is ready: before the server answers)
+        and the two threads."""
+        try:
+            self.converter.start()
+        except OSError as exc:  # tried again with the first batch
+            log.warning("could not start the converter process: %s", exc)
         for thread in self._threads:
             thread.start()
 
@@ -110,21 +135,24 @@ class Applier:
     # -- converting ----------------------------------------------------------------
     def _convert_loop(self) -> None:
         try:
-            self.converter.start()  # ready before the first batch
-        except OSError as exc:  # tried again with the first batch
-            log.warning("could not start the converter process: %s", exc)
-        moved = self._recover()
-        while moved is not None:
-            if not moved:  # idle: look every `every` seconds; under load: back to back
-                self._wake.wait(self.every)
-            self._wake.clear()
-            stopping = self._stop.is_set()
-            moved = self._convert_sealed()
-            if stopping and not moved:
-                break
-        with self._cond:
-            self._converted_all = True
-            self._cond.notify_all()
+            moved = self._recover()
+            while moved is not None:
+                if not moved:  # idle: look every `every` seconds; under load: back to back
+                    self._wake.wait(self.every)
+                self._wake.clear()
+                stopping = self._stop.is_set()
+                try:
+                    moved = self._convert_sealed()
+                except Exception as exc:  # a bug: logged, and the loop goes on (the log waits)
+                    self.failures += 1
+                    log.error("could not convert the write-ahead log (will retry): %s: %s", type(exc).__name__, exc)
+                    moved = False
+                if stopping and not moved:
+                    break
+        finally:  # even past a bug: the ingest and a graceful stop must not wait forever
+            with self._cond:
+                self._converted_all = True
+                self._cond.notify_all()
 
     def _recover(self) -> bool | None:
         """A generation whose ingest a crash cut short is converted again, alone, first
@@ -153,8 +181,11 @@ class Applier:
         size = 0
         for path in self.wal.seal():
             if path not in self._claimed and (not files or size < BATCH_BYTES):
+                try:
+                    size += path.stat().st_size
+                except FileNotFoundError:  # listed, then moved into the store by the ingest
+                    continue
                 files.append(path)
-                size += path.stat().st_size
         if not files:
             return False
         with self._cond:  # a full one (or the recovered one) waits for the ingest to take it
@@ -169,16 +200,22 @@ class Applier:
         with self._cond:
             self._converting = True
         sizes = {d: out.path.stat().st_size for d, out in gen.outputs.items()}
+        kept = {c.path for parts in gen.arrows.values() for c in parts}
         try:
-            converted = self.converter.convert(files, gen.directory)
-        except OSError as exc:  # the child died, or the disk is full: undo the part written
+            converted = self.converter.convert(files, gen.directory, arrow=self._arrow)
+        except Exception as exc:  # the child died, the disk is full, a bug: undo the part written
             self.failures += 1
-            log.warning("could not convert the write-ahead log (will retry): %s", exc)
+            log.warning("could not convert the write-ahead log (will retry): %s: %s", type(exc).__name__, exc)
+            if isinstance(exc, Poison):
+                self._poisoned(exc)
             for path in gen.directory.glob("*.jsonl"):
                 dataset = path.stem
                 if dataset in sizes:
                     os.truncate(path, sizes[dataset])
                 else:
+                    path.unlink()
+            for path in gen.directory.glob("*.arrow"):
+                if path not in kept:
                     path.unlink()
             converted = None
         with self._cond:
@@ -186,13 +223,37 @@ class Applier:
             if converted is not None:
                 self._claimed.update(files)
                 gen.files.extend(files)
-                for dataset, out in converted.items():
-                    before = gen.outputs.get(dataset)
+                for part, out in converted.items():
+                    if part.startswith(ARROW):
+                        gen.arrows.setdefault(part, []).append(out)
+                        continue
+                    before = gen.outputs.get(part)
                     lines, skipped = (before.lines, before.skipped) if before else (0, 0)
-                    gen.outputs[dataset] = Converted(out.path, lines + out.lines, skipped + out.skipped)
-                gen.size = sum(out.path.stat().st_size for out in gen.outputs.values())
+                    gen.outputs[part] = Converted(out.path, lines + out.lines, skipped + out.skipped)
+                gen.size = sum(out.path.stat().st_size for out in gen.outputs.values()) + sum(
+                    c.path.stat().st_size for parts in gen.arrows.values() for c in parts
+                )
             self._cond.notify_all()
         return converted is not None
+
+    @property
+    def quarantined(self) -> int:
+        """Records moved out of the log into the quarantine, by this run and earlier ones."""
+        return sum(1 for _ in self.quarantine.glob("*.rec")) if self.quarantine.exists() else 0
+
+    def _poisoned(self, exc: Poison) -> None:
+        """Count a record's failure; at ``POISON_TRIES`` move it out of the log."""
+        where = (exc.path, exc.end)
+        self._poison[where] = tries = self._poison.get(where, 0) + 1
+        if tries < POISON_TRIES:
+            return
+        del self._poison[where]
+        try:
+            kept = self.wal.quarantine(exc.path, exc.end, self.quarantine)
+        except (OSError, ValueError) as why:
+            log.warning("could not quarantine the record ending at byte %d of %s: %s", exc.end, exc.path, why)
+            return
+        log.error("quarantined %s: it failed to convert %d times (%s); the log goes on", kept, tries, exc)
 
     def _generation(self) -> Generation:
         directory = self.wal.directory / f"gen-{next(self._numbers):06d}"
@@ -233,15 +294,20 @@ class Applier:
         try:
             if not state.exists():
                 _write_synced(state, " ".join(f.name for f in gen.files) + "\n")
-            for dataset, part in gen.outputs.items():
-                if dataset in gen.done:
+            for part in gen.parts():
+                if part in gen.done:
                     continue
-                summary = self.rs.ingest(part.path, dataset, format="jsonl", time_field=TIME_FIELD)
-                self.events += summary.events
-                self.rejects += summary.rejects
-                gen.done.add(dataset)
+                dataset = part.removeprefix(ARROW)
+                if part in gen.arrows:
+                    events, rejects = self._ingest_arrow(dataset, gen.arrows[part], gen.directory)
+                else:
+                    summary = self.rs.ingest(gen.outputs[part].path, dataset, format="jsonl", time_field=TIME_FIELD)
+                    events, rejects = summary.events, summary.rejects
+                self.events += events
+                self.rejects += rejects
+                gen.done.add(part)
                 with state.open("a") as progress:
-                    progress.write(dataset + "\n")
+                    progress.write(part + "\n")
                     progress.flush()
                     os.fsync(progress.fileno())
                 with self._turn:  # other processes may read and write between applies
@@ -250,7 +316,36 @@ class Applier:
             self.failures += 1
             log.warning("could not move the write-ahead log into the store (will retry): %s", exc)
             return False
+        except Exception as exc:  # a bug (an Arrow file it cannot read...): logged, retried, never silent
+            self.failures += 1
+            log.error("could not move the write-ahead log into the store (will retry): %s: %s", type(exc).__name__, exc)
+            return False
         return True
+
+    def _ingest_arrow(self, dataset: str, parts: list[Converted], directory: Path) -> tuple[int, int]:
+        """A dataset's Arrow files into the store in one transaction (``Backend.ingest_arrow``),
+        or, when the store cannot take them as they are, as JSON lines with the checked
+        ingest of a file; (events, rejects)."""
+        import pyarrow as pa
+
+        tables = [pa.ipc.open_file(pa.memory_map(str(c.path))).read_all() for c in parts]
+        try:
+            table = pa.concat_tables(tables, promote_options="default")
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # a key's kind differs between them
+            table = None
+        if table is not None:
+            rows = self.rs.backend.ingest_arrow(dataset, table)
+            if rows is not None:
+                return rows, 0
+        from rootsift.server.otlp_arrays import json_lines
+
+        lines = directory / f"{dataset}.arrow.jsonl"
+        with lines.open("wb") as f:
+            for one in tables:
+                f.writelines(json_lines(one))
+        summary = self.rs.ingest(lines, dataset, format="jsonl", time_field=TIME_FIELD)
+        lines.unlink()
+        return summary.events, summary.rejects
 
 
 def _write_synced(path: Path, text: str) -> None:

@@ -35,7 +35,15 @@ def error(status: int, kind: str, message: str, headers: dict[str, str] | None =
     return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status, headers=headers)
 
 
-async def _body(request: Request, limit: int) -> bytes:
+async def _body(request: Request, wal: Wal, limit: int) -> bytes:
+    """The request's body, once the log would take it: refused before it is read when the
+    queue or the backlog is full (decided from its Content-Length; a chunked body counts 0
+    and is refused when it is appended)."""
+    try:
+        expected = max(0, int(request.headers.get("content-length") or 0))
+    except ValueError:
+        expected = 0
+    wal.admit(expected)
     return await read_body(request.stream(), request.headers.get("content-encoding"), limit)
 
 
@@ -88,7 +96,7 @@ class IngestRoutes:
 
         dataset = check_dataset_name(request.headers.get(DATASET_HEADER) or SIGNALS[signal])
         self._allow(request, dataset)
-        body = await _body(request, self.limit)
+        body = await _body(request, self.wal, self.limit)
         message, response = otlp_types.messages(signal)
         otlp.decode(message, body, request.headers.get("content-type"))
         if signal == "metrics":  # converted now: a cumulative series' delta needs its last point
@@ -120,7 +128,7 @@ class IngestRoutes:
     async def _honeycomb(self, request: Request, batch: bool) -> Response:
         dataset = check_dataset_name(request.path_params["dataset"])
         self._allow(request, dataset)
-        body = await _body(request, self.limit)
+        body = await _body(request, self.wal, self.limit)
         try:
             data = json.loads(body)
         except ValueError as exc:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import operator
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -37,6 +38,7 @@ Event = dict[str, Any]
 KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 STATUS = {0: "unset", 1: "ok", 2: "error"}
 ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+_START = operator.attrgetter("start_time_unix_nano")
 
 
 def decode(message: Message, body: bytes, content_type: str | None) -> None:
@@ -149,6 +151,8 @@ def rejects(request: Any, signal: str) -> tuple[int, str]:
     if signal == "traces":
         for resource in request.resource_spans:
             for scope in resource.scope_spans:
+                if all(map(_START, scope.spans)):  # every span has one: read by C code
+                    continue
                 for span in scope.spans:
                     if not span.start_time_unix_nano:
                         rejected += 1

@@ -136,20 +136,31 @@ class Wal:
         self._thread.start()
 
     # -- appending ---------------------------------------------------------------
+    def admit(self, size: int) -> None:
+        """Refuse a request of ``size`` bytes (its Content-Length) before its body is read,
+        when the queue or the backlog would not take it: a refusal then costs the server no
+        body read, parse or conversion, so clients offering far more than it takes are
+        answered at the rate they offer (Overloaded; the route answers 429 or 503)."""
+        with self._cond:
+            self._refuse(size)
+
+    def _refuse(self, size: int) -> None:
+        if self._closing:
+            raise Overloaded("the server is shutting down", retry_after=5)
+        if self._queued_bytes + size > self.max_queued and self._queue:
+            self.stats.refused += 1
+            raise Overloaded("the ingest queue is full", retry_after=1)
+        if self._backlog + size > self.max_backlog:
+            self.stats.refused += 1
+            raise Overloaded("the store is behind the write-ahead log", retry_after=5)
+
     async def append(self, dataset: str, payload: bytes, kind: bytes = JSONL) -> None:
         """Return once ``payload`` (for ``dataset``, encoded as ``kind`` says) is durable."""
         record = encode(dataset, payload, kind)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         with self._cond:
-            if self._closing:
-                raise Overloaded("the server is shutting down", retry_after=5)
-            if self._queued_bytes + len(record) > self.max_queued and self._queue:
-                self.stats.refused += 1
-                raise Overloaded("the ingest queue is full", retry_after=1)
-            if self._backlog + len(record) > self.max_backlog:
-                self.stats.refused += 1
-                raise Overloaded("the store is behind the write-ahead log", retry_after=5)
+            self._refuse(len(record))
             self._queue.append(_Pending(record, loop, future))
             self._queued_bytes += len(record)
             self._backlog += len(record)
@@ -208,6 +219,30 @@ class Wal:
         with self._cond:
             self._backlog -= size
 
+    def quarantine(self, path: Path, end: int, into: Path) -> Path:
+        """Move the record of sealed file ``path`` that ends at ``end`` out of the log, into a
+        file of its own in the directory ``into`` (framed as in the log: ``records`` reads it);
+        return that file. The record is written and fsync'd there before the log file is
+        replaced (atomically) by one without it, so a crash between the two leaves it in both
+        (quarantined again on the next start), never in neither."""
+        data = path.read_bytes()
+        start = 0
+        for record in records(path):
+            if record.end == end:
+                break
+            start = record.end
+        else:
+            raise ValueError(f"{path.name} has no record ending at byte {end}")
+        into.mkdir(parents=True, exist_ok=True)
+        kept = into / f"{path.stem}-{start:010d}.rec"
+        _write_synced(kept, data[start:end])
+        _write_synced(path.with_suffix(".rewrite"), data[:start] + data[end:])
+        os.replace(path.with_suffix(".rewrite"), path)
+        _sync_dir(self.directory)
+        with self._cond:
+            self._backlog -= end - start
+        return kept
+
     @property
     def backlog_bytes(self) -> int:
         return self._backlog
@@ -227,12 +262,23 @@ class Wal:
     def _open(self, number: int):  # type: ignore[no-untyped-def]
         path = self.directory / f"{number:08d}.log"
         f = path.open("ab")
-        dir_fd = os.open(self.directory, os.O_RDONLY)  # the new file's name is durable too
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        _sync_dir(self.directory)  # the new file's name is durable too
         return f
+
+
+def _sync_dir(directory: Path) -> None:
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with path.open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:

@@ -135,6 +135,13 @@ class Backend(ABC):
     def drop_before(self, dataset: str, cutoff: datetime) -> int:
         """Delete events older than ``cutoff``, giving the disk space back; return rows deleted."""
 
+    def ingest_arrow(self, dataset: str, table: Any) -> int | None:
+        """Write a ``pyarrow.Table`` of events (top-level keys and a ``timestamp`` column) into
+        ``dataset`` in one durable transaction, as the JSON-lines ingest would store the same
+        events; the rows written, or None (nothing written) when the caller must ingest them
+        as JSON lines instead (store/arrow_ingest.py says when). This backend: always None."""
+        return None
+
     @abstractmethod
     def close(self) -> None:
         """Release files and connections."""

@@ -359,6 +359,11 @@ class DuckDBBackend(Backend):
 
         return SegmentWriter(self, self.state(dataset, create=True), cur)
 
+    def ingest_arrow(self, dataset: str, table: Any) -> int | None:
+        from rootsift.store.arrow_ingest import ingest_arrow
+
+        return ingest_arrow(self, dataset, table)
+
     def release_all(self) -> None:
         """``release`` every dataset this process has open (the server after each read)."""
         with self._lock:
