@@ -1,6 +1,6 @@
 """The chdb backend's tables as ClickHouse keeps them: one partition a UTC day, and
 retention that drops whole days, rewrites only the day its cutoff cuts, and gives the
-disk back before it returns (ADR 0022's amendment)."""
+disk back before it returns (ADR 0022's amendment); no dropped table left on disk."""
 
 from __future__ import annotations
 
@@ -112,3 +112,26 @@ def test_retention_of_a_store_written_before_partitions_rewrites_its_one_partiti
         assert done["deleted_events"] == sum(r["timestamp"] < iso(cutoff) for r in rows)
         assert rs.query(QuerySpec("api"), now).rows == [[len(rows) - done["deleted_events"]]]
         assert _left_behind(rs, "api") == []
+
+
+def _dropped(rs: Rootsift) -> list[str]:
+    backend: Any = rs.backend
+    return backend.run("SELECT table FROM system.dropped_tables").column(0).to_pylist()
+
+
+def test_no_dropped_table_stays_on_disk(tmp_path: Path) -> None:
+    rows = _rows(days=2)
+    with Rootsift(tmp_path / "data", engine="chdb") as rs:
+        summary = rs.ingest(write_jsonl(tmp_path / "e.jsonl", rows), dataset="api", block_bytes=16 * 1024)
+        assert summary.blocks > 1  # read through a pending table, moved in and dropped
+        assert _dropped(rs) == []
+        backend: Any = rs.backend
+        backend.run("CREATE TABLE rootsift.`api#pending-old` AS rootsift.api")
+        backend.run("INSERT INTO rootsift.`api#pending-old` SELECT * FROM rootsift.api")
+        sql = "SELECT data_paths FROM system.tables WHERE name = 'api#pending-old'"
+        (paths,) = backend.run(sql).column(0).to_pylist()
+        backend.run("DROP TABLE rootsift.`api#pending-old`")  # as rootsift dropped them before
+        assert _dropped(rs) == ["api#pending-old"] and all(Path(p).exists() for p in paths)
+    with Rootsift(tmp_path / "data", engine="chdb") as rs:  # the next open gives that disk back
+        assert _dropped(rs) == [] and not any(Path(p).exists() for p in paths)
+        assert rs.query(QuerySpec("api")).rows == [[len(rows)]]

@@ -107,7 +107,21 @@ class ChdbBackend(Backend):
             raise
         if not read_only:
             for name in self.tables(pending=True):  # inputs a crashed ingest left half-read
-                self.run(f"DROP TABLE IF EXISTS {self.table_sql(name)}")
+                self.run(f"DROP TABLE IF EXISTS {self.table_sql(name)} SYNC")
+            self._purge_dropped()
+
+    def _purge_dropped(self) -> None:
+        """Give back the disk of tables dropped without ``SYNC`` (as rootsift dropped the
+        pending table of every input read in several blocks until 2026-11): ClickHouse deletes a dropped table's data 8 minutes later, which a
+        command that exits never reaches, so their rows stayed on disk for good. Each is
+        restored (``UNDROP``) and dropped again with ``SYNC``; one whose name was taken again
+        since cannot be restored and is left as it is."""
+        sql = "SELECT table, uuid FROM system.dropped_tables WHERE database = {db:String}"
+        for row in self.run(sql, {"db": DATABASE}).to_pylist():
+            table = self.table_sql(row["table"])
+            with contextlib.suppress(StoreError):
+                self.run(f"UNDROP TABLE {table} UUID {literal(str(row['uuid']))}")
+                self.run(f"DROP TABLE {table} SYNC")
 
     # -- running SQL --------------------------------------------------------------
     def run(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
@@ -350,7 +364,7 @@ class ChdbBackend(Backend):
 
     def drop_dataset(self, dataset: str) -> None:
         self.writable(dataset)
-        self.run(f"DROP TABLE IF EXISTS {self.table_sql(self.state(dataset))}")
+        self.run(f"DROP TABLE IF EXISTS {self.table_sql(self.state(dataset))} SYNC")
         shutil.rmtree(self.dataset_dir(dataset), ignore_errors=True)
 
     # -- ingest -------------------------------------------------------------------
@@ -399,7 +413,7 @@ class ChdbBackend(Backend):
             self.drop_pending(pending)
 
     def drop_pending(self, pending: str) -> None:
-        self.run(f"DROP TABLE IF EXISTS {self.table_sql(pending)}")
+        self.run(f"DROP TABLE IF EXISTS {self.table_sql(pending)} SYNC")
 
     def columns_of(self, table: str) -> dict[str, str]:
         rows = self.run(
