@@ -11,6 +11,7 @@ from typing import Any
 from helpers.backends import needs_chdb
 from helpers.store import iso, write_jsonl
 from rootsift import QuerySpec, Rootsift
+from rootsift.store.chdb_writer import shape
 
 pytestmark = needs_chdb
 
@@ -135,3 +136,29 @@ def test_no_dropped_table_stays_on_disk(tmp_path: Path) -> None:
     with Rootsift(tmp_path / "data", engine="chdb") as rs:  # the next open gives that disk back
         assert _dropped(rs) == [] and not any(Path(p).exists() for p in paths)
         assert rs.query(QuerySpec("api")).rows == [[len(rows)]]
+
+
+def test_a_pending_input_is_attached_or_copied_into_the_dataset(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    rows = _rows(days=3)
+    with Rootsift(tmp_path / "data", engine="chdb") as rs:
+        rs.ingest(write_jsonl(tmp_path / "e.jsonl", rows), dataset="api")
+        backend: Any = rs.backend
+        stamps = pa.array([T0 + timedelta(days=d, hours=1) for d in range(3)], pa.timestamp("us"))
+        batch = pa.record_batch({"timestamp": stamps, "duration_ms": pa.array([1.0, 2.0, 3.0])})
+        for widened in (False, True):
+            pending = backend.create_pending("api")
+            backend.append_arrow("api", pa.RecordBatchReader.from_batches(batch.schema, [batch]), [], table=pending)
+            if widened:  # another input gave the dataset a column the pending table has not
+                backend.run("ALTER TABLE rootsift.api ADD COLUMN `zone` Nullable(String)")
+            assert (shape(backend, pending) == shape(backend, "api")) is not widened
+            backend.publish_pending("api", pending)
+            assert backend.tables(pending=True) == [] and _dropped(rs) == []
+        assert rs.query(QuerySpec("api")).rows == [[len(rows) + 6]]
+        parts = _parts(rs, "api")  # each input's three rows went to their own days
+        assert sum(p[3] for p in parts) == len(rows) + 6 and {p[0] for p in parts} == {
+            "20240601",
+            "20240602",
+            "20240603",
+        }

@@ -108,20 +108,9 @@ class ChdbBackend(Backend):
         if not read_only:
             for name in self.tables(pending=True):  # inputs a crashed ingest left half-read
                 self.run(f"DROP TABLE IF EXISTS {self.table_sql(name)} SYNC")
-            self._purge_dropped()
+            from rootsift.store.chdb_retention import purge_dropped
 
-    def _purge_dropped(self) -> None:
-        """Give back the disk of tables dropped without ``SYNC`` (as rootsift dropped the
-        pending table of every input read in several blocks until 2026-11): ClickHouse deletes a dropped table's data 8 minutes later, which a
-        command that exits never reaches, so their rows stayed on disk for good. Each is
-        restored (``UNDROP``) and dropped again with ``SYNC``; one whose name was taken again
-        since cannot be restored and is left as it is."""
-        sql = "SELECT table, uuid FROM system.dropped_tables WHERE database = {db:String}"
-        for row in self.run(sql, {"db": DATABASE}).to_pylist():
-            table = self.table_sql(row["table"])
-            with contextlib.suppress(StoreError):
-                self.run(f"UNDROP TABLE {table} UUID {literal(str(row['uuid']))}")
-                self.run(f"DROP TABLE {table} SYNC")
+            purge_dropped(self)
 
     # -- running SQL --------------------------------------------------------------
     def run(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
@@ -403,13 +392,11 @@ class ChdbBackend(Backend):
         return name
 
     def publish_pending(self, dataset: str, pending: str) -> None:
-        """Move a pending table's rows into the dataset (one INSERT … SELECT), then drop it."""
+        """Move a pending table's rows into the dataset, then drop it (chdb_writer.publish)."""
+        from rootsift.store.chdb_writer import publish
+
         with self._lock:
-            columns = ", ".join(ident(c) for c in self.columns_of(pending))
-            self.run(
-                f"INSERT INTO {self.table_sql(dataset)} ({columns}) {INSERT_SETTINGS} "
-                f"SELECT {columns} FROM {self.table_sql(pending)}"
-            )
+            publish(self, dataset, pending)
             self.drop_pending(pending)
 
     def drop_pending(self, pending: str) -> None:

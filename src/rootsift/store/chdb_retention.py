@@ -11,10 +11,12 @@ later days are not touched. A table written before partitions existed is one par
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from rootsift.errors import StoreError
 from rootsift.store.base import TIME_COLUMN
 from rootsift.store.chdb import DATABASE, rows_of
 from rootsift.store.sqltext import ident, literal
@@ -106,3 +108,18 @@ def drop_before(backend: ChdbBackend, dataset: str, cutoff: datetime) -> int:
             backend.run(f"DROP TABLE {scratch} SYNC")
             backend.run(f"ALTER TABLE {table} DROP PARTITION ID {literal(NO_PARTITION)}")
     return sum(p.before for p in parts)
+
+
+def purge_dropped(backend: ChdbBackend) -> None:
+    """Give back the disk of tables dropped without ``SYNC`` (as rootsift dropped the
+    pending table of every input read in several blocks until 2026-11): ClickHouse
+    deletes a dropped table's data 8 minutes later, which a command that exits never
+    reaches, so their rows stayed on disk for good. Each is restored (``UNDROP``) and
+    dropped again with ``SYNC``; one whose name was taken again since cannot be restored
+    and is left as it is. Run when a store opens for writing."""
+    sql = "SELECT table, uuid FROM system.dropped_tables WHERE database = {db:String}"
+    for row in backend.run(sql, {"db": DATABASE}).to_pylist():
+        table = backend.table_sql(row["table"])
+        with contextlib.suppress(StoreError):
+            backend.run(f"UNDROP TABLE {table} UUID {literal(str(row['uuid']))}")
+            backend.run(f"DROP TABLE {table} SYNC")
