@@ -6,8 +6,8 @@ Layout (docs/clickhouse.md, ADR 0022)::
                                      a read-only view per OpenTelemetry exporter table: chdb_otel.py)
     DATA/<dataset>/rejects/*.jsonl   rejected input lines, as with DuckDB
 
-A dataset's table is ``ORDER BY ("timestamp", "#sample") SAMPLE BY "#sample"``: time-range
-scans read only the granules of the range, and ``"#sample"`` (a hash of the row's ordinal,
+A dataset's table is ``PARTITION BY toDate("timestamp") ORDER BY ("timestamp", "#sample")
+SAMPLE BY "#sample"``: retention drops whole days, time-range scans read only the granules of the range, and ``"#sample"`` (a hash of the row's ordinal,
 independent of its content: ADR 0008) is the sampling key that ``sample_relation`` reads
 as ``SAMPLE 1/64``. Fields are explicit ``Nullable`` columns, added with ``ALTER TABLE ADD
 COLUMN`` as they appear; a column's comment holds its JSON path, the table's comment the
@@ -52,6 +52,12 @@ SAMPLE_EVERY = 64
 PENDING = "#pending-"
 """Tables named ``<dataset>#pending-<id>`` hold an input being read (chdb_writer)."""
 FORMAT_VERSION = 1
+PARTITION_KEY = f"toDate({ident(TIME_COLUMN)})"
+"""One partition a UTC day: retention drops whole days and rewrites at most the day its
+cutoff cuts (chdb_retention.py; why a day: ADR 0022's amendment). A store written before
+partitions has one partition (``all``), which the same code handles."""
+INSERT_SETTINGS = "SETTINGS max_partitions_per_insert_block = 0"
+"""An input may span more than ClickHouse's default 100 days in one block: a part a day."""
 COLUMN_TYPES = DIALECTS["clickhouse"].storage_types
 _STORAGE = {v.removeprefix("Nullable(").removesuffix(")"): k for k, v in COLUMN_TYPES.items()}
 
@@ -101,7 +107,10 @@ class ChdbBackend(Backend):
             raise
         if not read_only:
             for name in self.tables(pending=True):  # inputs a crashed ingest left half-read
-                self.run(f"DROP TABLE IF EXISTS {self.table_sql(name)}")
+                self.run(f"DROP TABLE IF EXISTS {self.table_sql(name)} SYNC")
+            from rootsift.store.chdb_retention import purge_dropped
+
+            purge_dropped(self)
 
     # -- running SQL --------------------------------------------------------------
     def run(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
@@ -193,7 +202,8 @@ class ChdbBackend(Backend):
         self.run(
             f"CREATE TABLE IF NOT EXISTS {self.table_sql(name)} "
             f"({ident(TIME_COLUMN)} DateTime64(6, 'UTC'), {ident(SAMPLE_KEY)} UInt32) "
-            f"ENGINE = MergeTree ORDER BY ({ident(TIME_COLUMN)}, {ident(SAMPLE_KEY)}) SAMPLE BY {ident(SAMPLE_KEY)} "
+            f"ENGINE = MergeTree PARTITION BY {PARTITION_KEY} "
+            f"ORDER BY ({ident(TIME_COLUMN)}, {ident(SAMPLE_KEY)}) SAMPLE BY {ident(SAMPLE_KEY)} "
             f"COMMENT {literal(settings)}"
         )
         return name
@@ -343,7 +353,7 @@ class ChdbBackend(Backend):
 
     def drop_dataset(self, dataset: str) -> None:
         self.writable(dataset)
-        self.run(f"DROP TABLE IF EXISTS {self.table_sql(self.state(dataset))}")
+        self.run(f"DROP TABLE IF EXISTS {self.table_sql(self.state(dataset))} SYNC")
         shutil.rmtree(self.dataset_dir(dataset), ignore_errors=True)
 
     # -- ingest -------------------------------------------------------------------
@@ -382,16 +392,15 @@ class ChdbBackend(Backend):
         return name
 
     def publish_pending(self, dataset: str, pending: str) -> None:
-        """Move a pending table's rows into the dataset (one INSERT … SELECT), then drop it."""
+        """Move a pending table's rows into the dataset, then drop it (chdb_writer.publish)."""
+        from rootsift.store.chdb_writer import publish
+
         with self._lock:
-            columns = ", ".join(ident(c) for c in self.columns_of(pending))
-            self.run(
-                f"INSERT INTO {self.table_sql(dataset)} ({columns}) SELECT {columns} FROM {self.table_sql(pending)}"
-            )
+            publish(self, dataset, pending)
             self.drop_pending(pending)
 
     def drop_pending(self, pending: str) -> None:
-        self.run(f"DROP TABLE IF EXISTS {self.table_sql(pending)}")
+        self.run(f"DROP TABLE IF EXISTS {self.table_sql(pending)} SYNC")
 
     def columns_of(self, table: str) -> dict[str, str]:
         rows = self.run(

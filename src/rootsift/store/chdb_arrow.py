@@ -32,7 +32,7 @@ def append_arrow(
     The caller holds the backend's lock."""
     import pyarrow as pa
 
-    from rootsift.store.chdb import COLUMN_TYPES, SAMPLE_KEY, rows_of
+    from rootsift.store.chdb import COLUMN_TYPES, INSERT_SETTINGS, SAMPLE_KEY, rows_of
 
     target = table or dataset
     paths = {f.name: f.path for f in new_fields}
@@ -54,7 +54,9 @@ def append_arrow(
     columns = ", ".join(ident(f.name) for f in out_schema)
     written = 0
     try:
-        with backend.session.send_insert(f"INSERT INTO {backend.table_sql(target)} ({columns})", "ArrowStream") as ins:
+        with backend.session.send_insert(
+            f"INSERT INTO {backend.table_sql(target)} ({columns}) {INSERT_SETTINGS}", "ArrowStream"
+        ) as ins:
             with pa.ipc.new_stream(pa.PythonFile(_Sink(ins.append), mode="w"), out_schema) as stream:
                 for batch in _batches(batches):
                     keys = _sample_keys(first + written, batch.num_rows)

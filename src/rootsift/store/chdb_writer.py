@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from rootsift.store.base import FieldInfo
-from rootsift.store.sqltext import ident
+from rootsift.store.sqltext import ident, literal
 from rootsift.store.writer import SegmentWriter, Verified
 
 if TYPE_CHECKING:
@@ -124,3 +124,33 @@ class ArrowWriter(SegmentWriter):
         self.cur.complete()  # the statement before (a CREATE, verify's last query) must be done first
         reader = self.cur.sql(select_sql).to_arrow_reader(ARROW_BATCH_ROWS)
         return self.chdb.append_arrow(self.dataset, reader, new_fields, table=self._pending_table)
+
+
+def publish(backend: ChdbBackend, dataset: str, pending: str) -> None:
+    """Move a pending table's rows into the dataset. When both have one shape (the usual
+    case: the pending table is made ``AS`` the dataset and each new column goes to both),
+    its parts are attached to the dataset a partition at a time (``ATTACH PARTITION …
+    FROM``: hard links, no row copied, each day at once; 0.16 s instead of 2.6 s for 1M
+    events); else (another input added a column to the dataset meanwhile) one
+    ``INSERT … SELECT``. The caller holds the backend's lock and drops the pending table."""
+    from rootsift.store.chdb import DATABASE, INSERT_SETTINGS
+
+    table, source = backend.table_sql(dataset), backend.table_sql(pending)
+    if shape(backend, pending) == shape(backend, dataset):
+        sql = (
+            "SELECT DISTINCT partition_id FROM system.parts "
+            "WHERE database = {db:String} AND table = {t:String} AND active ORDER BY partition_id"
+        )
+        for pid in backend.run(sql, {"db": DATABASE, "t": pending}).column(0).to_pylist():
+            backend.run(f"ALTER TABLE {table} ATTACH PARTITION ID {literal(pid)} FROM {source}")
+    else:
+        columns = ", ".join(ident(c) for c in backend.columns_of(pending))
+        backend.run(f"INSERT INTO {table} ({columns}) {INSERT_SETTINGS} SELECT {columns} FROM {source}")
+
+
+def shape(backend: ChdbBackend, table: str) -> list[tuple[str, str]]:
+    """The table's columns and types in order (what ``ATTACH PARTITION … FROM`` needs equal)."""
+    from rootsift.store.chdb import DATABASE
+
+    sql = "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = {t:String} ORDER BY position"
+    return [(r["name"], r["type"]) for r in backend.run(sql, {"db": DATABASE, "t": table}).to_pylist()]
