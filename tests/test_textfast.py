@@ -9,11 +9,14 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers.store import query_rows
 from rootsift import Rootsift
@@ -60,6 +63,34 @@ def test_odd_lines_are_numbered_by_their_text_wherever_they_repeat(tmp_path: Pat
     found = odd_lines(str(block), 41, {"GET /café", "TLS\x16probe", None})
     assert found == [(42, "TLS\x16probe"), (44, ""), (45, "GET /café"), (46, "TLS\x16probe")]
     assert odd_lines(str(block), 1, {"not there"}) == []
+
+
+def test_odd_lines_are_told_apart_by_their_whole_text_not_their_key(tmp_path: Path) -> None:
+    # the vectorised key (length and the middle 8 bytes) only picks candidates: lines that
+    # share it, and lines that differ only in their middle, are told apart by their text
+    block = tmp_path / "block.log"
+    same_key = ["a" * 10 + "MIDDLE!!" + "b" * 10, "c" * 10 + "MIDDLE!!" + "d" * 10]
+    other_middle = "a" * 10 + "middle??" + "b" * 10
+    block.write_text("\n".join([same_key[0], same_key[1], other_middle, "short", same_key[0]]))
+    assert odd_lines(str(block), 1, {same_key[0]}) == [(1, same_key[0]), (5, same_key[0])]
+    assert odd_lines(str(block), 1, {other_middle, "short"}) == [(3, other_middle), (4, "short")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab \x16\\é", max_size=20), max_size=12),
+    end=st.sampled_from(["", "\n"]),
+    picks=st.lists(st.integers(0, 20), max_size=4),
+)
+def test_odd_lines_number_what_a_split_of_the_block_numbers(lines: list[str], end: str, picks: list[int]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        block = Path(tmp) / "block.log"
+        data = "\n".join(lines) + end
+        block.write_bytes(data.encode())
+        texts = {lines[i] if lines[i] else None for i in picks if i < len(lines)} | {"not there"}
+        wanted = {t or "" for t in texts}
+        split = data[:-1].split("\n") if data.endswith("\n") else data.split("\n")
+        assert odd_lines(str(block), 7, texts) == [(n, line) for n, line in enumerate(split, 7) if line in wanted]
 
 
 def test_odd_lines_repeated_in_one_block_keep_their_log_line_numbers(

@@ -32,7 +32,7 @@ from rootsift.ingest.formats.base import TIME_KEY, Item, numbered_lines
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged
-from rootsift.ingest.textlines import LINES, numbered
+from rootsift.ingest.textlines import LINES, numbered, odd_lines
 from rootsift.ingest.textprobe import read_front
 from rootsift.ingest.textslow import SlowLines, stage_slow
 from rootsift.ingest.timefield import TimeSpec
@@ -392,21 +392,3 @@ class TextLinesReader(JsonLinesReader):
         staged = self._exact_lines(out, rejects)
         staged.rejects = sorted(rejects + staged.rejects, key=lambda r: r.line)
         return staged
-
-
-def odd_lines(path: str, first_line: int, texts: set[str | None]) -> list[tuple[int, str]]:
-    """Every line of the block file ``path`` (numbered from ``first_line``) whose text is one
-    of ``texts`` (None: an empty line, as DuckDB reads it), in file order.
-
-    Whether a line is odd depends on its text alone (the plan's checks and which of its
-    fields have values), so a text found odd once is odd wherever it occurs: numbering
-    the lines here, after the statement, lets DuckDB run it on all its threads without
-    keeping the lines in order (``row_number() OVER ()`` ran everything above it on one)."""
-    wanted = {b"" if text is None else text.encode() for text in texts}
-    with open(path, "rb") as fh:
-        data = fh.read()
-    found: list[tuple[int, str]] = []
-    for number, line in enumerate(data[:-1].split(b"\n") if data.endswith(b"\n") else data.split(b"\n"), first_line):
-        if line in wanted:
-            found.append((number, line.decode()))
-    return found
