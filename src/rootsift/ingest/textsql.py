@@ -2,15 +2,16 @@
 
 The reader thread only cuts the input into blocks of whole lines and writes each to a
 file (``RawLines``); ``TextLinesReader`` reads the file with ``read_csv`` as one text
-column, splits the lines with the plan's regex and converts the values. After a plan's
-first block, that is one statement (``_one_pass``) without line numbers, so DuckDB runs
-it on every thread: a checked insert into the store of the lines the SQL reads, while the
-texts of the others reach ``odd_line``; those lines are then found and numbered in the
-block (``odd_lines``) and parsed by the format's Python parser (staged as JSON lines), so
-every line gives the event or the reject it gave before, with its line number. The first
-block goes through a numbered temp table (``_two_passes``, ``textlines.numbered``), where
-DuckDB counts which fields have values before any is added. A block DuckDB cannot read as text (invalid UTF-8,
-a stray control byte, ``\\r`` line ends) is parsed in Python whole. Slow logs: ``textslow``.
+column, splits the lines with the plan's regex and converts the values: one statement
+per block (``_one_pass``) without line numbers, so DuckDB runs it on every thread: a
+checked insert into the store of the lines the SQL reads, while the texts of the others
+reach ``odd_line``; those lines are then found and numbered in the block (``odd_lines``)
+and parsed by the format's Python parser (staged as JSON lines, committed once after the
+input's last block), so every line gives the event or the reject it gave before, with its
+line number. Before a plan's first block, its front tells which new fields to add
+(``textprobe``). Blocks whose fields have other types in the catalog go through a numbered
+temp table (``_two_passes``). A block DuckDB cannot read as text (invalid UTF-8, a stray
+control byte, ``\\r`` line ends) is parsed in Python whole. Slow logs: ``textslow``.
 See docs/adr/0016-text-formats-in-one-duckdb-pass.md.
 """
 
@@ -79,7 +80,7 @@ class TextLinesReader(JsonLinesReader):
         """Where ``odd_line`` puts the texts of the odd lines of the statement running now."""
         self._odd_name: str | None = None
         self._settled: set[str] = set()
-        """The plans (by regex) whose fields were decided by a block in ``_two_passes``."""
+        """The plans (by regex) whose new fields were decided by a first block."""
         self._types: dict[str, list[tuple[str, str]]] = {}
         self._deferred: list[Staged] = []
         """The staged rows of odd lines kept back until the input's last block (``DEFER_ROWS``)."""
