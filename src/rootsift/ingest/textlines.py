@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 LINES = (
     "read_csv({path}, sep=chr(1), quote='', escape='', header=false, auto_detect=false, columns={{'line': 'VARCHAR'}})"
 )
@@ -39,25 +41,26 @@ def odd_lines(path: str, first_line: int, texts: set[str | None]) -> list[tuple[
     import numpy as np
 
     wanted = {b"" if text is None else text.encode() for text in texts}
+    size = os.path.getsize(path)
+    if not size or not wanted:
+        return [(first_line, "")] if not size and b"" in wanted else []
+    data = bytearray(size + KEY_BYTES)  # zeros past the end: a key is read 8 bytes at a time
     with open(path, "rb") as fh:
-        data = fh.read()
-    if not data or not wanted:
-        return [(first_line, "")] if not data and b"" in wanted else []
-    arr = np.frombuffer(data, dtype=np.uint8)
+        fh.readinto(memoryview(data)[:size])
+    arr = np.frombuffer(data, dtype=np.uint8, count=size)
     ends = np.flatnonzero(arr == ord("\n"))
-    if not data.endswith(b"\n"):
-        ends = np.append(ends, len(data))
+    if data[size - 1] != ord("\n"):
+        ends = np.append(ends, size)
     starts = np.concatenate(([0], ends[:-1] + 1))
     lengths = ends - starts
     # the (unaligned, little-endian) 8 bytes starting at each byte of the block, as one view
-    padded = data + bytes(KEY_BYTES)
-    words = np.ndarray((len(data),), dtype="<u8", buffer=padded, strides=(1,))
+    words = np.ndarray((size,), dtype="<u8", buffer=data, strides=(1,))
     middle = starts + lengths // 2 - KEY_BYTES // 2
     sizes = lengths.astype(np.uint64)
     keys = np.where(lengths >= KEY_BYTES, words[np.maximum(middle, 0)] ^ sizes, sizes)
     found: list[tuple[int, str]] = []
     for i in np.flatnonzero(np.isin(keys, np.array([_key(w) for w in wanted], dtype=np.uint64))).tolist():
-        line = data[starts[i] : ends[i]]
+        line = bytes(data[starts[i] : ends[i]])
         if line in wanted:
             found.append((first_line + i, line.decode()))
     return found
