@@ -161,6 +161,28 @@ def test_blocks_are_all_big_and_the_odd_lines_rows_are_committed_once_after_them
     assert query_rows(rs, "web", "count", **SPAN) == [[8005]]
 
 
+def test_odd_lines_rows_kept_back_are_bounded(rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # memory: past DEFER_ROWS waiting rows they are committed before the next block
+    from rootsift.ingest import textsql
+
+    monkeypatch.setattr(textsql, "DEFER_ROWS", 3)
+    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 8 << 10)
+    monkeypatch.setattr(textrun, "RAW_BLOCK_BYTES", 64 << 10)
+    seen = _transactions(monkeypatch)
+    src = tmp_path / "access.log"
+    lines = list(nginx_combined(random.Random(4), 3000))
+    for at in range(2900, 0, -150):
+        lines.insert(at, TLS)
+    src.write_text("\n".join(lines) + "\n")
+    summary = rs.ingest(src, "web", format="nginx")
+    tls = sum(line.startswith("10.") and "\\x16" in line for line in lines)
+    assert (summary.events, summary.rejects) == (len(lines), 0)
+    kinds = [kind for kind, *_ in seen]
+    assert kinds.count("queued") > 1 and kinds[0] == "checked" and "queued" in kinds[: len(kinds) - 1]
+    assert sum(rows for kind, rows, _ in seen if kind == "queued") == tls
+    assert query_rows(rs, "web", "count", where="exists request", **SPAN) == [[tls]]
+
+
 def test_a_field_of_the_odd_lines_at_the_front_is_a_column_of_the_blocks_own_insert(
     rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
