@@ -173,18 +173,18 @@ class TextLinesReader(JsonLinesReader):
         catalog go through ``_two_passes``)."""
         if self.writer is None or (self.time_field, self.time_format) != (TIME_KEY, "rfc3339"):
             return None
+        leaves = [([name], t) for name, t in self._plan_types(plan, raw, path) if name != TIME_KEY]
+        names = self._names(leaves)
+        if any(n in self.fields and self.fields[n].type != t for (_, t), n in zip(leaves, names)):
+            return None
         known = set(self.fields)
         valued: set[str] = set()
         extra: list[FieldInfo] = []
         if plan.regex not in self._settled:
             try:
-                valued, extra = self._front(raw, plan, path)
+                valued, extra = self._front(raw, plan, path)  # leaves the plan's own fields as they were
             except duckdb.InvalidInputException:
                 return None  # not text as DuckDB reads it: see _stage_raw
-        leaves = [([name], t) for name, t in self._plan_types(plan, raw, path) if name != TIME_KEY]
-        names = self._names(leaves)
-        if any(n in self.fields and self.fields[n].type != t for (_, t), n in zip(leaves, names)):
-            return None
         added = [FieldInfo(n, t, p) for (p, t), n in zip(leaves, names) if n not in known and p[0] in valued]
         new = [p[0] for (p, _), n in zip(leaves, names) if n not in self.fields and p[0] not in valued]
         kept = [(p[0], t, n) for (p, t), n in zip(leaves, names) if n in self.fields or p[0] in valued]
