@@ -320,3 +320,38 @@ def test_an_odd_line_not_found_in_the_block_is_numbered_by_duckdb(
     summary = rs.ingest(src, "web", format="nginx")
     assert (summary.events, summary.rejects) == (2000, 2)
     assert [r["line"] for r in summary.first_rejects] == [901, 1502]
+
+
+def test_a_parser_thread_shortens_the_gil_switch_interval_while_it_runs(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the storing thread waited up to 5 ms for the GIL each time it ran a little Python
+    # between DuckDB calls (0.85 s of a 200k-entry slow log's ingest)
+    from rootsift.ingest.textgil import SWITCH_INTERVAL
+
+    before = sys.getswitchinterval()
+    seen: list[float] = []
+    dumped = textrun.dumped
+
+    def spied(event: dict[str, Any], fmt: str) -> bytes | str:
+        seen.append(sys.getswitchinterval())
+        return dumped(event, fmt)
+
+    monkeypatch.setattr(textrun, "dumped", spied)
+    src = tmp_path / "app.log"
+    src.write_text("".join(f"time=2024-05-01T10:00:{i % 60:02d}Z level=info i={i}\n" for i in range(300)))
+    assert rs.ingest(src, "app", format="logfmt").events == 300
+    assert seen and set(seen) == {min(before, SWITCH_INTERVAL)}
+    assert sys.getswitchinterval() == before
+
+
+def test_the_switch_interval_comes_back_when_the_last_parser_ends() -> None:
+    from rootsift.ingest.textgil import SWITCH_INTERVAL, sharing_gil
+
+    before = sys.getswitchinterval()
+    a, b = sharing_gil(iter(range(5))), sharing_gil(iter(range(5)))
+    assert (next(a), next(b)) == (0, 0)
+    a.close()  # an ingest that stopped early
+    assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL)
+    assert list(b) == [1, 2, 3, 4]
+    assert sys.getswitchinterval() == before

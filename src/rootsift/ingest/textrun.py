@@ -31,6 +31,7 @@ from rootsift.ingest.rejects import Reject
 from rootsift.ingest.sources import BOM, Input, line_blocks, open_input
 from rootsift.ingest.staging import write_file
 from rootsift.ingest.streams import paced_buffers
+from rootsift.ingest.textgil import sharing_gil
 from rootsift.ingest.textslow import SlowLines, entry_blocks
 from rootsift.ingest.textsql import RawLines
 
@@ -197,7 +198,7 @@ def text_blocks(
         parsed = parser.read(_Joined(head.removeprefix(BOM), inp))
         paced = pace if inp.is_stream else None
         # a stream's parsed lines are cut every few seconds too, while it pauses or not
-        items: Iterator[Item | None] = parsed if paced is None else _timed(parsed, *paced)
+        items: Iterator[Item | None] = sharing_gil(parsed if paced is None else _timed(parsed, *paced))
         since = time.monotonic()
         for item in items:
             if item is None or (paced is not None and buf and time.monotonic() - since >= paced[0]):
