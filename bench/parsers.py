@@ -4,6 +4,7 @@ parsing the same file with ``regexp_extract`` and a plain line count, measured i
     python bench/parsers.py                      # 1M lines per format
     python bench/parsers.py --n 200000 --formats nginx,nginx-combined,apache,mysql-slow
     python bench/parsers.py --n 200000 --formats mysql-slow --slow-sql   # the slow log by DuckDB too
+    python bench/parsers.py --n 1000000 --formats nginx,nginx-combined,apache --runs 2 --ingest-only
 
 Four timings per case, each the median of ``--runs`` (rounds interleaved):
 - ``count``: read the file in 4 MiB chunks and count newlines (the floor: I/O + one pass);
@@ -242,6 +243,10 @@ def ingest_python_only(path: Path, fmt: str, options: dict[str, str], work: Path
         textrun.SQL_LINES = True
 
 
+def _n(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=1_000_000, help="lines per case (slow logs: entries)")
@@ -249,6 +254,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", type=Path, default=BENCH / "out")
     ap.add_argument("--slow-sql", action="store_true", help="ingest slow logs by DuckDB (textrun.SQL_SLOW_LOG)")
+    ap.add_argument(
+        "--ingest-only",
+        action="store_true",
+        help="time only the ingest and the baseline (no parser alone, no Python path)",
+    )
     args = ap.parse_args()
     textrun.SQL_SLOW_LOG = args.slow_sql
     rows = []
@@ -262,12 +272,17 @@ def main() -> None:
         lines = count_lines(path)
         work = args.out / f"work-{case}"
         t_count, _ = timed(functools.partial(count_lines, path), args.runs)
-        t_parse, parsed = timed(functools.partial(parse_only, path, fmt, options), args.runs)
+        t_parse, parsed = (
+            (float("nan"), (None, None))
+            if args.ingest_only
+            else timed(functools.partial(parse_only, path, fmt, options), args.runs)
+        )
         has_base = case in BASELINES or case == "mysql-slow"
         contenders = [functools.partial(ingest, path, fmt, options, work)]
         if has_base:
             contenders.append(functools.partial(duckdb_baseline, path, case, args.out / f"base-{case}"))
-        if fmt in ("nginx", "apache", "jetty") or (fmt == "mysql-slow" and args.slow_sql):  # DuckDB's: Python too
+        python_too = fmt in ("nginx", "apache", "jetty") or (fmt == "mysql-slow" and args.slow_sql)
+        if python_too and not args.ingest_only:  # DuckDB's: Python too
             contenders.append(functools.partial(ingest_python_only, path, fmt, options, work))
         timings = interleaved(contenders, args.runs)  # type: ignore[arg-type]
         t_ingest, c_ingest, stored, share_ingest = timings[0]
@@ -288,8 +303,8 @@ def main() -> None:
             "parse_s": round(t_parse, 3),
             "ingest_s": round(t_ingest, 3),
             "baseline_s": round(t_base, 3),
-            "parse_lines_per_s": round(lines / t_parse),
-            "parse_events_per_s": round(events / t_parse),
+            "parse_lines_per_s": None if args.ingest_only else round(lines / t_parse),
+            "parse_events_per_s": None if events is None else round(events / t_parse),
             "ingest_lines_per_s": round(lines / t_ingest),
             "baseline_lines_per_s": round(lines / t_base) if has_base else None,
             "ingest_vs_baseline": round(t_base / t_ingest, 2) if has_base else None,
@@ -300,7 +315,7 @@ def main() -> None:
             "python_path_cpu_s": round(c_py, 3) if c_py else None,
             "cpu_ingest_vs_baseline": round(c_base / c_ingest, 2) if has_base else None,
             "cpu_python_path_vs_baseline": round(c_base / c_py, 2) if c_py and has_base else None,
-            "parse_vs_count": round(t_parse / t_count, 1),
+            "parse_vs_count": None if args.ingest_only else round(t_parse / t_count, 1),
             "ingest_busiest_thread_share": round(share_ingest, 2),
             "baseline_busiest_thread_share": round(share_base, 2),
         }
@@ -317,7 +332,7 @@ def main() -> None:
         ratio = f"{r['ingest_vs_baseline']}×" if r["ingest_vs_baseline"] else "-"
         py = f"{r['python_path_vs_baseline']}×" if r["python_path_vs_baseline"] else "-"
         print(
-            f"| {r['case']} | {r['lines']:,} | {r['events']:,} | {r['parse_lines_per_s']:,} | "
+            f"| {r['case']} | {r['lines']:,} | {_n(r['events'])} | {_n(r['parse_lines_per_s'])} | "
             f"{r['ingest_lines_per_s']:,} | {base} | {ratio} | {py} | {r['cpu_ingest_vs_baseline'] or '-'}× / "
             f"{r['cpu_python_path_vs_baseline'] or '-'}× | {r['parse_vs_count']}× | "
             f"{r['ingest_busiest_thread_share']} / {r['baseline_busiest_thread_share']} |"

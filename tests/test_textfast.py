@@ -9,11 +9,14 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers.store import query_rows
 from rootsift import Rootsift
@@ -46,12 +49,11 @@ def test_the_one_pass_statement_has_no_window_so_duckdb_runs_it_on_every_thread(
         return original(self, select_sql, *args)
 
     monkeypatch.setattr(SegmentWriter, "write_checked", spied)
-    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 16 << 10)
     src = tmp_path / "access.log"
     _access_log(src, 2000)
-    summary = rs.ingest(src, "web", format="nginx")
+    summary = rs.ingest(src, "web", format="nginx", block_bytes=32 << 10)
     assert summary.events == 2000 and summary.rejects == 0
-    assert plans and all("WINDOW" not in plan.upper() for plan in plans)
+    assert len(plans) == summary.blocks > 2 and all("WINDOW" not in plan.upper() for plan in plans)
 
 
 def test_odd_lines_are_numbered_by_their_text_wherever_they_repeat(tmp_path: Path) -> None:
@@ -63,32 +65,164 @@ def test_odd_lines_are_numbered_by_their_text_wherever_they_repeat(tmp_path: Pat
     assert odd_lines(str(block), 1, {"not there"}) == []
 
 
+def test_odd_lines_are_told_apart_by_their_whole_text_not_their_key(tmp_path: Path) -> None:
+    # the vectorised key (length and the middle 8 bytes) only picks candidates: lines that
+    # share it, and lines that differ only in their middle, are told apart by their text
+    block = tmp_path / "block.log"
+    same_key = ["a" * 10 + "MIDDLE!!" + "b" * 10, "c" * 10 + "MIDDLE!!" + "d" * 10]
+    other_middle = "a" * 10 + "middle??" + "b" * 10
+    block.write_text("\n".join([same_key[0], same_key[1], other_middle, "short", same_key[0]]))
+    assert odd_lines(str(block), 1, {same_key[0]}) == [(1, same_key[0]), (5, same_key[0])]
+    assert odd_lines(str(block), 1, {other_middle, "short"}) == [(3, other_middle), (4, "short")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab \x16\\é", max_size=20), max_size=12),
+    end=st.sampled_from(["", "\n"]),
+    picks=st.lists(st.integers(0, 20), max_size=4),
+)
+def test_odd_lines_number_what_a_split_of_the_block_numbers(lines: list[str], end: str, picks: list[int]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        block = Path(tmp) / "block.log"
+        data = "\n".join(lines) + end
+        block.write_bytes(data.encode())
+        texts = {lines[i] if lines[i] else None for i in picks if i < len(lines)} | {"not there"}
+        wanted = {t or "" for t in texts}
+        split = data[:-1].split("\n") if data.endswith("\n") else data.split("\n")
+        assert odd_lines(str(block), 7, texts) == [(n, line) for n, line in enumerate(split, 7) if line in wanted]
+
+
 def test_odd_lines_repeated_in_one_block_keep_their_log_line_numbers(
     rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 8 << 10)
     src = tmp_path / "access.log"
     lines = list(nginx_combined(random.Random(9), 3000))
-    for at in (2999, 2500, 1200, 700):  # the same odd line four times, in the one big block
+    for at in (2999, 2500, 1200, 700):  # the same odd line four times, in the one block
         lines.insert(at, "garbage line")
     src.write_text("\n".join(lines) + "\n")
     summary = rs.ingest(src, "web", format="nginx")
-    assert (summary.events, summary.blocks) == (3000, 2)
+    assert (summary.events, summary.blocks) == (3000, 1)
     assert [r["line"] for r in summary.first_rejects] == [701, 1202, 2503, 3003]
 
 
-def test_after_a_small_first_block_duckdb_gets_one_big_block(
+SPAN = {"start": "2024-01-01", "end": "2025-01-01"}
+TLS = '10.9.9.9 - - [01/Mar/2024:10:00:00 +0000] "\\x16\\x03\\x01\\x00" 400 0 "-" "-"'
+"""A TLS handshake sent to a plain-HTTP port: an odd line (the Python parser unescapes it)
+whose event has a field the SQL never gives, ``request``."""
+
+
+def _transactions(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, list[str]]]:
+    """Each transaction the writer commits, in order: ("checked", rows, columns) for a block's
+    one statement, ("queued", rows, []) for staged tables (the odd lines' rows)."""
+    seen: list[tuple[str, int, list[str]]] = []
+    checked, commit = SegmentWriter.write_checked, SegmentWriter.commit
+
+    def spied_checked(self: SegmentWriter, select_sql: str, columns: dict[str, str], *args: Any) -> Any:
+        verified = checked(self, select_sql, columns, *args)
+        seen.append(("checked", verified.rows if verified else 0, list(columns)))
+        return verified
+
+    def spied_commit(self: SegmentWriter) -> int:
+        rows = commit(self)
+        if rows:
+            seen.append(("queued", rows, []))
+        return rows
+
+    monkeypatch.setattr(SegmentWriter, "write_checked", spied_checked)
+    monkeypatch.setattr(SegmentWriter, "commit", spied_commit)
+    return seen
+
+
+def test_blocks_are_all_big_and_the_odd_lines_rows_are_committed_once_after_them(
     rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # blocks grew 2, 4, 8... MiB: each costs a statement, a commit and a Python pass for its
-    # odd lines, while cutting them is all the reader thread does
-    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 4 << 10)
+    # a small first block, and the few rows of each block's odd lines committed between two
+    # blocks, were small transactions before big ones: the segment's checkpoint then rewrote
+    # its row groups (0.3-0.8 s of a 200k-line ingest, and a bigger file)
+    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 8 << 10)
+    monkeypatch.setattr(textrun, "RAW_BLOCK_BYTES", 192 << 10)
+    seen = _transactions(monkeypatch)
     src = tmp_path / "access.log"
-    _access_log(src, 1500)
-    assert src.stat().st_size > 40 * (4 << 10)
+    lines = list(nginx_combined(random.Random(4), 8000))
+    for at in (7900, 5000, 2100, 300, 10):
+        lines.insert(at, TLS)
+    lines.insert(1500, "garbage line")
+    src.write_text("\n".join(lines) + "\n")
     summary = rs.ingest(src, "web", format="nginx")
-    assert (summary.events, summary.blocks) == (1500, 2)
-    assert query_rows(rs, "web", "count", start="2024-01-01", end="2025-01-01") == [[1500]]
+    assert (summary.events, summary.rejects) == (8005, 1) and summary.first_rejects[0]["line"] == 1501
+    blocks = [rows for kind, rows, _ in seen if kind == "checked"]
+    assert len(blocks) == summary.blocks >= 4
+    assert blocks[0] >= 0.9 * max(blocks), f"a small first block: {blocks}"
+    assert [kind for kind, *_ in seen] == ["checked"] * len(blocks) + ["queued"], seen
+    tls = sum(line.startswith("10.") and "\\x16" in line for line in lines)  # the generator's own too
+    assert seen[-1][1] == tls > 5  # the odd lines' rows, once
+    assert query_rows(rs, "web", "count", where="exists request", **SPAN) == [[tls]]
+    assert query_rows(rs, "web", "count", **SPAN) == [[8005]]
+
+
+def test_odd_lines_rows_kept_back_are_bounded(rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # memory: past DEFER_ROWS waiting rows they are committed before the next block
+    from rootsift.ingest import textsql
+
+    monkeypatch.setattr(textsql, "DEFER_ROWS", 3)
+    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 8 << 10)
+    monkeypatch.setattr(textrun, "RAW_BLOCK_BYTES", 64 << 10)
+    seen = _transactions(monkeypatch)
+    src = tmp_path / "access.log"
+    lines = list(nginx_combined(random.Random(4), 3000))
+    for at in range(2900, 0, -150):
+        lines.insert(at, TLS)
+    src.write_text("\n".join(lines) + "\n")
+    summary = rs.ingest(src, "web", format="nginx")
+    tls = sum(line.startswith("10.") and "\\x16" in line for line in lines)
+    assert (summary.events, summary.rejects) == (len(lines), 0)
+    kinds = [kind for kind, *_ in seen]
+    assert kinds.count("queued") > 1 and kinds[0] == "checked" and "queued" in kinds[: len(kinds) - 1]
+    assert sum(rows for kind, rows, _ in seen if kind == "queued") == tls
+    assert query_rows(rs, "web", "count", where="exists request", **SPAN) == [[tls]]
+
+
+def test_a_field_of_the_odd_lines_at_the_front_is_a_column_of_the_blocks_own_insert(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the odd lines' ``request``, added by ALTER TABLE after the block's rows, made the
+    # checkpoint rewrite every row group: the front of the first block tells it in advance
+    seen = _transactions(monkeypatch)
+    src = tmp_path / "access.log"
+    lines = list(nginx_combined(random.Random(6), 2000))
+    lines.insert(50, TLS)
+    lines.insert(1800, TLS)
+    src.write_text("\n".join(lines) + "\n")
+    summary = rs.ingest(src, "web", format="nginx")
+    assert (summary.events, summary.rejects) == (2002, 0)
+    assert "request" in seen[0][2] and seen[0][0] == "checked"
+    assert summary.new_fields.count("request") == 1
+    tls = sum("\\x16" in line for line in lines)
+    assert query_rows(rs, "web", "count", where="exists request", **SPAN) == [[tls]]
+
+
+def test_a_field_with_no_value_at_the_front_still_gets_its_later_values(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the front decides the first block's new columns; a line with a value for another
+    # field goes to Python, which adds it: nothing is lost, and later blocks insert it
+    from rootsift.ingest import textprobe
+
+    monkeypatch.setattr(textprobe, "PROBE_BYTES", 4 << 10)
+    monkeypatch.setattr(textrun, "RAW_BLOCK_BYTES", 64 << 10)
+    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 8 << 10)
+    src = tmp_path / "access.log"
+    lines = list(nginx_combined(random.Random(8), 2000))
+    users = {at: lines[at].replace(" - - [", f" - user{at} [", 1) for at in (900, 1300, 1700)}
+    for at, line in users.items():
+        lines[at] = line
+    src.write_text("\n".join(lines) + "\n")
+    summary = rs.ingest(src, "web", format="nginx")
+    assert (summary.events, summary.rejects) == (2000, 0) and summary.blocks > 2
+    assert "remote_user" in summary.new_fields
+    found = query_rows(rs, "web", "count", breakdowns=["remote_user"], where="exists remote_user", **SPAN)
+    assert sorted(found) == sorted([f"user{at}", 1] for at in users)
 
 
 def _visible(data: Path, dataset: str) -> int | None:
@@ -177,7 +311,6 @@ def test_an_odd_line_not_found_in_the_block_is_numbered_by_duckdb(
     # still handed to Python with its number (an ordered read of the block), never dropped
     from rootsift.ingest import textsql
 
-    monkeypatch.setattr(textrun, "FIRST_BLOCK_BYTES", 8 << 10)
     monkeypatch.setattr(textsql, "odd_lines", lambda *_: [])
     src = tmp_path / "access.log"
     lines = list(nginx_combined(random.Random(9), 2000))
@@ -187,3 +320,38 @@ def test_an_odd_line_not_found_in_the_block_is_numbered_by_duckdb(
     summary = rs.ingest(src, "web", format="nginx")
     assert (summary.events, summary.rejects) == (2000, 2)
     assert [r["line"] for r in summary.first_rejects] == [901, 1502]
+
+
+def test_a_parser_thread_shortens_the_gil_switch_interval_while_it_runs(
+    rs: Rootsift, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the storing thread waited up to 5 ms for the GIL each time it ran a little Python
+    # between DuckDB calls (0.85 s of a 200k-entry slow log's ingest)
+    from rootsift.ingest.textgil import SWITCH_INTERVAL
+
+    before = sys.getswitchinterval()
+    seen: list[float] = []
+    dumped = textrun.dumped
+
+    def spied(event: dict[str, Any], fmt: str) -> bytes | str:
+        seen.append(sys.getswitchinterval())
+        return dumped(event, fmt)
+
+    monkeypatch.setattr(textrun, "dumped", spied)
+    src = tmp_path / "app.log"
+    src.write_text("".join(f"time=2024-05-01T10:00:{i % 60:02d}Z level=info i={i}\n" for i in range(300)))
+    assert rs.ingest(src, "app", format="logfmt").events == 300
+    assert seen and set(seen) == {min(before, SWITCH_INTERVAL)}
+    assert sys.getswitchinterval() == before
+
+
+def test_the_switch_interval_comes_back_when_the_last_parser_ends() -> None:
+    from rootsift.ingest.textgil import SWITCH_INTERVAL, sharing_gil
+
+    before = sys.getswitchinterval()
+    a, b = sharing_gil(iter(range(5))), sharing_gil(iter(range(5)))
+    assert (next(a), next(b)) == (0, 0)
+    a.close()  # an ingest that stopped early
+    assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL)
+    assert list(b) == [1, 2, 3, 4]
+    assert sys.getswitchinterval() == before

@@ -31,6 +31,7 @@ from rootsift.ingest.rejects import Reject
 from rootsift.ingest.sources import BOM, Input, line_blocks, open_input
 from rootsift.ingest.staging import write_file
 from rootsift.ingest.streams import paced_buffers
+from rootsift.ingest.textgil import sharing_gil
 from rootsift.ingest.textslow import SlowLines, entry_blocks
 from rootsift.ingest.textsql import RawLines
 
@@ -46,10 +47,14 @@ TEXT_BLOCK_BYTES = 16 << 20
 The last block is stored after the parser has finished, on DuckDB alone: at 32 MiB that tail
 was half of a 200k-entry slow log's storing (ADR 0016, amendment)."""
 RAW_BLOCK_BYTES = 64 << 20
-"""Log bytes per block DuckDB parses (``RawLines``) after the first: the reader thread only
+"""Log bytes per block DuckDB parses (``RawLines``), the first included: the reader thread only
 cuts them, DuckDB's statement uses every core, and each block costs a commit and a Python
-pass for its odd lines, so fewer blocks are faster (ADR 0016, amendment)."""
+pass for its odd lines, so fewer blocks are faster. A small first block cost more still: a
+small transaction followed by a big one in the same segment made its checkpoint rewrite the
+row groups (0.3-0.8 s, a quarter of a 200k-line ingest; ADR 0016, second amendment)."""
 FIRST_BLOCK_BYTES = 2 << 20
+"""The first block of JSON lines a parser's events make (storing starts early); the pieces
+the reader thread reads lines in."""
 MAX_EVENT_BYTES = 8 << 20
 """Largest event stored whole (DuckDB's JSON reader takes objects up to 16 MiB); longer
 text values are cut to ``MAX_TEXT_CHARS`` and the cut is recorded on the event."""
@@ -163,7 +168,8 @@ def text_blocks(
                 yield _sealed(block, buf, tmp_dir, done_bytes)
                 buf = bytearray()
             state = parser.blocks()
-            lines = _growing(line_blocks(_Joined(head.removeprefix(BOM), inp), FIRST_BLOCK_BYTES), block_bytes)
+            pieces = line_blocks(_Joined(head.removeprefix(BOM), inp), FIRST_BLOCK_BYTES)
+            lines = ((raw, first) for raw, first, _ in _growing(pieces, block_bytes, FIRST_BLOCK_BYTES))
             for raw, first, starts, ends, last in entry_blocks(lines, block_bytes):
                 slow = SlowLines(0, False, write_file(raw, tmp_dir, ".log"), first_line=first, state=state, tag=tag)
                 slow.fmt, slow.starts_entry, slow.ends_entry, slow.last = fmt.name, starts, ends, last
@@ -179,10 +185,10 @@ def text_blocks(
                 yield _sealed(block, buf, tmp_dir, done_bytes)
                 buf = bytearray()
             paced = pace if inp.is_stream else None
-            for raw, first in _raw_blocks(_Joined(head.removeprefix(BOM), inp), raw_bytes, paced):
+            for raw, first, last in _raw_blocks(_Joined(head.removeprefix(BOM), inp), raw_bytes, paced):
                 stats = RawLines(0, False, write_file(raw, tmp_dir, ".log"), first_line=first, plan=plan[1])
                 stats.compiled, stats.file_time, stats.tag, stats.fmt = plan[0], parser.options.file_time, tag, fmt.name
-                stats.whole_in_python, stats.clean = b"\r" in raw, clean(raw)
+                stats.whole_in_python, stats.clean, stats.last = b"\r" in raw, clean(raw), last
                 yield TextBlock(stats, [], [(0, number, label)], name_files=name_files, numbered=True,
                                 bytes_read=done_bytes + inp.position())  # fmt: skip
             done_bytes += inp.position()
@@ -192,7 +198,7 @@ def text_blocks(
         parsed = parser.read(_Joined(head.removeprefix(BOM), inp))
         paced = pace if inp.is_stream else None
         # a stream's parsed lines are cut every few seconds too, while it pauses or not
-        items: Iterator[Item | None] = parsed if paced is None else _timed(parsed, *paced)
+        items: Iterator[Item | None] = sharing_gil(parsed if paced is None else _timed(parsed, *paced))
         since = time.monotonic()
         for item in items:
             if item is None or (paced is not None and buf and time.monotonic() - since >= paced[0]):
@@ -258,31 +264,62 @@ def _timed(items: Iterator[Item], every: float, stop: threading.Event) -> Iterat
         yield got
 
 
-def _raw_blocks(source: _Joined, most: int, pace: Pace | None) -> Iterator[tuple[bytes, int]]:
-    """Blocks of whole lines for DuckDB: 2 MiB, then ``most``; for a stream (``pace``), what
-    arrived every ``pace[0]`` seconds (``streams.paced_buffers``), so each is committed."""
+def _raw_blocks(source: _Joined, most: int, pace: Pace | None) -> Iterator[tuple[bytes, int, bool]]:
+    """Blocks of whole lines for DuckDB, ``most`` bytes each, with their first line's number and
+    whether they end the input; for a stream (``pace``), what arrived every ``pace[0]`` seconds
+    (``streams.paced_buffers``), each committed at once (so each counts as the last)."""
     if pace is None:
-        return _growing(line_blocks(source, FIRST_BLOCK_BYTES), most, step=RAW_BLOCK_BYTES)
+        return _cut_blocks(source, most)
     stream = cast(BinaryIO, source)  # paced_buffers only calls read()
-    return ((bytes(buf[:end]), line) for buf, end, line in paced_buffers(stream, most, *pace))
+    return ((bytes(buf[:end]), line, True) for buf, end, line in paced_buffers(stream, most, *pace))
 
 
-def _growing(blocks: Iterator[tuple[bytes, int]], most: int, step: int = 2) -> Iterator[tuple[bytes, int]]:
-    """Blocks of whole lines joined into blocks of 2, 2 * ``step``, 2 * ``step``² ... MiB up to
-    ``most``: storing starts early, and later blocks are big enough that DuckDB's per-block
-    work is small beside them."""
+def _cut_blocks(source: _Joined, most: int) -> Iterator[tuple[bytes, int, bool]]:
+    """Blocks of whole lines of ``most`` bytes or a little more (read ``FIRST_BLOCK_BYTES`` at
+    a time, one read ahead to know the last), with their first line's number. A block's
+    newlines are counted after it is handed on, and only when another block follows: a file
+    of one block is never counted (25 ms per 25 MB, while DuckDB waits for the block)."""
+    step = min(FIRST_BLOCK_BYTES, most)
     parts: list[bytes] = []
-    size, first, limit = 0, 1, min(FIRST_BLOCK_BYTES, most)
-    for block, number in blocks:
+    size, line = 0, 1
+    data = source.read(step)
+    while data:
+        parts.append(data)
+        size += len(data)
+        data = source.read(step)
+        if size < most and data:
+            continue
+        block = b"".join(parts)
+        cut = len(block) if not data else block.rfind(b"\n") + 1
+        if cut == 0:  # no line has ended yet: read on
+            parts, size = [block], len(block)
+            continue
+        parts, size = ([block[cut:]], len(block) - cut) if cut < len(block) else ([], 0)
+        last = not data and not parts
+        yield (block if cut == len(block) else block[:cut]), line, last
+        if not last:
+            line += block.count(b"\n", 0, cut)
+
+
+def _growing(
+    pieces: Iterator[tuple[bytes, int]], most: int, first: int, step: int = 2
+) -> Iterator[tuple[bytes, int, bool]]:
+    """Pieces of whole lines joined into blocks of ``first``, ``first * step``, ... bytes up to
+    ``most``, each with its first line's number and whether it is the last (known by reading
+    one piece ahead)."""
+    parts: list[bytes] = []
+    size, number, limit = 0, 1, min(first, most)
+    ahead = next(pieces, None)
+    while ahead is not None:
+        piece, line = ahead
         if not parts:
-            first = number
-        parts.append(block)
-        size += len(block)
-        if size >= limit:
-            yield b"".join(parts), first
+            number = line
+        parts.append(piece)
+        size += len(piece)
+        ahead = next(pieces, None)
+        if size >= limit or ahead is None:
+            yield b"".join(parts), number, ahead is None
             parts, size, limit = [], 0, min(limit * step, most)
-    if parts:
-        yield b"".join(parts), first
 
 
 def sql_reading(parser: TextFormat, head: bytes) -> tuple[Compiled, SqlPlan] | None:

@@ -2,15 +2,16 @@
 
 The reader thread only cuts the input into blocks of whole lines and writes each to a
 file (``RawLines``); ``TextLinesReader`` reads the file with ``read_csv`` as one text
-column, splits the lines with the plan's regex and converts the values. After a plan's
-first block, that is one statement (``_one_pass``) without line numbers, so DuckDB runs
-it on every thread: a checked insert into the store of the lines the SQL reads, while the
-texts of the others reach ``odd_line``; those lines are then found and numbered in the
-block (``odd_lines``) and parsed by the format's Python parser (staged as JSON lines), so
-every line gives the event or the reject it gave before, with its line number. The first
-block goes through a numbered temp table (``_two_passes``, ``textlines.numbered``), where
-DuckDB counts which fields have values before any is added. A block DuckDB cannot read as text (invalid UTF-8,
-a stray control byte, ``\\r`` line ends) is parsed in Python whole. Slow logs: ``textslow``.
+column, splits the lines with the plan's regex and converts the values: one statement
+per block (``_one_pass``) without line numbers, so DuckDB runs it on every thread: a
+checked insert into the store of the lines the SQL reads, while the texts of the others
+reach ``odd_line``; those lines are then found and numbered in the block (``odd_lines``)
+and parsed by the format's Python parser (staged as JSON lines, committed once after the
+input's last block), so every line gives the event or the reject it gave before, with its
+line number. Before a plan's first block, its front tells which new fields to add
+(``textprobe``). Blocks whose fields have other types in the catalog go through a numbered
+temp table (``_two_passes``). A block DuckDB cannot read as text (invalid UTF-8, a stray
+control byte, ``\\r`` line ends) is parsed in Python whole. Slow logs: ``textslow``.
 See docs/adr/0016-text-formats-in-one-duckdb-pass.md.
 """
 
@@ -32,7 +33,8 @@ from rootsift.ingest.formats.base import TIME_KEY, Item, numbered_lines
 from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.staging import LINE_KEY, Staged
-from rootsift.ingest.textlines import LINES, numbered
+from rootsift.ingest.textlines import LINES, numbered, odd_lines
+from rootsift.ingest.textprobe import read_front
 from rootsift.ingest.textslow import SlowLines, stage_slow
 from rootsift.ingest.timefield import TimeSpec
 from rootsift.store.base import TIME_COLUMN, FieldInfo
@@ -56,6 +58,17 @@ class RawLines(BlockStats):
     """The block is ASCII without the control bytes on which RE2 and Python's ``re`` differ."""
     whole_in_python: bool = False
     """Set when the block cannot be read as text by DuckDB the way Python reads it (``\\r``)."""
+    last: bool = True
+    """The input's last block, or a stream's (each committed at once). Before it, the rows of
+    the odd lines wait (``DEFER_ROWS``): the input's blocks go into pending segments, visible
+    together when it ends, so committing them later hides nothing."""
+
+
+DEFER_ROWS = 1 << 17
+"""Most rows of odd lines kept back for one commit at the end of the input (``RawLines.last``).
+Committed between two blocks, the few rows of a block's odd lines were a small transaction
+before a big one, which made the segment's checkpoint rewrite its row groups (0.4-0.8 s for
+1M lines); this many rows are a big transaction themselves (DuckDB's row group is 122,880)."""
 
 
 class TextLinesReader(JsonLinesReader):
@@ -67,8 +80,10 @@ class TextLinesReader(JsonLinesReader):
         """Where ``odd_line`` puts the texts of the odd lines of the statement running now."""
         self._odd_name: str | None = None
         self._settled: set[str] = set()
-        """The plans (by regex) whose fields were decided by a block in ``_two_passes``."""
+        """The plans (by regex) whose new fields were decided by a first block."""
         self._types: dict[str, list[tuple[str, str]]] = {}
+        self._deferred: list[Staged] = []
+        """The staged rows of odd lines kept back until the input's last block (``DEFER_ROWS``)."""
 
     def stage(self, block: bytes | None, first_line: int, stats: Any = None) -> Staged:
         if isinstance(stats, SlowLines):
@@ -86,6 +101,12 @@ class TextLinesReader(JsonLinesReader):
             os.unlink(stats.path)
 
     def _stage_raw(self, raw: RawLines, path: str) -> Staged:
+        staged = self._parsed(raw, path)
+        if raw.last or sum(d.rows for d in self._deferred) >= DEFER_ROWS:
+            self._flush()
+        return staged
+
+    def _parsed(self, raw: RawLines, path: str) -> Staged:
         plan = raw.plan
         assert plan is not None
         if raw.whole_in_python:
@@ -107,11 +128,11 @@ class TextLinesReader(JsonLinesReader):
     def _with_rest(self, staged: Staged, rest: Staged) -> Staged:
         """``staged`` and ``rest`` (the rows the Python parser gave for the same block) together."""
         if staged.committed:
-            # the rest is queued on the writer (committed before the next block is written)
+            # the rest waits for the input's last block (``_flush``)
             staged.rejects = sorted(staged.rejects + rest.rejects, key=lambda r: r.line)
             staged.new_fields += rest.new_fields
             if rest.rows and self.writer is not None:
-                self.writer.append(rest.table, rest.new_fields, rest.rows, rest.span)
+                self._deferred.append(rest)
             else:
                 self.cur.execute(f"DROP TABLE IF EXISTS {rest.table}")
             return staged
@@ -119,6 +140,13 @@ class TextLinesReader(JsonLinesReader):
             return self._absorbed(staged, rest)
         finally:
             self.cur.execute(f"DROP TABLE IF EXISTS {rest.table}")
+
+    def _flush(self) -> None:
+        """Queue the odd lines' rows kept back on the writer (committed after this block)."""
+        deferred, self._deferred = self._deferred, []
+        for rest in deferred:
+            assert self.writer is not None  # only deferred with a writer
+            self.writer.append(rest.table, rest.new_fields, rest.rows, rest.span)
 
     def _split(self, raw: RawLines, plan: SqlPlan, path: str, number: bool = True) -> str:
         """SQL: every line of the block (``n``, numbered in the log, when ``number``; ``line``),
@@ -138,24 +166,33 @@ class TextLinesReader(JsonLinesReader):
         """The block in one statement: split, convert and insert into the store (checked,
         committed) the lines the SQL reads, while ``odd_line`` hands the others to ``odd``.
 
-        Only the fields the catalog has are inserted, with its types: a line with a value
-        for a field it has not (yet) is left to Python too, which adds the field. None when
-        that does not hold (the plan's first block, which has every field new, goes through
-        ``_two_passes``, as do blocks whose fields have other types in the catalog)."""
+        Only the fields the catalog has are inserted, with its types, and in the plan's first
+        block the new ones that have a value at its front (``_front``, ``textprobe``):
+        a line with a value for a field not inserted is left to Python too, which adds the
+        field. None when that does not hold (blocks whose fields have other types in the
+        catalog go through ``_two_passes``)."""
         if self.writer is None or (self.time_field, self.time_format) != (TIME_KEY, "rfc3339"):
             return None
         leaves = [([name], t) for name, t in self._plan_types(plan, raw, path) if name != TIME_KEY]
         names = self._names(leaves)
         if any(n in self.fields and self.fields[n].type != t for (_, t), n in zip(leaves, names)):
             return None
-        new = [p[0] for (p, _), n in zip(leaves, names) if n not in self.fields]
-        if new and plan.regex not in self._settled:
-            return None
-        kept = [(p[0], t, n) for (p, t), n in zip(leaves, names) if n in self.fields]
+        known = set(self.fields)
+        valued: set[str] = set()
+        extra: list[FieldInfo] = []
+        if plan.regex not in self._settled:
+            try:
+                valued, extra = self._front(raw, plan, path)  # leaves the plan's own fields as they were
+            except duckdb.InvalidInputException:
+                return None  # not text as DuckDB reads it: see _stage_raw
+        added = [FieldInfo(n, t, p) for (p, t), n in zip(leaves, names) if n not in known and p[0] in valued]
+        new = [p[0] for (p, _), n in zip(leaves, names) if n not in self.fields and p[0] not in valued]
+        kept = [(p[0], t, n) for (p, t), n in zip(leaves, names) if n in self.fields or p[0] in valued]
         keep = " AND ".join(["ok", *(f"{ident(name)} IS NULL" for name in new)])
         ts = ident(TIME_COLUMN)
         select = f"SELECT CAST({ident(TIME_KEY)} AS TIMESTAMP) AS {ts}" + "".join(
-            f", CAST({ident(p)} AS {t}) AS {ident(n)}" for p, t, n in kept
+            [f", CAST({ident(p)} AS {t}) AS {ident(n)}" for p, t, n in kept]
+            + [f", CAST(NULL AS {info.type}) AS {ident(info.name)}" for info in extra]  # the odd lines' fields
         )
         source = f"(SELECT *, coalesce({keep}, false) AS keep FROM ({self._split(raw, plan, path, number=False)}))"
 
@@ -170,14 +207,17 @@ class TextLinesReader(JsonLinesReader):
         try:
             verified = self.writer.write_checked(
                 f"{select} FROM {source} WHERE keep OR {self._odd_line()}(line, keep)",
-                {TIME_COLUMN: "TIMESTAMP", **{n: t for _, t, n in kept}},
-                [],
+                {TIME_COLUMN: "TIMESTAMP", **{n: t for _, t, n in kept}, **{f.name: f.type for f in extra}},
+                added + extra,
                 verify,
             )
         finally:
             self._odd = None
         if verified is None:
+            for info in extra:  # not stored: the block is read another way
+                del self.fields[info.name]
             return None
+        self._settled.add(plan.regex)
         if texts:
             found = odd_lines(path, raw.first_line, texts)
             missing = {text for text in texts if text is not None} - {line for _, line in found}
@@ -185,7 +225,28 @@ class TextLinesReader(JsonLinesReader):
                 # not found as DuckDB read it (never seen): numbered by DuckDB instead, in order
                 found += self._numbered(raw, path, missing)
             odd += found
-        return self._done(Staged("", verified.rows, verified.span, [], committed=True))
+        return self._done(Staged("", verified.rows, verified.span, added + extra, committed=True))
+
+    def _front(self, raw: RawLines, plan: SqlPlan, path: str) -> tuple[set[str], list[FieldInfo]]:
+        """The plan's fields with a value at the front of its first block, and the fields only
+        the Python parser gives, to the odd lines there (``textprobe``; in the catalog from now
+        on, with the types it gave them)."""
+        known = set(self.fields)
+        front = read_front(
+            self.cur, path, self.tmp_dir, [name for name, _ in plan.columns],
+            lambda probe: self._split(raw, plan, probe, number=False),
+        )  # fmt: skip
+        if front.odd:
+            rest = self._in_python(raw, [(raw.first_line, text) for text in front.odd])
+            self.cur.execute(f"DROP TABLE IF EXISTS {rest.table}")  # its lines are parsed again with the block
+        columns = {name for name, _ in plan.columns}
+        extra = []
+        for name in [name for name in self.fields if name not in known]:
+            if name in columns:
+                del self.fields[name]  # the statement decides the plan's own fields, with its types
+            else:
+                extra.append(self.fields[name])
+        return front.valued, extra
 
     def _numbered(self, raw: RawLines, path: str, texts: set[str]) -> list[tuple[int, str]]:
         """The lines of the block whose text (as DuckDB reads it) is one of ``texts``, numbered
@@ -332,21 +393,3 @@ class TextLinesReader(JsonLinesReader):
         staged = self._exact_lines(out, rejects)
         staged.rejects = sorted(rejects + staged.rejects, key=lambda r: r.line)
         return staged
-
-
-def odd_lines(path: str, first_line: int, texts: set[str | None]) -> list[tuple[int, str]]:
-    """Every line of the block file ``path`` (numbered from ``first_line``) whose text is one
-    of ``texts`` (None: an empty line, as DuckDB reads it), in file order.
-
-    Whether a line is odd depends on its text alone (the plan's checks and which of its
-    fields have values), so a text found odd once is odd wherever it occurs: numbering
-    the lines here, after the statement, lets DuckDB run it on all its threads without
-    keeping the lines in order (``row_number() OVER ()`` ran everything above it on one)."""
-    wanted = {b"" if text is None else text.encode() for text in texts}
-    with open(path, "rb") as fh:
-        data = fh.read()
-    found: list[tuple[int, str]] = []
-    for number, line in enumerate(data[:-1].split(b"\n") if data.endswith(b"\n") else data.split(b"\n"), first_line):
-        if line in wanted:
-            found.append((number, line.decode()))
-    return found
