@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from rootsift.analysis import sql as q
 from rootsift.analysis.changes.detect import MIN_SIZE
 from rootsift.store.base import TIME_COLUMN
 from rootsift.store.duckdb import DuckDBBackend
-from rootsift.store.sqltext import ident
 
 KIND_FIELDS = ("change.kind", "change", "kind")
 SCOPE_FIELDS = ("service", "host")
@@ -67,12 +67,8 @@ def load_events(
     """The change events of ``dataset`` in [start, end), with warnings."""
     fields = backend.fields(dataset)
     texty = [n for n, f in fields.items() if f.type == "VARCHAR" and not n.endswith("#raw") and n != "_overflow"]
-    rel = backend.relation_text(dataset, start, end)
-    if rel is None:
-        return [], [f"--changes {dataset}: no change events in the range"]
-    cols = ", ".join(ident(n) for n in texty)
-    sql = f"SELECT {ident(TIME_COLUMN)}{', ' + cols if cols else ''} FROM {rel} ORDER BY 1 LIMIT {MAX_EVENTS + 1}"
-    rows = backend.execute_sql(sql, []).rows
+    query = q.select([q.col(n) for n in (TIME_COLUMN, *texty)], backend.relation(dataset, start, end))
+    rows = backend.execute(q.order_by(query, q.num(1)).limit(q.num(MAX_EVENTS + 1), copy=False), []).rows
     warnings = []
     if len(rows) > MAX_EVENTS:
         warnings.append(f"--changes {dataset}: more than {MAX_EVENTS:,} events; the first {MAX_EVENTS:,} are used")
