@@ -348,16 +348,20 @@ def test_investigate_ranks_change_events_as_suspects_of_its_onset(tmp_path: Path
     assert {"flip flag x", "deploy api 2.1", "raise pool"} == {s["event"] for s in suspects}
 
 
-def _turns_store(data: Path) -> None:
+def _turns_store(data: Path, at_handover: bool = False) -> None:
     """Three days of writes, a few a minute, served by whichever server leads: ``slow`` (4x
     the others' latency) leads in recurring turns. A decoy is made 6 minutes into a slow
     turn (a large step at its time); the cause, inside the next slow turn, raises every
     leader's latency 1.5x; 10 hours later latency jumps 5x. ``server`` (where the request
-    landed) is spread over every bucket, ``version`` is rolled out once, at the cause."""
+    landed) is spread over every bucket, ``version`` is rolled out once, at the cause.
+    ``at_handover``: the slow turn ends 10 minutes before the cause and ``b`` leads from
+    then on (the cause lands right after a hand-over)."""
     rng = np.random.default_rng(12)
     turns = [(0, "a"), (5, "slow"), (9, "b"), (14, "c"), (18, "slow"), (22, "a"), (27, "b"), (31, "slow")]
     turns += [(35, "c"), (40, "a"), (44, "slow"), (50.5, "b"), (55, "c"), (58, "slow"), (62, "a"), (66, "b")]
     decoy, cause, jump = 44.1, 48.0, 58.5
+    if at_handover:
+        turns = [(h, name) if h != 50.5 else (cause - 1 / 6, name) for h, name in turns]
 
     def leader(hour: float) -> str:
         return [name for start, name in turns if start <= hour][-1]
@@ -406,6 +410,27 @@ def test_a_shift_that_follows_a_host_into_its_turn_is_not_a_change(tmp_path: Pat
     assert decoy["score"] < suspects[0]["score"]
 
 
+@pytest.mark.parametrize("command", ["changes", "investigate"])
+def test_a_change_made_right_after_a_hand_over_keeps_its_step(tmp_path: Path, command: str) -> None:
+    """The cause lands 10 minutes after a slow turn hands over to ``b``: a jump measured at
+    the hand-over (stitching) held the cause's 1.5x too and took it out with the slow
+    leader's; each holder's level read over all of its turns keeps it, so the cause is
+    still the first suspect, ahead of the decoy made at the start of the slow turn."""
+    data = tmp_path / "data"
+    _turns_store(data, at_handover=True)
+    with Rootsift(data) as rs:
+        if command == "changes":
+            result = rs.changes("writes", measure="p50(duration_ms)", events="changes", granularity="10m").as_dict()
+            assert result["method"]["regime"]["field"] == "leader"
+        else:
+            result = rs.investigate("writes", measure="duration_ms", changes="changes").as_dict()
+    suspects = [f for f in result["findings"] if f["kind"] == "suspect"]
+    assert suspects[0]["event"] == "cause" and suspects[0]["regime"] == "leader", suspects
+    decoy = next(s for s in suspects if s["event"] == "decoy")
+    # ranked by its own step, not by a tie of nothing (stitched, the cause's step was negative)
+    assert suspects[0]["p_value"] < 1e-3 and suspects[0]["score"] > decoy["score"], suspects
+
+
 def test_a_regime_recurs_holds_each_bucket_and_moves_the_level() -> None:
     """``judge`` takes a field that alternates and moves the level at its switches; not one
     rolled out once, not one spread over each bucket, not one whose switches move nothing."""
@@ -423,10 +448,10 @@ def test_a_regime_recurs_holds_each_bucket_and_moves_the_level() -> None:
     assert reg.judge("leader", values, modes, np.full(len(modes), 0.4)) is None  # spread over each bucket
     once = ["v1"] * 130 + ["v2"] * 125
     assert reg.judge("version", values, once, full) is None
-    stitched = reg.stitch(values, modes)
-    assert np.ptp(np.log(stitched)) < 1.0 < np.ptp(np.log(values))
     regime = reg.judge("leader", values, modes, full)
     assert regime is not None and regime.switches == 9
+    adjusted = regime.adjusted(values, 51)  # each holder's own level taken out
+    assert np.ptp(np.log(adjusted)) < 1.0 < np.ptp(np.log(values))
     assert regime.at_switch(30) and regime.at_switch(31) and not regime.at_switch(15)  # a's turn ends at 30
 
 

@@ -8,7 +8,7 @@ nearest preceding change is the likelier cause (an effect that ramps up after a 
 shows no step at the deploy itself). The series is the measure's p50 per bucket (a
 stall or a drop: the event count), over the range investigate looked at; when a text field
 of the dataset is a regime of it (a leader handed on in turns, ``changes/regimes.py``), the
-steps are measured on the series stitched at its hand-overs, as ``changes`` does, and an
+steps are measured on the series less each holder's own level, as ``changes`` does, and an
 onset within a bucket of a hand-over gives no event the coincidence bonus.
 """
 
@@ -63,8 +63,8 @@ def onset_suspects(
         regime = found_regimes.get(s.group)
     except RootsiftError as exc:  # the ranking stands without it
         warnings.append(f"regime fields not looked for: {exc}")
-    if regime is not None:  # judged on the series stitched at the role's hand-overs
-        values = regime.stitched(s.values)
+    if regime is not None:  # judged on the series less each holder's own level
+        values = regime.adjusted(s.values, reg.day_window(made.granularity))
         early = [t for t in early if not regime.at_switch(s.times.index(t))]
     ranked = sus.rank(events, s.times, values, at, 1 if up else -1, None, early)
     for x in ranked:

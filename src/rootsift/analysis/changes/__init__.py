@@ -106,8 +106,8 @@ def changes(
             others = [(o.times, o.values) for o in made.series if o.group != shift.group] if by else None
             values, early = s.values, onsets[:-1]
             regime = regimes.get(shift.group)
-            if regime is not None:  # judged on the series stitched at the role's hand-overs
-                values = regime.stitched(s.values)
+            if regime is not None:  # judged on the series less each holder's own level
+                values = regime.adjusted(s.values, reg.day_window(width))
                 early = [o for o in early if not regime.at_switch(s.times.index(o))]
             shift.suspects = sus.rank(evs, s.times, values, at, shift.direction, group, early, others)
             for x in shift.suspects:

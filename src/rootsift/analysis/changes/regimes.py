@@ -5,11 +5,15 @@ which the series' level jumps at each hand-over.
 A shift that follows a host into its turn is a property of the host, not of a change made
 at that time (the consul case: writes are slow while a server with a large BoltDB freelist
 leads, and a change made at the start of such a term shows a large step at its time).
-Before change events are judged, the series is **stitched** at every switch: from each
-switch on, the jump there (the median of up to ``STITCH`` buckets of the new turn less
-that of the old one's last) is taken out. What remains is the level the series would have
-kept had the role not moved: steps that show across turns (a change to the whole system),
-drift within them, and the daily cycle.
+Before change events are judged, each holder's **own level** is taken out of the series
+(``holder_levels``): the series is read as a common level in time plus a level per holder,
+fitted by backfitting (the common level a running median over a day of the series less
+the holders' levels; each holder's level the median of its buckets less the common level).
+What remains is the level the series would have kept had the role not moved: steps that
+show across turns (a change to the whole system), drift, and the daily cycle. A level read
+over all of a holder's turns, unlike a jump measured at each hand-over, does not take out a
+change made at a hand-over (stitching did: the jump there held the change too), and its
+errors do not add up from switch to switch.
 
 A field is a regime of a series when, over its buckets:
 
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -71,10 +75,12 @@ class Regime:
     switches: int
     p_value: float
 
-    def stitched(self, values: np.ndarray) -> np.ndarray:
-        """``values`` with the jump at every switch taken out from the switch on (on the log
-        scale when every value is positive)."""
-        return stitch(values, self.modes)
+    def adjusted(self, values: np.ndarray, window: int) -> np.ndarray:
+        """``values`` less each holder's own level (``holder_levels``): the series as a
+        typical holder would have made it (on the log scale when every value is positive)."""
+        x, positive = _scale(values)
+        out = x - holder_levels(x, self.modes, window)
+        return np.exp(out) if positive else out
 
     def at_switch(self, index: int) -> bool:
         """Whether bucket ``index`` is within a bucket of a switch (a change point there may be
@@ -108,14 +114,32 @@ def _jumps(x: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
     )
 
 
-def stitch(values: np.ndarray, modes: list[object]) -> np.ndarray:
-    """``values`` less, from each switch of ``modes`` on, the jump at that switch."""
-    x, positive = _scale(values)
-    spans = runs(modes)
-    out = x.copy()
-    for (b0, _), jump in zip(spans[1:], _jumps(x, spans), strict=True):
-        out[b0:] -= jump
-    return np.exp(out) if positive else out
+BACKFIT_ROUNDS = 5
+
+
+def day_window(width: timedelta) -> int:
+    """Buckets of ``width`` in a day (the common level's running window), at least a turn's
+    worth either side of a bucket."""
+    return max(2 * STITCH + 1, round(timedelta(days=1) / width))
+
+
+def holder_levels(x: np.ndarray, modes: list[object], window: int) -> np.ndarray:
+    """Each bucket's holder's own level, estimated over all of its turns: x = b(t) +
+    L(holder), b a running median over ``window`` buckets, fitted by backfitting (b from
+    the series less the levels, each level the median of its holder's buckets less b; the
+    levels centred on the median bucket). Unlike a jump measured at a switch, a level read
+    over every turn does not take out a change made at the hand-over."""
+    keys = np.array([str(m) for m in modes])
+    holders, index = np.unique(keys, return_inverse=True)
+    levels = np.zeros(len(holders))
+    half = max(1, window // 2)
+    for _ in range(BACKFIT_ROUNDS):
+        r = x - levels[index]
+        padded = np.pad(r, half, mode="edge")
+        base = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1), axis=1)[: len(x)]
+        levels = np.array([float(np.median((x - base)[index == h])) for h in range(len(holders))])
+        levels -= float(np.median(levels[index]))
+    return np.asarray(levels[index])
 
 
 def judge(field: str, values: np.ndarray, modes: list[object], shares: np.ndarray) -> Regime | None:

@@ -100,8 +100,8 @@ class Suspect:
     """In scope: the step here less the median step of the other groups (shift's direction)."""
     exclusivity_z: float | None = None
     regime: str | None = None
-    """The field whose hand-overs were stitched out of the series before the step was measured
-    (``regimes``), or None."""
+    """The field (a role handed on in turns) whose holders' own levels were taken out of the
+    series before the step was measured (``regimes``), or None."""
 
 
 def deseasoned(times: list[datetime], values: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -143,6 +143,7 @@ def rank(
     span = times[-1] - times[0]
     window = min(WINDOW, span / 6) if span > timedelta(0) else WINDOW
     series, seasonal = deseasoned(times, values)
+    how = "day over day" if seasonal else "level"
     t = np.array(times, dtype="datetime64[us]")
     step = (times[1] - times[0]) if len(times) > 1 else timedelta(0)
     rest = [deseasoned(ts, vs)[0] for ts, vs in others or []]
@@ -154,7 +155,7 @@ def rank(
             continue
         scoped = group is not None and _touches(e, group)
         if e.time >= change + step:  # after the change point's bucket: never a cause
-            out.append(Suspect(e, "after", lead, 0.0, 1.0, scoped, "day over day" if seasonal else "level"))
+            out.append(Suspect(e, "after", lead, 0.0, 1.0, scoped, how))
             continue
         near = any(o - MIN_SIZE * step <= e.time < o + step for o in onsets or [])
         et = np.datetime64(e.time, "us")
@@ -171,7 +172,7 @@ def rank(
             p = float(sps.mannwhitneyu(after, before, alternative=alt).pvalue)
             z = float(sps.norm.isf(max(p, 1e-300)))
         relation = "before" if e.time < change else "at"
-        found = Suspect(e, relation, lead, z, p, scoped, "day over day" if seasonal else "level", near)
+        found = Suspect(e, relation, lead, z, p, scoped, how, near)
         if scoped and len(before) and len(after):
             measured = [_step(x, tt, lo, et, hi) for x, tt in zip(rest, rest_t, strict=True)]
             steps = [d for d in measured if d is not None]
