@@ -450,8 +450,9 @@ def test_a_regime_recurs_holds_each_bucket_and_moves_the_level() -> None:
     assert reg.judge("version", values, once, full) is None
     regime = reg.judge("leader", values, modes, full)
     assert regime is not None and regime.switches == 9
-    adjusted = regime.adjusted(values, 51)  # each holder's own level taken out
-    assert np.ptp(np.log(adjusted)) < 1.0 < np.ptp(np.log(values))
+    for event in (10, 30, 31):  # stitched around an event inside a turn, in a switch's bucket, just after it
+        stitched = regime.stitched_around(values, event, 51)
+        assert np.ptp(np.log(stitched)) < 1.0 < np.ptp(np.log(values))
     assert regime.at_switch(30) and regime.at_switch(31) and not regime.at_switch(15)  # a's turn ends at 30
 
 
@@ -478,6 +479,43 @@ def test_a_change_of_slope_is_a_slope_finding_at_the_kink(tmp_path: Path) -> Non
     assert 0.5 < cps[0]["before"] < 1.5 and 4.5 < cps[0]["after"] < 5.5 and cps[0]["p_value"] < 1e-6
     text = CliRunner().invoke(main, args)
     assert text.exit_code == 0 and "/" in text.output.splitlines()[3] and "slope per bucket" in text.output
+
+
+def test_a_change_of_slope_has_suspects(tmp_path: Path) -> None:
+    """The disk of the slope test, with change events: a debug-logging flag a minute
+    before the kink, a config push two hours before it, a deploy an hour after it. The
+    first finding is the flag, as a suspect of the slope change point, by its step (judged
+    on the increments: they step up right after it); the deploy is ``after``."""
+    rng = np.random.default_rng(4)
+    used = 1000 + np.cumsum(np.where(np.arange(360) >= 180, 5.0, 1.0) + rng.normal(0, 1, 360))
+    rows = [
+        {"timestamp": (T0 + timedelta(minutes=m)).isoformat() + "Z", "disk_mb": round(float(v), 3)}
+        for m, v in enumerate(used)
+    ]
+    (tmp_path / "disk.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    changes = [
+        {"timestamp": (T0 + timedelta(minutes=m)).isoformat() + "Z", "change.kind": k, "description": d}
+        for m, k, d in [
+            (60, "config", "rotate logs hourly"),
+            (179, "flag", "debug logging on"),
+            (240, "deploy", "api 2.2"),
+        ]
+    ]
+    (tmp_path / "changes.jsonl").write_text("".join(json.dumps(c) + "\n" for c in changes))
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(tmp_path / "disk.jsonl", "disk")
+        rs.ingest(tmp_path / "changes.jsonl", "changes")
+        result = rs.changes("disk", measure="avg(disk_mb)", granularity="1m", events="changes").as_dict()
+    first = result["findings"][0]
+    assert first["kind"] == "suspect" and first["event"] == "debug logging on", [
+        {k: f.get(k) for k in ("event", "step_z", "coincides_with_onset", "relation", "time", "onset")}
+        for f in result["findings"][:3]
+    ]
+    decoy = next(f for f in result["findings"] if f.get("event") == "rotate logs hourly")
+    assert first["relation"] in ("before", "at") and first["score"] > decoy["score"] + 1, first
+    slope = next(f for f in result["findings"] if f["kind"] == "changepoint")
+    assert slope["aspect"] == "slope" and slope["suspects"][0] == "debug logging on"
+    assert "api 2.2" in slope["events_after"] and "api 2.2" not in slope["suspects"]
 
 
 def test_investigate_ranks_its_onset_suspects_on_the_series_stitched_at_hand_overs(tmp_path: Path) -> None:

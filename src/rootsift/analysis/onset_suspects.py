@@ -63,10 +63,12 @@ def onset_suspects(
         regime = found_regimes.get(s.group)
     except RootsiftError as exc:  # the ranking stands without it
         warnings.append(f"regime fields not looked for: {exc}")
-    if regime is not None:  # judged on the series less each holder's own level
-        values = regime.adjusted(s.values, reg.day_window(made.granularity))
+    around = None
+    if regime is not None:  # judged on the series stitched at the hand-overs, around each event
+        window = reg.day_window(made.granularity)
+        around = lambda event: regime.stitched_around(s.values, event, window)  # noqa: E731
         early = [t for t in early if not regime.at_switch(s.times.index(t))]
-    ranked = sus.rank(events, s.times, values, at, 1 if up else -1, None, early)
+    ranked = sus.rank(events, s.times, values, at, 1 if up else -1, None, early, None, around)
     for x in ranked:
         x.regime = regime.field if regime is not None else None
     causes = sorted(

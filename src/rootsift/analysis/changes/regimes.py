@@ -75,11 +75,31 @@ class Regime:
     switches: int
     p_value: float
 
-    def adjusted(self, values: np.ndarray, window: int) -> np.ndarray:
-        """``values`` less each holder's own level (``holder_levels``): the series as a
-        typical holder would have made it (on the log scale when every value is positive)."""
+    def stitched_around(self, values: np.ndarray, event: int, window: int) -> np.ndarray:
+        """``values`` less, from each switch on, the jump there, measured on one side of the
+        bucket ``event`` (the one a change event fell in) only: a jump measured across the
+        event holds the event's own step too, and would take it out with the hand-over's.
+        Each side of a switch reads up to ``STITCH`` buckets of its turn, those before the
+        event when both sides have some, else those after it; with neither (the event in
+        the switch's own bucket), the jump is the difference of the two holders' own levels
+        read over all their turns (``holder_levels``, over ``window`` buckets). On the log
+        scale when every value is positive."""
         x, positive = _scale(values)
-        out = x - holder_levels(x, self.modes, window)
+        spans = runs(self.modes)
+        levels: np.ndarray | None = None
+        out = x.copy()
+        for (a0, a1), (b0, b1) in zip(spans, spans[1:], strict=False):
+            old, new = (max(a0, a1 - STITCH), a1), (b0, min(b1, b0 + STITCH))
+            sides = [((old[0], min(old[1], event)), (new[0], min(new[1], event)))]
+            sides.append(((max(old[0], event + 1), old[1]), (max(new[0], event + 1), new[1])))
+            usable = [(o, n) for o, n in sides if o[1] > o[0] and n[1] > n[0]]
+            if usable:
+                (o0, o1), (n0, n1) = usable[0]
+                jump = float(np.median(x[n0:n1]) - np.median(x[o0:o1]))
+            else:
+                levels = holder_levels(x, self.modes, window) if levels is None else levels
+                jump = float(levels[b0] - levels[a1 - 1])
+            out[b0:] -= jump
         return np.exp(out) if positive else out
 
     def at_switch(self, index: int) -> bool:

@@ -19,7 +19,9 @@ and scope.
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -128,6 +130,7 @@ def rank(
     group: tuple[str, object] | None,
     onsets: list[datetime] | None = None,
     others: list[tuple[list[datetime], np.ndarray]] | None = None,
+    around: Callable[[int], np.ndarray] | None = None,
 ) -> list[Suspect]:
     """The events around the change point at bucket ``at`` (shift ``direction`` +1 or −1),
     causes first, then the events after it. ``onsets``: the earlier change points of the
@@ -138,7 +141,9 @@ def rank(
     measured across it, plus (for an event in scope) its exclusivity: ``others`` are the
     other groups' series; the step at the event in this group less the median step at the
     same time in the others, over their spread (a difference in differences, with at
-    least ``MIN_OTHERS`` untouched groups)."""
+    least ``MIN_OTHERS`` untouched groups). ``around``: the series as the step at an event
+    in a given bucket is to be measured on (a regime's hand-overs stitched out around it,
+    ``regimes.py``), instead of ``values``."""
     change = times[at]
     span = times[-1] - times[0]
     window = min(WINDOW, span / 6) if span > timedelta(0) else WINDOW
@@ -159,6 +164,8 @@ def rank(
             continue
         near = any(o - MIN_SIZE * step <= e.time < o + step for o in onsets or [])
         et = np.datetime64(e.time, "us")
+        if around is not None:  # the series as judged at this event
+            series = deseasoned(times, around(max(0, bisect.bisect_right(times, e.time) - 1)))[0]
         # up to the change point, but never fewer than MIN_WINDOW_POINTS buckets: an event
         # right before the jump is measured across it
         reach = max(min(change, e.time + window), e.time + MIN_WINDOW_POINTS * step)
