@@ -8,8 +8,9 @@ nearest preceding change is the likelier cause (an effect that ramps up after a 
 shows no step at the deploy itself). The series is the measure's p50 per bucket (a
 stall or a drop: the event count), over the range investigate looked at; when a text field
 of the dataset is a regime of it (a leader handed on in turns, ``changes/regimes.py``), the
-steps are measured on the series less each holder's own level, as ``changes`` does, and an
-onset within a bucket of a hand-over gives no event the coincidence bonus.
+steps are measured on the series stitched at its hand-overs around each event, as
+``changes`` does, and an onset within a bucket of a hand-over gives no event the
+coincidence bonus.
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ def show(result: Changes, limit: int) -> None:
             out.print(
                 f"suspect     {f['time']}  {f['event']}  ({f['lead']} before the change at {f['changepoint']}; "
                 f"step at the event z={f['step_z']:.2f}, {f['compared']}"
-                + (f", {f['regime']} holders' own levels taken out)" if f.get("regime") else ")")
+                + (f", {f['regime']} hand-overs stitched out)" if f.get("regime") else ")")
             )
         elif f["kind"] == "related":
             out.print(

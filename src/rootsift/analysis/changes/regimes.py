@@ -5,15 +5,15 @@ which the series' level jumps at each hand-over.
 A shift that follows a host into its turn is a property of the host, not of a change made
 at that time (the consul case: writes are slow while a server with a large BoltDB freelist
 leads, and a change made at the start of such a term shows a large step at its time).
-Before change events are judged, each holder's **own level** is taken out of the series
-(``holder_levels``): the series is read as a common level in time plus a level per holder,
-fitted by backfitting (the common level a running median over a day of the series less
-the holders' levels; each holder's level the median of its buckets less the common level).
+Before a change event is judged, the series is **stitched** at every switch: from each
+switch on, the jump there (the median of up to ``STITCH`` buckets of the new turn less
+that of the old one's last) is taken out, each jump read on one side of the event's
+bucket only (``Regime.stitched_around``): a jump read across the event would hold the
+event's own step too and take it out with the hand-over's (a change made minutes after a
+slow leader hands over). With the event in the switch's own bucket, the jump is the
+difference of the two holders' own levels read over all their turns (``holder_levels``).
 What remains is the level the series would have kept had the role not moved: steps that
-show across turns (a change to the whole system), drift, and the daily cycle. A level read
-over all of a holder's turns, unlike a jump measured at each hand-over, does not take out a
-change made at a hand-over (stitching did: the jump there held the change too), and its
-errors do not add up from switch to switch.
+show across turns (a change to the whole system), drift within them, and the daily cycle.
 
 A field is a regime of a series when, over its buckets:
 
@@ -147,8 +147,9 @@ def holder_levels(x: np.ndarray, modes: list[object], window: int) -> np.ndarray
     """Each bucket's holder's own level, estimated over all of its turns: x = b(t) +
     L(holder), b a running median over ``window`` buckets, fitted by backfitting (b from
     the series less the levels, each level the median of its holder's buckets less b; the
-    levels centred on the median bucket). Unlike a jump measured at a switch, a level read
-    over every turn does not take out a change made at the hand-over."""
+    levels centred on the median bucket). The fallback of ``Regime.stitched_around`` for a
+    switch in the event's own bucket: the slow leaders' drift makes it rough, so it is not
+    used where a jump can be read beside the event."""
     keys = np.array([str(m) for m in modes])
     holders, index = np.unique(keys, return_inverse=True)
     levels = np.zeros(len(holders))

@@ -102,8 +102,8 @@ class Suspect:
     """In scope: the step here less the median step of the other groups (shift's direction)."""
     exclusivity_z: float | None = None
     regime: str | None = None
-    """The field (a role handed on in turns) whose holders' own levels were taken out of the
-    series before the step was measured (``regimes``), or None."""
+    """The field (a role handed on in turns) whose hand-overs were stitched out of the series
+    (around the event) before the step was measured (``regimes``), or None."""
 
 
 def deseasoned(times: list[datetime], values: np.ndarray) -> tuple[np.ndarray, bool]:
