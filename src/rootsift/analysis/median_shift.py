@@ -102,21 +102,32 @@ def _population(frame: Frame, a: an.Anomaly, sign: float, half: datetime) -> tup
     query, params = frame.rows([exp.ApproxDistinct(this=q.col(n)) for n in texty])
     counted = frame.backend.execute(query, params).rows[0]
     candidates = [n for n, d in zip(texty, counted, strict=True) if d is not None and 2 <= int(d) <= SPLIT_VALUES]
+    if not candidates:
+        return None
     col, ts = q.col(str(a.measure)), q.col(TIME_COLUMN)
+    bound: list[Any] = []
+    outside, second = _outside(ts, a, bound), _between(ts, half, a.end, bound)
+    bound += bound[:]  # the two conditions again, in the counts
+    keys = [q.col(n) for n in candidates]
+    items = [
+        exp.Grouping(expressions=[k.copy() for k in keys]),
+        *[k.copy() for k in keys],
+        q.where(q.quantile_cont(col.copy(), 0.5), outside),
+        q.where(q.quantile_cont(col.copy(), 0.5), second),
+        q.where(q.count_rows(), outside.copy()),
+        q.where(q.count_rows(), second.copy()),
+    ]
+    query, scope = frame.rows(items)  # every field's values in one pass: a grouping set each
+    sets = exp.GroupingSets(expressions=[exp.Tuple(expressions=[k.copy()]) for k in keys])
+    query.set("group", exp.Group(expressions=[sets]))
+    per_field: dict[int, list[tuple[Any, ...]]] = {}
+    everything = (1 << len(keys)) - 1
+    for g, *row in frame.backend.execute(query, [*bound, *scope]).rows:
+        i = len(keys) - (everything ^ int(g)).bit_length()  # the field of this set: its bit is clear
+        per_field.setdefault(i, []).append((row[i], *row[len(keys) :]))
     best: tuple[float, str, list[Any]] | None = None
-    for name in candidates:
-        bound: list[Any] = []
-        outside, second = _outside(ts, a, bound), _between(ts, half, a.end, bound)
-        items = [
-            q.col(name),
-            q.where(q.quantile_cont(col.copy(), 0.5), outside),
-            q.where(q.quantile_cont(col.copy(), 0.5), second),
-            q.where(q.count_rows(), outside.copy()),
-            q.where(q.count_rows(), second.copy()),
-        ]
-        bound += bound[:]  # the two conditions again, in the counts
-        query, scope = frame.rows(items, q.not_null(q.col(name)))
-        rows = frame.backend.execute(query.group_by(q.num(1), copy=False), [*bound, *scope]).rows
+    for i, name in enumerate(candidates):
+        rows = [r for r in per_field.get(i, []) if r[0] is not None]
         moves = {v: m for v, b, af, nb, na in rows if (m := _move(b, af, nb, na, sign)) is not None}
         top = max(moves.values(), default=0.0)
         shifted = sorted((v for v, m in moves.items() if m >= top / 2), key=str)
