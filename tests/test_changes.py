@@ -256,6 +256,38 @@ def test_related_series_that_lead_the_shift(tmp_path: Path) -> None:
     assert 4 < found[0]["before"] < 6 and 48 < found[0]["after"] < 52
 
 
+def test_a_related_change_point_at_an_event_weighs_into_its_ranking(tmp_path: Path) -> None:
+    """Host b's latency shifts at 03:00. Two changes on b before it, neither with a step of
+    its own in the latency (the shift comes later): a queue limit raised at 02:45 and a
+    certificate rotation at 02:52, the nearer one first on the latency alone. queue_depth
+    on b steps up at 02:45, at the first: with ``--related`` it ranks first, naming the
+    series that moved at it; the rotation names none."""
+    data = tmp_path / "data"
+    _store(data)
+    rng = np.random.default_rng(9)
+    rows = []
+    for minute in range(360):
+        at = (T0 + timedelta(minutes=minute)).isoformat() + "Z"
+        depth = rng.normal(50 if minute >= 165 else 5, 2)
+        rows.append({"timestamp": at, "metric": "queue_depth", "host": "b", "value": round(depth, 2)})
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    changes = [
+        {"timestamp": "2026-03-02T02:45:00Z", "change.kind": "config", "host": "b", "description": "raise queue limit"},
+        {"timestamp": "2026-03-02T02:52:00Z", "change.kind": "config", "host": "b", "description": "rotate certs"},
+    ]
+    (tmp_path / "changes2.jsonl").write_text("".join(json.dumps(c) + "\n" for c in changes))
+    with Rootsift(data) as rs:
+        rs.ingest(tmp_path / "metrics.jsonl", "metrics")
+        rs.ingest(tmp_path / "changes2.jsonl", "changes2")
+        alone = rs.changes("api", measure="duration_ms", by="host", events="changes2").as_dict()
+        both = rs.changes("api", measure="duration_ms", by="host", events="changes2", related="metrics").as_dict()
+    assert [f["event"] for f in alone["findings"] if f["kind"] == "suspect"] == ["rotate certs", "raise queue limit"]
+    suspects = [f for f in both["findings"] if f["kind"] == "suspect"]
+    assert [f["event"] for f in suspects] == ["raise queue limit", "rotate certs"], suspects
+    assert suspects[0]["related"] == ["avg(value) metric=queue_depth host=b"] and suspects[0]["related_z"] > 3
+    assert suspects[1]["related"] == [] and suspects[0]["score"] > suspects[1]["score"]
+
+
 def test_sparse_counts_get_buckets_wide_enough(tmp_path: Path) -> None:
     """Events at 0.05/s for 2 hours, stamped to the ms: by the range alone buckets would be
     10 s (0.5 events each, counts of 0 and 1 with no level); they are widened to hold at

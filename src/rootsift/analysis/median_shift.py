@@ -5,12 +5,14 @@
   of all events then sits in the gap between them, where a few events more or less of one
   kind move it far: a noisy step. So the step is read on the events that shifted, when a
   text field splits them off: of the fields with 2 to ``SPLIT_VALUES`` values, each value
-  with at least ``MIN_EVENTS`` events outside the region and in its second half has its
-  median's move measured (on the log scale, the region's way); the values that moved at
-  least half as much as the one that moved most are the shifted population, and the others
-  must have moved at most a quarter as much, either way (every event's median is no reference: in the
-  gap, it may even move the other way). Of the fields that split so, the one with the widest gap between the least-moved
-  shifted value and the most-moved other value is used; with none, every event is read.
+  with at least ``MIN_EVENTS`` events in the time just before the region (as long as the
+  region) and in its second half has its median's move measured (log ratio, the region's
+  way). The values that moved at least half as much as the one that moved most are the
+  shifted population; the others must have moved at most a quarter as much, either way
+  (every event's median is no reference: in the gap it may even move the other way). Of
+  the fields that split so, the cleanest is used: the one whose other values moved least
+  against the shifted ones (a field whose values are all the same mixture splits by
+  chance, its medians swinging in the gap either way); with none, every event is read.
 - **The line** is half-way from that population's median outside the region to its median
   in the region's second half (after the shift, not while it ramps up).
 - **The step** is the bucket where the population's bucket medians step across the line
@@ -105,8 +107,11 @@ def _population(frame: Frame, a: an.Anomaly, sign: float, half: datetime) -> tup
     if not candidates:
         return None
     col, ts = q.col(str(a.measure)), q.col(TIME_COLUMN)
+    # the time just before the region, as long as it, is the population's baseline: a
+    # local one, and a pass over the region's length twice, not the whole range
+    lo = a.start - (a.end - a.start)
     bound: list[Any] = []
-    outside, second = _outside(ts, a, bound), _between(ts, half, a.end, bound)
+    outside, second = _between(ts, lo, a.start, bound), _between(ts, half, a.end, bound)
     bound += bound[:]  # the two conditions again, in the counts
     keys = [q.col(n) for n in candidates]
     items = [
@@ -117,12 +122,13 @@ def _population(frame: Frame, a: an.Anomaly, sign: float, half: datetime) -> tup
         q.where(q.count_rows(), outside.copy()),
         q.where(q.count_rows(), second.copy()),
     ]
-    query, scope = frame.rows(items)  # every field's values in one pass: a grouping set each
+    span: list[Any] = []
+    query, scope = frame.rows(items, _between(ts, lo, a.end, span))  # every field in one pass: a grouping set each
     sets = exp.GroupingSets(expressions=[exp.Tuple(expressions=[k.copy()]) for k in keys])
     query.set("group", exp.Group(expressions=[sets]))
     per_field: dict[int, list[tuple[Any, ...]]] = {}
     everything = (1 << len(keys)) - 1
-    for g, *row in frame.backend.execute(query, [*bound, *scope]).rows:
+    for g, *row in frame.backend.execute(query, [*bound, *scope, *span]).rows:
         i = len(keys) - (everything ^ int(g)).bit_length()  # the field of this set: its bit is clear
         per_field.setdefault(i, []).append((row[i], *row[len(keys) :]))
     best: tuple[float, str, list[Any]] | None = None
@@ -134,9 +140,9 @@ def _population(frame: Frame, a: an.Anomaly, sign: float, half: datetime) -> tup
         rest = [abs(m) for m in moves.values() if m < top / 2]  # neither way: a median in a gap swings
         if top <= 0 or not rest or max(rest) > top / 4:
             continue
-        gap = min(moves[v] for v in shifted) - max(rest)
-        if best is None or gap > best[0]:
-            best = (gap, name, shifted)
+        still = max(rest) / top  # how far the values that did not shift moved, against it
+        if best is None or still < best[0]:
+            best = (still, name, shifted)
     return (best[1], best[2]) if best is not None else None
 
 

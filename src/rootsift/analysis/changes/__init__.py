@@ -132,6 +132,8 @@ def changes(
             onset = creep(main, shifts)[0]
             near, more = rel.related(backend, related, onset, main.time, width, start=start, end=end, alpha=alpha)
             warnings += more
+            # what else moved at an event weighs into its ranking
+            main.suspects = sus.corroborate(main.suspects, [(r.series, r.time, r.point.p_value) for r in near], width)
     if not made.series:
         warnings.append(f"no events with {m.label} in the range: nothing to look at")
     shown = sorted(made.series, key=lambda s: -sum(1 for x in shifts if x.group == s.group))[:SERIES_SHOWN]

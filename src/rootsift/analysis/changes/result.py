@@ -175,6 +175,8 @@ def suspect_finding(s: Suspect, series: str, changepoint: datetime, onset: datet
         "exclusivity": _r(s.exclusivity),
         "exclusivity_z": _r(s.exclusivity_z),
         "regime": s.regime,
+        "related": s.related,
+        "related_z": _r(s.related_z),
         "onset": iso_z(onset) if onset else None,
         "score": score(s),
     }

@@ -101,6 +101,10 @@ class Suspect:
     exclusivity: float | None = None
     """In scope: the step here less the median step of the other groups (shift's direction)."""
     exclusivity_z: float | None = None
+    related: list[str] = field(default_factory=list)
+    """Series of ``--related`` with a significant change point at the event (``corroborate``)."""
+    related_z: float | None = None
+    """The strongest of those change points, as a z (its p-value, one-sided)."""
     regime: str | None = None
     """The field (a role handed on in turns) whose hand-overs were stitched out of the series
     (around the event) before the step was measured (``regimes``), or None."""
@@ -189,12 +193,34 @@ def rank(
                 spread = spread or float(np.std(steps)) or 1e-12
                 found.exclusivity, found.exclusivity_z = did, did / spread
         out.append(found)
+    return ordered(out)
+
+
+def ordered(suspects: list[Suspect]) -> list[Suspect]:
+    """Causes first (coinciding with the onset, then by evidence, in scope, nearest before),
+    then the events after the change point, earliest first."""
     causes = sorted(
-        (s for s in out if s.relation != "after"),
+        (s for s in suspects if s.relation != "after"),
         key=lambda s: (not s.coincides, -evidence(s), not s.in_scope, s.lead_seconds),
     )
-    later = sorted((s for s in out if s.relation == "after"), key=lambda s: -s.lead_seconds)
+    later = sorted((s for s in suspects if s.relation == "after"), key=lambda s: -s.lead_seconds)
     return causes + later
+
+
+def corroborate(suspects: list[Suspect], points: list[tuple[str, datetime, float]], step: timedelta) -> list[Suspect]:
+    """``suspects`` ranked again with what else moved at each event: a related series'
+    significant change point (name, time, p-value) from a bucket before the event (where
+    the detector may place it) to ``MIN_SIZE`` buckets after it is evidence that the event
+    did something, independent of the step in the shifted series itself; ``evidence``
+    combines the two (Stouffer)."""
+    for s in suspects:
+        if s.relation == "after":
+            continue
+        near = [(name, p) for name, at, p in points if s.event.time - step <= at <= s.event.time + MIN_SIZE * step]
+        if near:
+            s.related = sorted({name for name, _ in near})
+            s.related_z = float(sps.norm.isf(max(min(p for _, p in near), 1e-300)))
+    return ordered(suspects)
 
 
 def _step(x: np.ndarray, t: np.ndarray, lo: Any, at: Any, hi: Any) -> float | None:
@@ -207,9 +233,12 @@ def _step(x: np.ndarray, t: np.ndarray, lo: Any, at: Any, hi: Any) -> float | No
 
 
 def evidence(s: Suspect) -> float:
-    """The step at the event (z), plus its exclusivity (z) when it is in scope and positive."""
+    """The step at the event (z), plus its exclusivity (z) when it is in scope and positive;
+    with a related series' change point at the event, the two combined (Stouffer: the sum
+    over √2)."""
     z = max(0.0, s.step_z) if math.isfinite(s.step_z) else 0.0
-    return z + max(0.0, s.exclusivity_z or 0.0)
+    z += max(0.0, s.exclusivity_z or 0.0)
+    return (z + s.related_z) / math.sqrt(2) if s.related_z is not None else z
 
 
 def _touches(e: Event, group: tuple[str, object]) -> bool:
