@@ -256,6 +256,38 @@ def test_related_series_that_lead_the_shift(tmp_path: Path) -> None:
     assert 4 < found[0]["before"] < 6 and 48 < found[0]["after"] < 52
 
 
+def test_a_related_change_point_at_an_event_weighs_into_its_ranking(tmp_path: Path) -> None:
+    """Host b's latency shifts at 03:00. Two changes on b before it, neither with a step of
+    its own in the latency (the shift comes later): a queue limit raised at 02:45 and a
+    certificate rotation at 02:52, the nearer one first on the latency alone. queue_depth
+    on b steps up at 02:45, at the first: with ``--related`` it ranks first, naming the
+    series that moved at it; the rotation names none."""
+    data = tmp_path / "data"
+    _store(data)
+    rng = np.random.default_rng(9)
+    rows = []
+    for minute in range(360):
+        at = (T0 + timedelta(minutes=minute)).isoformat() + "Z"
+        depth = rng.normal(50 if minute >= 165 else 5, 2)
+        rows.append({"timestamp": at, "metric": "queue_depth", "host": "b", "value": round(depth, 2)})
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    changes = [
+        {"timestamp": "2026-03-02T02:45:00Z", "change.kind": "config", "host": "b", "description": "raise queue limit"},
+        {"timestamp": "2026-03-02T02:52:00Z", "change.kind": "config", "host": "b", "description": "rotate certs"},
+    ]
+    (tmp_path / "changes2.jsonl").write_text("".join(json.dumps(c) + "\n" for c in changes))
+    with Rootsift(data) as rs:
+        rs.ingest(tmp_path / "metrics.jsonl", "metrics")
+        rs.ingest(tmp_path / "changes2.jsonl", "changes2")
+        alone = rs.changes("api", measure="duration_ms", by="host", events="changes2").as_dict()
+        both = rs.changes("api", measure="duration_ms", by="host", events="changes2", related="metrics").as_dict()
+    assert [f["event"] for f in alone["findings"] if f["kind"] == "suspect"] == ["rotate certs", "raise queue limit"]
+    suspects = [f for f in both["findings"] if f["kind"] == "suspect"]
+    assert [f["event"] for f in suspects] == ["raise queue limit", "rotate certs"], suspects
+    assert suspects[0]["related"] == ["avg(value) metric=queue_depth host=b"] and suspects[0]["related_z"] > 3
+    assert suspects[1]["related"] == [] and suspects[0]["score"] > suspects[1]["score"]
+
+
 def test_sparse_counts_get_buckets_wide_enough(tmp_path: Path) -> None:
     """Events at 0.05/s for 2 hours, stamped to the ms: by the range alone buckets would be
     10 s (0.5 events each, counts of 0 and 1 with no level); they are widened to hold at
@@ -348,16 +380,20 @@ def test_investigate_ranks_change_events_as_suspects_of_its_onset(tmp_path: Path
     assert {"flip flag x", "deploy api 2.1", "raise pool"} == {s["event"] for s in suspects}
 
 
-def _turns_store(data: Path) -> None:
+def _turns_store(data: Path, at_handover: bool = False) -> None:
     """Three days of writes, a few a minute, served by whichever server leads: ``slow`` (4x
     the others' latency) leads in recurring turns. A decoy is made 6 minutes into a slow
     turn (a large step at its time); the cause, inside the next slow turn, raises every
     leader's latency 1.5x; 10 hours later latency jumps 5x. ``server`` (where the request
-    landed) is spread over every bucket, ``version`` is rolled out once, at the cause."""
+    landed) is spread over every bucket, ``version`` is rolled out once, at the cause.
+    ``at_handover``: the slow turn ends 10 minutes before the cause and ``b`` leads from
+    then on (the cause lands right after a hand-over)."""
     rng = np.random.default_rng(12)
     turns = [(0, "a"), (5, "slow"), (9, "b"), (14, "c"), (18, "slow"), (22, "a"), (27, "b"), (31, "slow")]
     turns += [(35, "c"), (40, "a"), (44, "slow"), (50.5, "b"), (55, "c"), (58, "slow"), (62, "a"), (66, "b")]
     decoy, cause, jump = 44.1, 48.0, 58.5
+    if at_handover:
+        turns = [(h, name) if h != 50.5 else (cause - 1 / 6, name) for h, name in turns]
 
     def leader(hour: float) -> str:
         return [name for start, name in turns if start <= hour][-1]
@@ -406,6 +442,27 @@ def test_a_shift_that_follows_a_host_into_its_turn_is_not_a_change(tmp_path: Pat
     assert decoy["score"] < suspects[0]["score"]
 
 
+@pytest.mark.parametrize("command", ["changes", "investigate"])
+def test_a_change_made_right_after_a_hand_over_keeps_its_step(tmp_path: Path, command: str) -> None:
+    """The cause lands 10 minutes after a slow turn hands over to ``b``: a jump measured at
+    the hand-over (stitching) held the cause's 1.5x too and took it out with the slow
+    leader's; each holder's level read over all of its turns keeps it, so the cause is
+    still the first suspect, ahead of the decoy made at the start of the slow turn."""
+    data = tmp_path / "data"
+    _turns_store(data, at_handover=True)
+    with Rootsift(data) as rs:
+        if command == "changes":
+            result = rs.changes("writes", measure="p50(duration_ms)", events="changes", granularity="10m").as_dict()
+            assert result["method"]["regime"]["field"] == "leader"
+        else:
+            result = rs.investigate("writes", measure="duration_ms", changes="changes").as_dict()
+    suspects = [f for f in result["findings"] if f["kind"] == "suspect"]
+    assert suspects[0]["event"] == "cause" and suspects[0]["regime"] == "leader", suspects
+    decoy = next(s for s in suspects if s["event"] == "decoy")
+    # ranked by its own step, not by a tie of nothing (stitched, the cause's step was negative)
+    assert suspects[0]["p_value"] < 1e-3 and suspects[0]["score"] > decoy["score"], suspects
+
+
 def test_a_regime_recurs_holds_each_bucket_and_moves_the_level() -> None:
     """``judge`` takes a field that alternates and moves the level at its switches; not one
     rolled out once, not one spread over each bucket, not one whose switches move nothing."""
@@ -423,10 +480,11 @@ def test_a_regime_recurs_holds_each_bucket_and_moves_the_level() -> None:
     assert reg.judge("leader", values, modes, np.full(len(modes), 0.4)) is None  # spread over each bucket
     once = ["v1"] * 130 + ["v2"] * 125
     assert reg.judge("version", values, once, full) is None
-    stitched = reg.stitch(values, modes)
-    assert np.ptp(np.log(stitched)) < 1.0 < np.ptp(np.log(values))
     regime = reg.judge("leader", values, modes, full)
     assert regime is not None and regime.switches == 9
+    for event in (10, 30, 31):  # stitched around an event inside a turn, in a switch's bucket, just after it
+        stitched = regime.stitched_around(values, event, 51)
+        assert np.ptp(np.log(stitched)) < 1.0 < np.ptp(np.log(values))
     assert regime.at_switch(30) and regime.at_switch(31) and not regime.at_switch(15)  # a's turn ends at 30
 
 
@@ -453,6 +511,43 @@ def test_a_change_of_slope_is_a_slope_finding_at_the_kink(tmp_path: Path) -> Non
     assert 0.5 < cps[0]["before"] < 1.5 and 4.5 < cps[0]["after"] < 5.5 and cps[0]["p_value"] < 1e-6
     text = CliRunner().invoke(main, args)
     assert text.exit_code == 0 and "/" in text.output.splitlines()[3] and "slope per bucket" in text.output
+
+
+def test_a_change_of_slope_has_suspects(tmp_path: Path) -> None:
+    """The disk of the slope test, with change events: a debug-logging flag a minute
+    before the kink, a config push two hours before it, a deploy an hour after it. The
+    first finding is the flag, as a suspect of the slope change point, by its step (judged
+    on the increments: they step up right after it); the deploy is ``after``."""
+    rng = np.random.default_rng(4)
+    used = 1000 + np.cumsum(np.where(np.arange(360) >= 180, 5.0, 1.0) + rng.normal(0, 1, 360))
+    rows = [
+        {"timestamp": (T0 + timedelta(minutes=m)).isoformat() + "Z", "disk_mb": round(float(v), 3)}
+        for m, v in enumerate(used)
+    ]
+    (tmp_path / "disk.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    changes = [
+        {"timestamp": (T0 + timedelta(minutes=m)).isoformat() + "Z", "change.kind": k, "description": d}
+        for m, k, d in [
+            (60, "config", "rotate logs hourly"),
+            (179, "flag", "debug logging on"),
+            (240, "deploy", "api 2.2"),
+        ]
+    ]
+    (tmp_path / "changes.jsonl").write_text("".join(json.dumps(c) + "\n" for c in changes))
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(tmp_path / "disk.jsonl", "disk")
+        rs.ingest(tmp_path / "changes.jsonl", "changes")
+        result = rs.changes("disk", measure="avg(disk_mb)", granularity="1m", events="changes").as_dict()
+    first = result["findings"][0]
+    assert first["kind"] == "suspect" and first["event"] == "debug logging on", [
+        {k: f.get(k) for k in ("event", "step_z", "coincides_with_onset", "relation", "time", "onset")}
+        for f in result["findings"][:3]
+    ]
+    decoy = next(f for f in result["findings"] if f.get("event") == "rotate logs hourly")
+    assert first["relation"] in ("before", "at") and first["score"] > decoy["score"] + 1, first
+    slope = next(f for f in result["findings"] if f["kind"] == "changepoint")
+    assert slope["aspect"] == "slope" and slope["suspects"][0] == "debug logging on"
+    assert "api 2.2" in slope["events_after"] and "api 2.2" not in slope["suspects"]
 
 
 def test_investigate_ranks_its_onset_suspects_on_the_series_stitched_at_hand_overs(tmp_path: Path) -> None:

@@ -31,8 +31,9 @@ from rootsift.analysis import timeouts as to
 from rootsift.analysis import timescale as ts
 from rootsift.analysis.decomposition import decomposition
 from rootsift.analysis.explain import ALPHA, Explanation
-from rootsift.analysis.findings import Finding, iso
+from rootsift.analysis.findings import Finding
 from rootsift.analysis.frame import Frame
+from rootsift.analysis.median_shift import median_shift
 from rootsift.analysis.onset import OPERATOR, direction, explain_in, explain_region
 from rootsift.errors import UsageError
 from rootsift.store.duckdb import DuckDBBackend
@@ -244,7 +245,7 @@ def _headline(
     """The stall or the shift (see the module docstring)."""
     if shift is not None and shift.kind == "latency":
         own = timedelta(seconds=float(shift.detail["bucket_seconds"]))  # the scale it was found at
-        _median_shift(frame, shift, own)
+        median_shift(frame, shift, own)  # when the typical event changed (median_shift.py)
         _normal_line(frame, shift, own, timedelta(seconds=float(method["shift_fine_bucket_seconds"])))
     if stall is not None and (shift is None or _coincide(stall, shift) or stall.p_value < shift.p_value):
         return stall
@@ -255,41 +256,6 @@ def _headline(
         if local is not None and _coincide(local, shift):
             return local
     return shift
-
-
-def _median_shift(frame: Frame, a: an.Anomaly, width: timedelta) -> None:
-    """When the typical event (the median) changed: the line half-way from the median
-    outside the region to the median of the region's second half, and the bucket where
-    the region's bucket medians step across it (``shifts.step_at``: fewest buckets on the
-    wrong side of the step, so a slow turn that ends before it or a dip after it does not
-    move it)."""
-    rel = frame.relation_sql
-    where, params = frame.range_filter()
-    ts, col = ident("timestamp"), ident(str(a.measure))
-    us = max(1, int(width / timedelta(microseconds=1)))
-    half = a.start + (a.end - a.start) / 2
-    row = frame.backend.execute_sql(
-        f"SELECT quantile_cont({col}, 0.5) FILTER (WHERE {ts} < ? OR {ts} >= ?), "
-        f"quantile_cont({col}, 0.5) FILTER (WHERE {ts} >= ? AND {ts} < ?) FROM {rel} WHERE {where}",
-        [a.start, a.end, half, a.end, *params],
-    ).rows[0]
-    before, after = row
-    sign = -1.0 if direction(a) == "down" else 1.0
-    if before is None or after is None or sign * (after - before) <= 0 or (sign > 0 and before <= 0):
-        return
-    middle = (float(before) + float(after)) / 2
-    rows = frame.backend.execute_sql(
-        f"SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT) AS b, quantile_cont({col}, 0.5) FROM {rel} "
-        f"WHERE ({where}) AND {ts} >= ? AND {ts} < ? GROUP BY 1 ORDER BY 1",
-        [*params, a.start, a.end],
-    ).rows
-    medians = [(b, m) for b, m in rows if m is not None]
-    k = sh.step_at([sign * (m - middle) >= 0 for _, m in medians])
-    if k is not None:
-        at = datetime(1970, 1, 1) + timedelta(microseconds=int(medians[k][0]) * us)
-        a.detail.update(
-            median_shift_at=iso(at), median_before=round(float(before), 6), median_after=round(float(after), 6)
-        )
 
 
 def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta, fine: timedelta) -> None:

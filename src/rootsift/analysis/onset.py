@@ -17,14 +17,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlglot import exp
+
 from rootsift.analysis import anomaly as an
+from rootsift.analysis import sql as q
 from rootsift.analysis import timeouts as to
 from rootsift.analysis import weighted
 from rootsift.analysis.explain import Explanation, explain
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame
 from rootsift.analysis.stalls import stall_events
-from rootsift.store.sqltext import ident
 
 OPERATOR = {"up": ">", "down": "<"}
 """Bad events of a shift up (above the line) and down (below it)."""
@@ -59,23 +61,23 @@ def _outside(a: an.Anomaly) -> str:
     return f'timestamp < "{iso(a.start)}" or timestamp >= "{iso(a.end)}"'
 
 
-def _onset_end(frame: Frame, a: an.Anomaly, bad_sql: str, bad: list[Any]) -> datetime:
-    """Just after the region's earliest ``ONSET_EVENTS`` bad events: where the cause shows
-    before its consequences spread. Earliest by start when the frame says where events
-    start (their timestamp is the end)."""
-    rel = frame.backend.relation(frame.dataset, a.start, a.end).sql(dialect="duckdb")
-    where, params = frame.range_filter()
-    ts, n = frame.start_sql(), weighted.count_sql(frame)  # a row with a count is that many events
-    inside = f"({where}) AND {ts} >= ? AND {ts} < ? AND {bad_sql}"
-    args = [*params, a.start, a.end, *bad]
-    total = float(frame.backend.execute_sql(f"SELECT sum({n}) FROM {rel} WHERE {inside}", args).rows[0][0] or 0)
+def _onset_end(frame: Frame, a: an.Anomaly, bad: exp.Expr, bound: list[Any]) -> datetime:
+    """Just after the region's earliest ``ONSET_EVENTS`` bad events (``bad``, binding
+    ``bound``): where the cause shows before its consequences spread. Earliest by start
+    when the frame says where events start (their timestamp is the end)."""
+    rel = frame.backend.relation(frame.dataset, a.start, a.end)
+    where, params = frame.range_where()
+    ts, n = frame.event_start(), weighted.count_of(frame)  # a row with a count is that many events
+    args = [*params, a.start, a.end, *bound]
+    inside = q.and_(where, ts.copy() >= exp.Placeholder(), ts.copy() < exp.Placeholder(), bad)
+    total = frame.backend.execute(q.select([exp.Sum(this=n.copy())], rel.copy(), inside.copy()), args).rows[0][0]
     k = ONSET_EVENTS
-    if k >= total:
+    if k >= float(total or 0):
         return a.end
-    row = frame.backend.execute_sql(  # the time of the k-th event (from 0) in time order
-        f"SELECT min(t) FROM (SELECT {ts} AS t, sum({n}) OVER (ORDER BY {ts} ROWS UNBOUNDED PRECEDING) AS c "
-        f"FROM {rel} WHERE {inside}) WHERE c > {k}",
-        args,
+    items = [q.alias(ts.copy(), "t"), q.alias(q.running_sum(n, ts), "c")]
+    ranked = q.select(items, rel, inside)  # the time of the k-th event (from 0) in time order
+    row = frame.backend.execute(
+        q.select([exp.Min(this=exp.column("t"))], ranked, exp.column("c") > q.num(k)), args
     ).rows
     return min(a.end, row[0][0] + timedelta(microseconds=1)) if row and row[0][0] is not None else a.end
 
@@ -96,9 +98,14 @@ def explain_region(
         # the events of the region itself, against those outside it: the headline is what is explained
         result = explain_in(frame, alpha, sampled, select_from=a.start, select_to=a.end, baseline=_outside(a))
     else:
-        column = ident(str(a.measure))
+        column = q.col(str(a.measure))
         op = OPERATOR[direction(a)]
-        bad_sql, bad = (f"{column} {op} ?", [a.threshold]) if a.kind == "latency" else (f"{column} >= 500", [])
+        compared = exp.GT if op == ">" else exp.LT
+        bad_sql, bad = (
+            (compared(this=column, expression=exp.Placeholder()), [a.threshold])
+            if a.kind == "latency"
+            else (exp.GTE(this=column, expression=q.num(500)), [])
+        )
         starts = Frame(
             frame.backend,
             frame.dataset,

@@ -8,8 +8,9 @@ nearest preceding change is the likelier cause (an effect that ramps up after a 
 shows no step at the deploy itself). The series is the measure's p50 per bucket (a
 stall or a drop: the event count), over the range investigate looked at; when a text field
 of the dataset is a regime of it (a leader handed on in turns, ``changes/regimes.py``), the
-steps are measured on the series stitched at its hand-overs, as ``changes`` does, and an
-onset within a bucket of a hand-over gives no event the coincidence bonus.
+steps are measured on the series stitched at its hand-overs around each event, as
+``changes`` does, and an onset within a bucket of a hand-over gives no event the
+coincidence bonus.
 """
 
 from __future__ import annotations
@@ -63,10 +64,12 @@ def onset_suspects(
         regime = found_regimes.get(s.group)
     except RootsiftError as exc:  # the ranking stands without it
         warnings.append(f"regime fields not looked for: {exc}")
-    if regime is not None:  # judged on the series stitched at the role's hand-overs
-        values = regime.stitched(s.values)
+    around = None
+    if regime is not None:  # judged on the series stitched at the hand-overs, around each event
+        window = reg.day_window(made.granularity)
+        around = lambda event: regime.stitched_around(s.values, event, window)  # noqa: E731
         early = [t for t in early if not regime.at_switch(s.times.index(t))]
-    ranked = sus.rank(events, s.times, values, at, 1 if up else -1, None, early)
+    ranked = sus.rank(events, s.times, values, at, 1 if up else -1, None, early, None, around)
     for x in ranked:
         x.regime = regime.field if regime is not None else None
     causes = sorted(

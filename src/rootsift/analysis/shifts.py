@@ -22,19 +22,22 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
+import sqlglot
 from scipy import stats as sps
+from sqlglot import exp
 
+from rootsift.analysis import sql as q
 from rootsift.analysis import weighted
 from rootsift.analysis.anomaly import BUCKETS, Series, binomial_llr, dispersion
 from rootsift.analysis.frame import Frame
 from rootsift.analysis.timescale import whole_units
 from rootsift.store.base import TIME_COLUMN
-from rootsift.store.sqltext import ident
 
 FINER = 2
 """Scales finer than the coarsest (each a quarter of the one above)."""
@@ -80,26 +83,33 @@ def widths(start: datetime, end: datetime, unit_s: float) -> tuple[timedelta, ti
     return coarse, fine
 
 
-def fine_counts(frame: Frame, bads: list[tuple[str, list[Any]]], width: timedelta, time: str = TIME_COLUMN) -> Fine:
-    """Events and bad events (one per definition: SQL, params) per bucket of ``width``, in
-    one pass; a row with a count stands for that many events."""
-    where, params = frame.range_filter()
+def fine_counts(
+    frame: Frame, bads: Sequence[tuple[exp.Expr | str, list[Any]]], width: timedelta, time: str = TIME_COLUMN
+) -> Fine:
+    """Events and bad events (one per definition: a condition and the values it binds, in
+    order; a condition given as SQL text in the backend's text dialect is parsed) per
+    bucket of ``width``, in one pass; a row with a count stands for that many events."""
     us = max(1, int(width / timedelta(microseconds=1)))
-    ts = ident(time)
-    n = weighted.count_sql(frame)
-    total = "count(*)" if n == "1" else f"sum({n})"
-    cols = [f"{total} AS c0", *(f"{total} FILTER (WHERE {sql}) AS c{k + 1}" for k, (sql, _) in enumerate(bads))]
-    lists = ", ".join(f"list(coalesce(c{k}, 0))" for k in range(len(cols)))
-    row = frame.backend.execute_sql(  # lists in one row: far cheaper to bring into numpy than a row per bucket
-        f"SELECT list(b), {lists} FROM (SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT) AS b, {', '.join(cols)} "
-        f"FROM {frame.relation_sql} WHERE ({where}) AND {ts} IS NOT NULL GROUP BY 1)",
-        [*(p for _, bound in bads for p in bound), *params],
-    ).rows[0]
+    n = weighted.count_of(frame)
+    total = q.count_rows() if frame.count is None else exp.Sum(this=n)
+    bucket = q.floor_int(exp.Div(this=exp.UnixMicros(this=q.col(time)), expression=q.num(us)))
+    items, params = [q.alias(bucket, "b"), q.alias(total.copy(), "c0")], []
+    for k, (cond, bound) in enumerate(bads):
+        tree = sqlglot.parse_one(cond, dialect=frame.backend.text_dialect) if isinstance(cond, str) else cond.copy()
+        items.append(q.alias(q.where(total.copy(), tree), f"c{k + 1}"))
+        params += bound
+    per_bucket, scope = frame.rows(items, q.not_null(q.col(time)))
+    lists = [exp.ArrayAgg(this=exp.column("b"))]
+    lists += [
+        exp.ArrayAgg(this=exp.Coalesce(this=exp.column(f"c{k}"), expressions=[q.num(0)])) for k in range(len(items) - 1)
+    ]
+    # lists in one row: far cheaper to bring into numpy than a row per bucket
+    row = frame.backend.execute(q.select(lists, per_bucket.group_by(q.num(1), copy=False)), [*params, *scope]).rows[0]
     if not row[0]:
         return Fine(0, width, np.zeros(0), np.zeros((len(bads), 0)))
     at = np.asarray(row[0], dtype=np.int64)
     first = int(at.min())
-    grid = np.zeros((len(cols), int(at.max()) - first + 1))
+    grid = np.zeros((len(items) - 1, int(at.max()) - first + 1))
     grid[:, at - first] = np.asarray(row[1:], dtype=np.float64)
     return Fine(first, width, grid[0], grid[1:])
 

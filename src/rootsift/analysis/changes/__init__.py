@@ -8,6 +8,7 @@ that ties them together (false discoveries controlled over every group's change 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -98,18 +99,20 @@ def changes(
                 regimes = reg.find(backend, dataset, made, groups, level[0].time, start=start, end=end, where=where)
         except RootsiftError as exc:  # the ranking stands without it
             warnings.append(f"regime fields not looked for: {exc}")
-        for shift in level:
+        for shift in (x for x in shifts if x.aspect in ("level", "slope")):
             s = by_group[shift.group]
-            at = s.times.index(shift.time)
+            # a change of slope is a step of the increments
+            times, values = _read(s, shift.aspect)
+            at = times.index(shift.time)
             group = (by, shift.group) if by else None
             onsets = creep(shift, shifts)
-            others = [(o.times, o.values) for o in made.series if o.group != shift.group] if by else None
-            values, early = s.values, onsets[:-1]
-            regime = regimes.get(shift.group)
-            if regime is not None:  # judged on the series stitched at the role's hand-overs
-                values = regime.stitched(s.values)
+            others = [_read(o, shift.aspect) for o in made.series if o.group != shift.group] if by else None
+            early, around = onsets[:-1], None
+            regime = regimes.get(shift.group) if shift.aspect == "level" else None
+            if regime is not None:  # judged on the series stitched at the hand-overs, around each event
+                around = _stitcher(regime, s.values, reg.day_window(width))
                 early = [o for o in early if not regime.at_switch(s.times.index(o))]
-            shift.suspects = sus.rank(evs, s.times, values, at, shift.direction, group, early, others)
+            shift.suspects = sus.rank(evs, times, values, at, shift.direction, group, early, others, around)
             for x in shift.suspects:
                 x.regime = regime.field if regime is not None else None
             shift.onset = onsets[0]
@@ -129,6 +132,8 @@ def changes(
             onset = creep(main, shifts)[0]
             near, more = rel.related(backend, related, onset, main.time, width, start=start, end=end, alpha=alpha)
             warnings += more
+            # what else moved at an event weighs into its ranking
+            main.suspects = sus.corroborate(main.suspects, [(r.series, r.time, r.point.p_value) for r in near], width)
     if not made.series:
         warnings.append(f"no events with {m.label} in the range: nothing to look at")
     shown = sorted(made.series, key=lambda s: -sum(1 for x in shifts if x.group == s.group))[:SERIES_SHOWN]
@@ -161,6 +166,17 @@ def changes(
             "regime": regime_info,
         },
     )
+
+
+def _stitcher(regime: reg.Regime, values: np.ndarray, window: int) -> Callable[[int], np.ndarray]:
+    """The series stitched at the regime's hand-overs around the bucket of an event."""
+    return lambda event: regime.stitched_around(values, event, window)
+
+
+def _read(s: ser.Series, aspect: str) -> tuple[list[datetime], np.ndarray]:
+    """(times, values) of a series as a shift of ``aspect`` is judged on: the increments
+    (at the later bucket's time) for a change of slope, else the values."""
+    return (s.times[1:], np.diff(s.values)) if aspect == "slope" else (s.times, np.asarray(s.values))
 
 
 def creep(shift: Shift, shifts: list[Shift]) -> list[datetime]:

@@ -5,11 +5,15 @@ which the series' level jumps at each hand-over.
 A shift that follows a host into its turn is a property of the host, not of a change made
 at that time (the consul case: writes are slow while a server with a large BoltDB freelist
 leads, and a change made at the start of such a term shows a large step at its time).
-Before change events are judged, the series is **stitched** at every switch: from each
+Before a change event is judged, the series is **stitched** at every switch: from each
 switch on, the jump there (the median of up to ``STITCH`` buckets of the new turn less
-that of the old one's last) is taken out. What remains is the level the series would have
-kept had the role not moved: steps that show across turns (a change to the whole system),
-drift within them, and the daily cycle.
+that of the old one's last) is taken out, each jump read on one side of the event's
+bucket only (``Regime.stitched_around``): a jump read across the event would hold the
+event's own step too and take it out with the hand-over's (a change made minutes after a
+slow leader hands over). With the event in the switch's own bucket, the jump is the
+difference of the two holders' own levels read over all their turns (``holder_levels``).
+What remains is the level the series would have kept had the role not moved: steps that
+show across turns (a change to the whole system), drift within them, and the daily cycle.
 
 A field is a regime of a series when, over its buckets:
 
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -71,10 +75,32 @@ class Regime:
     switches: int
     p_value: float
 
-    def stitched(self, values: np.ndarray) -> np.ndarray:
-        """``values`` with the jump at every switch taken out from the switch on (on the log
-        scale when every value is positive)."""
-        return stitch(values, self.modes)
+    def stitched_around(self, values: np.ndarray, event: int, window: int) -> np.ndarray:
+        """``values`` less, from each switch on, the jump there, measured on one side of the
+        bucket ``event`` (the one a change event fell in) only: a jump measured across the
+        event holds the event's own step too, and would take it out with the hand-over's.
+        Each side of a switch reads up to ``STITCH`` buckets of its turn, those before the
+        event when both sides have some, else those after it; with neither (the event in
+        the switch's own bucket), the jump is the difference of the two holders' own levels
+        read over all their turns (``holder_levels``, over ``window`` buckets). On the log
+        scale when every value is positive."""
+        x, positive = _scale(values)
+        spans = runs(self.modes)
+        levels: np.ndarray | None = None
+        out = x.copy()
+        for (a0, a1), (b0, b1) in zip(spans, spans[1:], strict=False):
+            old, new = (max(a0, a1 - STITCH), a1), (b0, min(b1, b0 + STITCH))
+            sides = [((old[0], min(old[1], event)), (new[0], min(new[1], event)))]
+            sides.append(((max(old[0], event + 1), old[1]), (max(new[0], event + 1), new[1])))
+            usable = [(o, n) for o, n in sides if o[1] > o[0] and n[1] > n[0]]
+            if usable:
+                (o0, o1), (n0, n1) = usable[0]
+                jump = float(np.median(x[n0:n1]) - np.median(x[o0:o1]))
+            else:
+                levels = holder_levels(x, self.modes, window) if levels is None else levels
+                jump = float(levels[b0] - levels[a1 - 1])
+            out[b0:] -= jump
+        return np.exp(out) if positive else out
 
     def at_switch(self, index: int) -> bool:
         """Whether bucket ``index`` is within a bucket of a switch (a change point there may be
@@ -108,14 +134,33 @@ def _jumps(x: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
     )
 
 
-def stitch(values: np.ndarray, modes: list[object]) -> np.ndarray:
-    """``values`` less, from each switch of ``modes`` on, the jump at that switch."""
-    x, positive = _scale(values)
-    spans = runs(modes)
-    out = x.copy()
-    for (b0, _), jump in zip(spans[1:], _jumps(x, spans), strict=True):
-        out[b0:] -= jump
-    return np.exp(out) if positive else out
+BACKFIT_ROUNDS = 5
+
+
+def day_window(width: timedelta) -> int:
+    """Buckets of ``width`` in a day (the common level's running window), at least a turn's
+    worth either side of a bucket."""
+    return max(2 * STITCH + 1, round(timedelta(days=1) / width))
+
+
+def holder_levels(x: np.ndarray, modes: list[object], window: int) -> np.ndarray:
+    """Each bucket's holder's own level, estimated over all of its turns: x = b(t) +
+    L(holder), b a running median over ``window`` buckets, fitted by backfitting (b from
+    the series less the levels, each level the median of its holder's buckets less b; the
+    levels centred on the median bucket). The fallback of ``Regime.stitched_around`` for a
+    switch in the event's own bucket: the slow leaders' drift makes it rough, so it is not
+    used where a jump can be read beside the event."""
+    keys = np.array([str(m) for m in modes])
+    holders, index = np.unique(keys, return_inverse=True)
+    levels = np.zeros(len(holders))
+    half = max(1, window // 2)
+    for _ in range(BACKFIT_ROUNDS):
+        r = x - levels[index]
+        padded = np.pad(r, half, mode="edge")
+        base = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1), axis=1)[: len(x)]
+        levels = np.array([float(np.median((x - base)[index == h])) for h in range(len(holders))])
+        levels -= float(np.median(levels[index]))
+    return np.asarray(levels[index])
 
 
 def judge(field: str, values: np.ndarray, modes: list[object], shares: np.ndarray) -> Regime | None:

@@ -68,7 +68,7 @@ class Changes:
         """Most explanatory first: the suspects of the largest shift (causes before the
         change point, strongest step first), then every change point, largest first."""
         out: list[dict[str, Any]] = []
-        if self.shifts and self.shifts[0].aspect == "level":
+        if self.shifts and self.shifts[0].aspect in ("level", "slope"):
             main = self.shifts[0]
             causes = [s for s in main.suspects if s.relation != "after"][:SUSPECTS_SHOWN]
             out += [self._suspect(main, s) for s in causes]
@@ -175,6 +175,8 @@ def suspect_finding(s: Suspect, series: str, changepoint: datetime, onset: datet
         "exclusivity": _r(s.exclusivity),
         "exclusivity_z": _r(s.exclusivity_z),
         "regime": s.regime,
+        "related": s.related,
+        "related_z": _r(s.related_z),
         "onset": iso_z(onset) if onset else None,
         "score": score(s),
     }

@@ -19,7 +19,9 @@ and scope.
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,10 +29,10 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from rootsift.analysis import sql as q
 from rootsift.analysis.changes.detect import MIN_SIZE
 from rootsift.store.base import TIME_COLUMN
 from rootsift.store.duckdb import DuckDBBackend
-from rootsift.store.sqltext import ident
 
 KIND_FIELDS = ("change.kind", "change", "kind")
 SCOPE_FIELDS = ("service", "host")
@@ -67,12 +69,8 @@ def load_events(
     """The change events of ``dataset`` in [start, end), with warnings."""
     fields = backend.fields(dataset)
     texty = [n for n, f in fields.items() if f.type == "VARCHAR" and not n.endswith("#raw") and n != "_overflow"]
-    rel = backend.relation_text(dataset, start, end)
-    if rel is None:
-        return [], [f"--changes {dataset}: no change events in the range"]
-    cols = ", ".join(ident(n) for n in texty)
-    sql = f"SELECT {ident(TIME_COLUMN)}{', ' + cols if cols else ''} FROM {rel} ORDER BY 1 LIMIT {MAX_EVENTS + 1}"
-    rows = backend.execute_sql(sql, []).rows
+    query = q.select([q.col(n) for n in (TIME_COLUMN, *texty)], backend.relation(dataset, start, end))
+    rows = backend.execute(q.order_by(query, q.num(1)).limit(q.num(MAX_EVENTS + 1), copy=False), []).rows
     warnings = []
     if len(rows) > MAX_EVENTS:
         warnings.append(f"--changes {dataset}: more than {MAX_EVENTS:,} events; the first {MAX_EVENTS:,} are used")
@@ -103,9 +101,13 @@ class Suspect:
     exclusivity: float | None = None
     """In scope: the step here less the median step of the other groups (shift's direction)."""
     exclusivity_z: float | None = None
+    related: list[str] = field(default_factory=list)
+    """Series of ``--related`` with a significant change point at the event (``corroborate``)."""
+    related_z: float | None = None
+    """The strongest of those change points, as a z (its p-value, one-sided)."""
     regime: str | None = None
-    """The field whose hand-overs were stitched out of the series before the step was measured
-    (``regimes``), or None."""
+    """The field (a role handed on in turns) whose hand-overs were stitched out of the series
+    (around the event) before the step was measured (``regimes``), or None."""
 
 
 def deseasoned(times: list[datetime], values: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -132,6 +134,7 @@ def rank(
     group: tuple[str, object] | None,
     onsets: list[datetime] | None = None,
     others: list[tuple[list[datetime], np.ndarray]] | None = None,
+    around: Callable[[int], np.ndarray] | None = None,
 ) -> list[Suspect]:
     """The events around the change point at bucket ``at`` (shift ``direction`` +1 or −1),
     causes first, then the events after it. ``onsets``: the earlier change points of the
@@ -142,11 +145,14 @@ def rank(
     measured across it, plus (for an event in scope) its exclusivity: ``others`` are the
     other groups' series; the step at the event in this group less the median step at the
     same time in the others, over their spread (a difference in differences, with at
-    least ``MIN_OTHERS`` untouched groups)."""
+    least ``MIN_OTHERS`` untouched groups). ``around``: the series as the step at an event
+    in a given bucket is to be measured on (a regime's hand-overs stitched out around it,
+    ``regimes.py``), instead of ``values``."""
     change = times[at]
     span = times[-1] - times[0]
     window = min(WINDOW, span / 6) if span > timedelta(0) else WINDOW
     series, seasonal = deseasoned(times, values)
+    how = "day over day" if seasonal else "level"
     t = np.array(times, dtype="datetime64[us]")
     step = (times[1] - times[0]) if len(times) > 1 else timedelta(0)
     rest = [deseasoned(ts, vs)[0] for ts, vs in others or []]
@@ -158,10 +164,12 @@ def rank(
             continue
         scoped = group is not None and _touches(e, group)
         if e.time >= change + step:  # after the change point's bucket: never a cause
-            out.append(Suspect(e, "after", lead, 0.0, 1.0, scoped, "day over day" if seasonal else "level"))
+            out.append(Suspect(e, "after", lead, 0.0, 1.0, scoped, how))
             continue
         near = any(o - MIN_SIZE * step <= e.time < o + step for o in onsets or [])
         et = np.datetime64(e.time, "us")
+        if around is not None:  # the series as judged at this event
+            series = deseasoned(times, around(max(0, bisect.bisect_right(times, e.time) - 1)))[0]
         # up to the change point, but never fewer than MIN_WINDOW_POINTS buckets: an event
         # right before the jump is measured across it
         reach = max(min(change, e.time + window), e.time + MIN_WINDOW_POINTS * step)
@@ -175,7 +183,7 @@ def rank(
             p = float(sps.mannwhitneyu(after, before, alternative=alt).pvalue)
             z = float(sps.norm.isf(max(p, 1e-300)))
         relation = "before" if e.time < change else "at"
-        found = Suspect(e, relation, lead, z, p, scoped, "day over day" if seasonal else "level", near)
+        found = Suspect(e, relation, lead, z, p, scoped, how, near)
         if scoped and len(before) and len(after):
             measured = [_step(x, tt, lo, et, hi) for x, tt in zip(rest, rest_t, strict=True)]
             steps = [d for d in measured if d is not None]
@@ -185,12 +193,34 @@ def rank(
                 spread = spread or float(np.std(steps)) or 1e-12
                 found.exclusivity, found.exclusivity_z = did, did / spread
         out.append(found)
+    return ordered(out)
+
+
+def ordered(suspects: list[Suspect]) -> list[Suspect]:
+    """Causes first (coinciding with the onset, then by evidence, in scope, nearest before),
+    then the events after the change point, earliest first."""
     causes = sorted(
-        (s for s in out if s.relation != "after"),
+        (s for s in suspects if s.relation != "after"),
         key=lambda s: (not s.coincides, -evidence(s), not s.in_scope, s.lead_seconds),
     )
-    later = sorted((s for s in out if s.relation == "after"), key=lambda s: -s.lead_seconds)
+    later = sorted((s for s in suspects if s.relation == "after"), key=lambda s: -s.lead_seconds)
     return causes + later
+
+
+def corroborate(suspects: list[Suspect], points: list[tuple[str, datetime, float]], step: timedelta) -> list[Suspect]:
+    """``suspects`` ranked again with what else moved at each event: a related series'
+    significant change point (name, time, p-value) from a bucket before the event (where
+    the detector may place it) to ``MIN_SIZE`` buckets after it is evidence that the event
+    did something, independent of the step in the shifted series itself; ``evidence``
+    combines the two (Stouffer)."""
+    for s in suspects:
+        if s.relation == "after":
+            continue
+        near = [(name, p) for name, at, p in points if s.event.time - step <= at <= s.event.time + MIN_SIZE * step]
+        if near:
+            s.related = sorted({name for name, _ in near})
+            s.related_z = float(sps.norm.isf(max(min(p for _, p in near), 1e-300)))
+    return ordered(suspects)
 
 
 def _step(x: np.ndarray, t: np.ndarray, lo: Any, at: Any, hi: Any) -> float | None:
@@ -203,9 +233,12 @@ def _step(x: np.ndarray, t: np.ndarray, lo: Any, at: Any, hi: Any) -> float | No
 
 
 def evidence(s: Suspect) -> float:
-    """The step at the event (z), plus its exclusivity (z) when it is in scope and positive."""
+    """The step at the event (z), plus its exclusivity (z) when it is in scope and positive;
+    with a related series' change point at the event, the two combined (Stouffer: the sum
+    over √2)."""
     z = max(0.0, s.step_z) if math.isfinite(s.step_z) else 0.0
-    return z + max(0.0, s.exclusivity_z or 0.0)
+    z += max(0.0, s.exclusivity_z or 0.0)
+    return (z + s.related_z) / math.sqrt(2) if s.related_z is not None else z
 
 
 def _touches(e: Event, group: tuple[str, object]) -> bool:
