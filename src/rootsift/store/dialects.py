@@ -46,13 +46,6 @@ DUCKDB_ONLY = ("json_extract_string", "json_exists", "json_keys", "list_")
 is an error naming it (the code that built it must build a neutral node instead)."""
 
 
-MODE_CELLS = 10_000
-"""ClickHouse has no exact mode: ``topK(1, MODE_CELLS)`` keeps that many counters per group
-(Space-Saving), exact while the group holds at most as many distinct values; beyond them
-a value more frequent than 1/MODE_CELLS of the group is still found (timeouts read the
-mode of one histogram bin: the ceiling, far more frequent than that)."""
-
-
 def _log(self: Generator, e: exp.Log) -> str:
     """``log(2, x)`` as ``log2(x)``, which both engines have; other bases as ``ln(x) / ln(b)``."""
     base, x = e.this, e.expression
@@ -131,7 +124,6 @@ class ClickHouse(_ClickHouse):
             exp.UnixMicros: lambda self, e: self.func("toUnixTimestamp64Micro", e.this),
             # DuckDB's epoch(ts): seconds as a double, the microseconds kept
             exp.TimeToUnix: lambda self, e: f"(toUnixTimestamp64Micro({self.sql(e, 'this')}) / 1000000.0)",
-            exp.Mode: lambda self, e: f"topK(1, {MODE_CELLS})({self.sql(e, 'this')})[1]",
         }
 
         def select_sql(self, expression: exp.Select) -> str:
