@@ -134,7 +134,7 @@ def test_conditions_and_epochs_read_the_same_on_chdb(tmp_path: Path) -> None:
             items = [
                 exp.EQ(this=exp.Min(this=x), expression=exp.Max(this=x.copy())),
                 q.alias(exp.paren(exp.Max(this=x.copy()) > q.num(2)), "above"),
-                exp.Min(this=q.epoch_us(ts)),
+                exp.Min(this=exp.UnixMicros(this=ts)),
                 exp.Max(this=exp.TimeToUnix(this=ts.copy())),
             ]
             got[engine] = rs.backend.execute(q.select(items, rs.backend.relation("e", None, None)), []).rows[0]
