@@ -17,6 +17,7 @@ from rootsift import Rootsift
 from rootsift.analysis import anomaly as an
 from rootsift.analysis import seasonal
 from rootsift.analysis import shifts as sh
+from rootsift.analysis import sql as q
 from rootsift.analysis import timescale as ts
 from rootsift.analysis.frame import Frame
 from rootsift.cli import main
@@ -325,7 +326,7 @@ def test_the_lines_from_the_tails_are_the_exact_quantiles(rs: Rootsift, tmp_path
         f"SELECT quantile_cont(duration_ms, {qs}) FROM {frame.relation_sql} WHERE {where}", params
     ).rows[0][0]
     # the same order statistics; the interpolation between two of them may differ in the last bit
-    assert an.tail_quantiles(frame, '"duration_ms"', qs) == pytest.approx(exact, rel=1e-12, abs=0)
+    assert an.tail_quantiles(frame, q.col("duration_ms"), qs) == pytest.approx(exact, rel=1e-12, abs=0)
     upper, lower = an.bad_thresholds(frame, "duration_ms")
     assert upper == pytest.approx(sorted(set(exact[:3])), rel=1e-12, abs=0)
     assert lower == pytest.approx(sorted(set(exact[3:])), rel=1e-12, abs=0)

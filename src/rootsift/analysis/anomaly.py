@@ -23,12 +23,13 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 from scipy.special import xlog1py, xlogy
+from sqlglot import exp
 
+from rootsift.analysis import sql as q
 from rootsift.analysis import weighted
 from rootsift.analysis.findings import iso
 from rootsift.analysis.frame import Frame
 from rootsift.store.base import TIME_COLUMN
-from rootsift.store.sqltext import ident
 
 BUCKETS = 400
 """Time buckets across the range for the shift scan."""
@@ -78,22 +79,20 @@ class Anomaly:
         }
 
 
-def bad_thresholds(frame: Frame, measure: str, expr: str | None = None) -> tuple[list[float], list[float]]:
+def bad_thresholds(frame: Frame, measure: str, value: exp.Expr | None = None) -> tuple[list[float], list[float]]:
     """The measure's ``BAD_QUANTILES`` and ``LOW_QUANTILES`` over the range (distinct values
-    of each); of ``expr`` (SQL over the measure: its deseasonalised values) when given.
-    Exact: from the two tails alone when the store's sample says where they are
+    of each); of ``value`` (an expression over the measure: its deseasonalised values) when
+    given. Exact: from the two tails alone when the store's sample says where they are
     (``tail_quantiles``), else from every value."""
-    value = expr or ident(measure)
-    rel = frame.relation_sql
-    where, params = frame.range_filter()
+    value = q.col(measure) if value is None else value
+    qs = [*BAD_QUANTILES, *LOW_QUANTILES]
     got: list[Any] | None
     if frame.count is not None:  # each row as the events it stands for
-        rows = f"SELECT {value} AS v, {weighted.count_sql(frame)} AS w FROM {rel} WHERE {where}"
-        got = weighted.quantiles(frame.backend, rows, params, [*BAD_QUANTILES, *LOW_QUANTILES])[1]
-    elif (got := tail_quantiles(frame, value, [*BAD_QUANTILES, *LOW_QUANTILES])) is None:
-        qs = ", ".join(str(q) for q in (*BAD_QUANTILES, *LOW_QUANTILES))
-        sql = f"SELECT quantile_cont({value}, [{qs}]) FROM {rel} WHERE {where}"
-        got = frame.backend.execute_sql(sql, params).rows[0][0]
+        rows, params = frame.rows([q.alias(value.copy(), "v"), q.alias(weighted.count_of(frame), "w")])
+        got = weighted.quantiles(frame.backend, rows, params, qs)[1]
+    elif (got := tail_quantiles(frame, value, qs)) is None:
+        query, params = frame.rows([q.quantile_cont(value.copy(), qs)])
+        got = frame.backend.execute(query, params).rows[0][0]
     values = [None if v is None else float(v) for v in got or []]
     upper, lower = values[: len(BAD_QUANTILES)], values[len(BAD_QUANTILES) :]
     return sorted({v for v in upper if v is not None}), sorted({v for v in lower if v is not None})
@@ -105,61 +104,69 @@ TAIL_MIN_SAMPLED = 2000
 """A sample with fewer values than this places the tails too loosely: every value is read."""
 
 
-def tail_quantiles(frame: Frame, value: str, qs: list[float]) -> list[float | None] | None:
+def tail_quantiles(frame: Frame, value: exp.Expr, qs: list[float]) -> list[float | None] | None:
     """``quantile_cont`` of ``value`` at each of ``qs`` (all beyond ``TAIL_SHARE`` of either
     end) over the range, exactly, from the values of the two tails alone: the store's
     sample says where the tails start, a count places each quantile's two order statistics
     in them, and only the tails are sorted. The interpolation between the same two order
-    statistics may differ from DuckDB's in the last bit (never in which values lie above
-    the line). None when there is no sample, or a quantile's order statistics lie outside
-    the tails read (the sample far off)."""
+    statistics may differ from the engine's in the last bit (never in which values lie
+    above the line). None when there is no sample, or a quantile's order statistics lie
+    outside the tails read (the sample far off)."""
     sample = frame.backend.sample_relation(frame.dataset, frame.start, frame.end)
     if sample is None:
         return None
-    where, params = frame.range_filter()
-    got = frame.backend.execute_sql(
-        f"SELECT count({value}), quantile_cont({value}, {TAIL_SHARE}), quantile_cont({value}, {1 - TAIL_SHARE}) "
-        f"FROM {sample.sql(dialect='duckdb')} WHERE {where}",
-        params,
-    ).rows[0]
+    where, params = frame.range_where()
+    cuts = [exp.Count(this=value.copy()), *(q.quantile_cont(value.copy(), s) for s in (TAIL_SHARE, 1 - TAIL_SHARE))]
+    got = frame.backend.execute(q.select(cuts, sample, where), params).rows[0]
     if got[0] < TAIL_MIN_SAMPLED or got[1] is None or got[2] is None:
         return None
     low_cut, high_cut = float(got[1]), float(got[2])
-    rel = frame.relation_sql
-    n, under_high, low_n = frame.backend.execute_sql(
-        f"SELECT count({value}), count_if({value} < ?), count_if({value} <= ?) FROM {rel} WHERE {where}",
-        [high_cut, low_cut, *params],
-    ).rows[0]
+    bound: list[Any] = []
+    counts = [
+        exp.Count(this=value.copy()),
+        exp.CountIf(this=value.copy() < q.bind(bound, high_cut)),
+        exp.CountIf(this=value.copy() <= q.bind(bound, low_cut)),
+    ]
+    query, params = frame.rows(counts)
+    n, under_high, low_n = frame.backend.execute(query, bound + params).rows[0]
     if not n:
         return None
     wanted: dict[str, set[int]] = {"low": set(), "high": set()}
-    for q in qs:
-        h = q * (n - 1)
+    for at_q in qs:
+        h = at_q * (n - 1)
         for i in {math.floor(h), math.ceil(h)}:
-            if q >= 0.5 and i >= under_high:
+            if at_q >= 0.5 and i >= under_high:
                 wanted["high"].add(i - under_high)
-            elif q < 0.5 and i < low_n:
+            elif at_q < 0.5 and i < low_n:
                 wanted["low"].add(i)
             else:
                 return None
     at: dict[int, float] = {}
-    for side, ranks, keep, offset in (("low", wanted["low"], "<=", 0), ("high", wanted["high"], ">=", under_high)):
-        if not ranks:
-            continue
-        rows = frame.backend.execute_sql(
-            f"SELECT r, v FROM (SELECT v, row_number() OVER (ORDER BY v) - 1 AS r FROM (SELECT {value} AS v "
-            f"FROM {rel} WHERE ({where}) AND {value} {keep} ?)) WHERE r IN ({', '.join(str(r) for r in sorted(ranks))})",
-            [*params, high_cut if side == "high" else low_cut],
-        ).rows
-        at |= {int(r) + offset: float(v) for r, v in rows}
+    for side, ranks, offset in (("low", wanted["low"], 0), ("high", wanted["high"], under_high)):
+        if ranks:
+            at |= {int(r) + offset: float(v) for r, v in _ranked(frame, value, side, low_cut, high_cut, ranks)}
     out: list[float | None] = []
-    for q in qs:
-        h = q * (n - 1)
+    for at_q in qs:
+        h = at_q * (n - 1)
         lo, hi = math.floor(h), math.ceil(h)
         if lo not in at or hi not in at:
             return None
         out.append(at[lo] if lo == hi else at[lo] + (h - lo) * (at[hi] - at[lo]))
     return out
+
+
+def _ranked(
+    frame: Frame, value: exp.Expr, side: str, low_cut: float, high_cut: float, ranks: set[int]
+) -> list[tuple[Any, ...]]:
+    """(rank from 0, value) of the ``ranks`` among the values of one tail (``low``: at or
+    below ``low_cut``; ``high``: at or above ``high_cut``), in ascending order."""
+    tail = value.copy() <= exp.Placeholder() if side == "low" else value.copy() >= exp.Placeholder()
+    values, params = frame.rows([q.alias(value.copy(), "v")], tail)
+    v, r = exp.column(q.name("v")), exp.column(q.name("r"))
+    rank = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[exp.Ordered(this=v)]))
+    numbered = q.select([v, q.alias(exp.Sub(this=rank, expression=q.num(1)), "r")], values)
+    query = q.select([r, v.copy()], numbered, r.copy().isin(*(q.num(i) for i in sorted(ranks))))
+    return frame.backend.execute(query, [*params, low_cut if side == "low" else high_cut]).rows
 
 
 COMPLETION = ("end_time", "end", "completed_at", "end_timestamp", "finished_at")
@@ -171,9 +178,14 @@ def completion_column(frame: Frame) -> str:
     return next((c for c in COMPLETION if c in frame.fields and frame.fields[c].type == "TIMESTAMP"), TIME_COLUMN)
 
 
+Bad = tuple[exp.Expr, list[Any]]
+"""A definition of a bad event: a condition over the dataset's columns, and the values its
+placeholders bind, in order."""
+
+
 def series(
     frame: Frame,
-    bad_sql: str,
+    bad: exp.Expr,
     bad_params: list[Any],
     width: timedelta,
     time: str = TIME_COLUMN,
@@ -181,31 +193,28 @@ def series(
 ) -> Series:
     """Events and bad events per bucket of ``width`` (by the ``time`` field) over the frame's
     range; ``origin`` is a bucket boundary when given (no bucket straddles it)."""
-    return series_of(frame, [(bad_sql, bad_params)], width, time, origin)[0]
+    return series_of(frame, [(bad, bad_params)], width, time, origin)[0]
 
 
 def series_of(
     frame: Frame,
-    bads: list[tuple[str, list[Any]]],
+    bads: list[Bad],
     width: timedelta,
     time: str = TIME_COLUMN,
     origin: datetime | None = None,
 ) -> list[Series]:
-    """One ``Series`` per definition of a bad event (SQL, params), all from one pass over the
+    """One ``Series`` per definition of a bad event (``Bad``), all from one pass over the
     data. A row with a count stands for that many events of its bucket."""
-    where, params = frame.range_filter()
     us = max(1, int(width / timedelta(microseconds=1)))
     epoch = datetime(1970, 1, 1)
     offset = 0 if origin is None else int((origin - epoch) / timedelta(microseconds=1)) % us
-    ts = ident(time)
-    n = weighted.count_sql(frame)
-    total = "count(*)" if n == "1" else f"sum({n})"
-    counts = "".join(f", {total} FILTER (WHERE {sql})" for sql, _ in bads)
-    sql = (
-        f"SELECT CAST(floor((epoch_us({ts}) - {offset}) / {us}) AS BIGINT) AS b, {total}{counts} "
-        f"FROM {frame.relation_sql} WHERE ({where}) AND {ts} IS NOT NULL GROUP BY 1 ORDER BY 1"
-    )
-    rows = frame.backend.execute_sql(sql, [*(p for _, bound in bads for p in bound), *params]).rows
+    ts = q.col(time)
+    total = q.event_count(weighted.count_of(frame))
+    items = [q.alias(q.bucket_index(q.epoch_us(ts), us, offset), "b"), total]
+    items += [q.where(total.copy(), bad.copy()) for bad, _ in bads]
+    query, params = frame.rows(items, q.not_null(ts.copy()))
+    query = q.order_by(query.group_by(q.num(1), copy=False), q.num(1))
+    rows = frame.backend.execute(query, [*(p for _, bound in bads for p in bound), *params]).rows
     if not rows:
         return [Series([], width, np.zeros(0), np.zeros(0)) for _ in bads]
     first, last = int(rows[0][0]), int(rows[-1][0])
@@ -285,10 +294,10 @@ binomial), Bonferroni over the lines walked."""
 
 
 def walked_onset(
-    frame: Frame, a: Anomaly, bad_sql: str, lines: list[float], width: timedelta, fine: timedelta
+    frame: Frame, a: Anomaly, bad_if: exp.Expr, lines: list[float], width: timedelta, fine: timedelta
 ) -> datetime:
     """The region's start moved earlier to where its creep began, on each of ``lines``
-    (``bad_sql`` takes one as its parameter: normal behaviour's p99 and p99.9), the
+    (``bad_if``, a condition with one placeholder, takes each as its parameter: normal behaviour's p99 and p99.9), the
     earliest of them. A creep shows on the line its events pass and normal ones seldom
     do: a connect retried after 3 s lies far above p99.9, while p99 may be the slow tail
     of another service.
@@ -311,7 +320,7 @@ def walked_onset(
     level = ONSET_LEVEL / len(lines)
     walked = a.start
     outside: list[tuple[float, float] | None] = []  # per line: its rate outside the region, the dispersion
-    for s in series_of(frame, [(bad_sql, [t]) for t in lines], width, origin=a.start):
+    for s in series_of(frame, [(bad_if, [t]) for t in lines], width, origin=a.start):
         first = next((k for k, t in enumerate(s.starts) if t >= a.start), None)
         last = next((k for k in range(len(s.starts) - 1, -1, -1) if s.starts[k] < a.end), None)
         if first is None or last is None or first > last:
@@ -325,7 +334,7 @@ def walked_onset(
     if frame.start is not None:
         reach = max(reach, frame.start)
     near = Frame(frame.backend, frame.dataset, reach, walked, frame.where, count_field=frame.count)
-    thin = series_of(near, [(bad_sql, [t]) for t in lines], fine, origin=walked)
+    thin = series_of(near, [(bad_if, [t]) for t in lines], fine, origin=walked)
     m = len(thin[0].starts) if thin else 0
     lengths = [2**j for j in range(int(math.log2(m)) + 1)] if m else []
     best: tuple[float, datetime] | None = None

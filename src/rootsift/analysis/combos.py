@@ -107,7 +107,11 @@ def _mark_nested(
 
 
 def _candidates(significant: list[Finding]) -> list[Finding]:
-    ranked = sorted((f for f in significant if f.kind == "dimension" and f.effect > 0), key=lambda f: -f.score)
+    # equal scores by field and value: the same candidates whatever order the engine listed them in
+    ranked = sorted(
+        (f for f in significant if f.kind == "dimension" and f.effect > 0),
+        key=lambda f: (-f.score, f.p_value, str(f.field), repr(f.value)),
+    )
     chosen: list[Finding] = []
     per_field: dict[str, int] = {}
     for f in ranked:

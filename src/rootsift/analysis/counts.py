@@ -142,7 +142,8 @@ def _grouped(
             exp.Tuple(expressions=[]),
         ]
     )
-    # ties in count broken by the value itself, never by anything about the selection
+    # ties in count broken by the value itself, never by anything about the selection (and
+    # in the selection's ranking too: an engine breaks ties its own way, DuckDB and ClickHouse apart)
     tie: exp.Expr = (
         exp.Ordered(
             this=exp.Coalesce(
@@ -168,7 +169,7 @@ def _grouped(
         exp.Star(),
         q.alias(q.over(q.count_rows(), [g.copy()]), "__nv"),
         q.alias(rank(both, both_n, tie), "__rt"),
-        q.alias(rank(q.desc(sw.copy()), q.desc(sn.copy())), "__rs"),
+        q.alias(rank(q.desc(sw.copy()), q.desc(sn.copy()), tie.copy()), "__rs"),
         copy=False,
     ).from_("d", copy=False)
     return (

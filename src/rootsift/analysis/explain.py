@@ -186,10 +186,11 @@ def explain(
 def _rank(f: Finding, quantities: set[str]) -> tuple[Any, ...]:
     """Where dimension culprits (an upstream, a zone, a statement) come first: then measures
     and a quantity's values (how the selection differs, not where), then values nested in
-    one that explains them, then restatements of the selected measure; by score within each."""
+    one that explains them, then restatements of the selected measure; by score within each
+    (equal scores by what they name: the order is the same whatever order an engine gave)."""
     named = [str(c["field"]) for c in f.conditions] if f.conditions is not None else [str(f.field)]
     described = f.kind == "measure" or any(n in quantities for n in named)
-    return ("restates" in f.detail, "within" in f.detail, described, -f.score, f.p_value)
+    return ("restates" in f.detail, "within" in f.detail, described, -f.score, f.p_value, f.kind, _names(f))
 
 
 def _tail(f: Finding) -> bool:

@@ -23,10 +23,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlglot import exp
+
 from rootsift.analysis import anomaly as an
 from rootsift.analysis import saturation as sat
 from rootsift.analysis import seasonal as ss
 from rootsift.analysis import shifts as sh
+from rootsift.analysis import sql as q
 from rootsift.analysis import timeouts as to
 from rootsift.analysis import timescale as ts
 from rootsift.analysis.decomposition import decomposition
@@ -36,8 +39,9 @@ from rootsift.analysis.frame import Frame
 from rootsift.analysis.median_shift import median_shift
 from rootsift.analysis.onset import OPERATOR, direction, explain_in, explain_region
 from rootsift.errors import UsageError
+from rootsift.store.base import TIME_COLUMN
+from rootsift.store.dialects import render
 from rootsift.store.duckdb import DuckDBBackend
-from rootsift.store.sqltext import ident
 
 MEASURES = ("duration_ms", "request_time_ms", "latency_ms", "response_time_ms", "query_time_ms", "elapsed_ms")
 ERROR_FIELDS = ("status", "status_code", "http_status")
@@ -104,8 +108,8 @@ def investigate(
     start = start or first
     end = end or last + timedelta(microseconds=1)
     frame = Frame(backend, dataset, start, end, where, count_field=count_field)
-    rows, params = frame.range_filter()
-    events = int(backend.execute_sql(f"SELECT count(*) FROM {frame.relation_sql} WHERE {rows}", params).rows[0][0])
+    counted, params = frame.rows([q.count_rows()])
+    events = int(backend.execute(counted, params).rows[0][0])
     sampled = events >= SAMPLED_FROM
     measure = measure or _default_measure(frame)
     if measure is not None and measure not in frame.fields:
@@ -181,17 +185,20 @@ def _find(
         shift_fine_bucket_seconds=fine.total_seconds(),
     )
     lines = []  # (direction, threshold): more events above the line, or below it
-    value, seasonal = (ident(str(measure)), None) if measure is None else ss.deseasonalised(frame, measure, start, end)
+    bads: list[an.Bad] = []
     if measure is not None:
+        value, seasonal = ss.deseasonal_value(frame, measure, start, end)
         upper, lower = an.bad_thresholds(frame, measure, value)
         lines += [("up", t) for t in upper] + [("down", t) for t in lower]
         if seasonal is not None:
             method["deseasonalised"] = seasonal
+        bads += [(beyond(value, d), [t]) for d, t in lines]
     status = next((f for f in ERROR_FIELDS if f in frame.fields and frame.fields[f].type in ("DOUBLE", "BIGINT")), None)
-    bads = [(f"{value} {OPERATOR[d]} ?", [t]) for d, t in lines]
     if status is not None:
-        bads.append((f"{ident(status)} >= 500", []))
-    counts = sh.fine_counts(frame, bads, fine)  # every line in one pass
+        bads.append((q.col(status) >= q.num(500), []))
+    # shifts.py takes its conditions as text until it builds expressions (issue 20)
+    as_text = [(render(bad, frame.backend.text_dialect), bound) for bad, bound in bads]
+    counts = sh.fine_counts(frame, as_text, fine)  # every line in one pass
 
     def region(k: int, hit: sh.Shift) -> an.Anomaly | None:
         p = hit.p_value
@@ -205,7 +212,7 @@ def _find(
         a = an.Anomaly(kind, counts.at(hit.first), counts.at(hit.end), field_name, line, hit.llr, p)
         if kind == "latency":
             a.detail.update(direction=lines[k][0], bucket_seconds=hit.scale.total_seconds())
-            if seasonal is not None:
+            if "deseasonalised" in method:
                 a.detail.update(deseasonalised=True)
         return a
 
@@ -263,15 +270,12 @@ def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta, fine: timedelta)
     it (normal behaviour's tail, not the incident's), and the onset walks back over the
     buckets already above that line or above 99.9 % of them (``an.walked_onset``): the
     first slow requests count even when the worst come later."""
-    rel = frame.relation_sql
-    where, params = frame.range_filter()
-    ts, col = ident("timestamp"), ident(str(a.measure))
+    ts, col = q.col(TIME_COLUMN), q.col(str(a.measure))
     down = direction(a) == "down"
-    qs = [1 - q if down else q for q in NORMAL_QUANTILES]
-    row = frame.backend.execute_sql(
-        f"SELECT quantile_cont({col}, {qs}) FROM {rel} WHERE ({where}) AND ({ts} < ? OR {ts} >= ?)",
-        [*params, a.start, a.end],
-    ).rows[0]
+    qs = [1 - at if down else at for at in NORMAL_QUANTILES]
+    region: list[Any] = []
+    query, params = frame.rows([q.quantile_cont(col, qs)], exp.Not(this=q.within(ts, region, a.start, a.end)))
+    row = frame.backend.execute(query, params + region).rows[0]
     lines = [float(v) for v in row[0] or [] if v is not None]
     if not lines:
         return
@@ -279,7 +283,13 @@ def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta, fine: timedelta)
     if raw or (lines[0] > float(a.threshold or 0) if down else lines[0] < float(a.threshold or 0)):
         a.detail["scan_threshold"] = a.threshold
         a.threshold = lines[0]
-    a.start = an.walked_onset(frame, a, f"{col} {OPERATOR[direction(a)]} ?", lines, width, fine)
+    a.start = an.walked_onset(frame, a, beyond(col.copy(), direction(a)), lines, width, fine)
+
+
+def beyond(value: exp.Expr, way: str) -> exp.Expr:
+    """``value > ?`` (a shift ``up``: bad events lie above the line) or ``value < ?`` (``down``)."""
+    compare = {">": exp.GT, "<": exp.LT}[OPERATOR[way]]
+    return compare(this=value.copy(), expression=exp.Placeholder())
 
 
 def _coincide(stall: an.Anomaly, shift: an.Anomaly) -> bool:

@@ -18,7 +18,7 @@ MySQL slow log) or the end (``timestamp_at="end"``: an nginx access log writes
 ``$time_local`` when the request completes). The intervals tried are the whole event's and
 each of its parts' (below): what a pool holds is often a part (the upstream call, the
 database connection), while the whole also counts the wait for it. A waiting part is
-placed at the event's start, any other at its end (``interval_sql``).
+placed at the event's start, any other at its end (``event_interval``).
 """
 
 from __future__ import annotations
@@ -30,13 +30,14 @@ from typing import Any
 
 import numpy as np
 from scipy import stats as sps
+from sqlglot import exp
 
+from rootsift.analysis import sql as q
 from rootsift.analysis import weighted
 from rootsift.analysis.anomaly import COMPLETION, Anomaly
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame, micros_per_unit
 from rootsift.store.base import TIME_COLUMN
-from rootsift.store.sqltext import ident
 
 UNITS = ("instance", "host", "hostname", "host.name", "server", "pod", "node", "container", "service.instance.id")
 """Fields naming the process a limit belongs to, in order of preference."""
@@ -65,28 +66,42 @@ def role(part: str) -> str:
     return "wait" if any(w in part.lower() for w in WAIT_WORDS) else "service"
 
 
-def interval_sql(frame: Frame, measure: str | None, part: str | None, timestamp_at: str) -> tuple[str, str] | None:
-    """SQL for the (start, end) of each event, or of its ``part``, in epoch microseconds;
-    None when it cannot be placed (no duration, or a unit the name does not give).
+def event_interval(
+    frame: Frame, measure: str | None, part: str | None, timestamp_at: str
+) -> tuple[exp.Expr, exp.Expr] | None:
+    """The (start, end) of each event, or of its ``part``, in epoch microseconds (two
+    expressions); None when it cannot be placed (no duration, or a unit the name does not give).
 
     A waiting part sits at the event's start, any other at its end: waiting comes before
     the work waited for (the pool wait before the query, the queue before the upstream
     call), and the work is what a pool or worker holds."""
-    ts = f"epoch_us({ident(TIME_COLUMN)})"
+    ts = q.epoch_us(q.col(TIME_COLUMN))
     done = next((c for c in COMPLETION if c in frame.fields and frame.fields[c].type == "TIMESTAMP"), None)
+    start: exp.Expr
+    end: exp.Expr
     if done is not None:
-        start, end = ts, f"epoch_us({ident(done)})"
+        start, end = ts, q.epoch_us(q.col(done))
     elif measure is not None and (scale := micros_per_unit(measure)) is not None:
-        length = f"CAST({ident(measure)} * {scale} AS BIGINT)"
-        start, end = (ts, f"{ts} + {length}") if timestamp_at == "start" else (f"{ts} - {length}", ts)
+        length = _micros(measure, scale)
+        if timestamp_at == "start":
+            start, end = ts, exp.Add(this=ts.copy(), expression=length)
+        else:
+            start, end = exp.Sub(this=ts, expression=length), ts.copy()
     else:
         return None
     if part is None or part == measure:
         return start, end
     if (part_scale := micros_per_unit(part)) is None:
         return None
-    held = f"CAST({ident(part)} * {part_scale} AS BIGINT)"
-    return (start, f"{start} + {held}") if role(part) == "wait" else (f"{end} - {held}", end)
+    held = _micros(part, part_scale)
+    if role(part) == "wait":
+        return start, exp.Add(this=start.copy(), expression=held)
+    return exp.Sub(this=end, expression=held), end.copy()
+
+
+def _micros(name: str, scale: float) -> exp.Expr:
+    """``CAST(name * scale AS BIGINT)``: a duration field in microseconds."""
+    return exp.cast(exp.Mul(this=q.col(name), expression=q.num(scale)), "BIGINT", copy=False)
 
 
 def in_flight(
@@ -99,7 +114,7 @@ def in_flight(
     spans = {
         d or "(whole event)": s
         for d in [measure, *parts]
-        if (s := interval_sql(frame, measure, d, timestamp_at)) is not None
+        if (s := event_interval(frame, measure, d, timestamp_at)) is not None
     }
     if not spans or frame.start is None or frame.end is None:
         return []
@@ -227,18 +242,18 @@ def _carriers(frame: Frame, a: Anomaly, unit: str | None) -> set[Any] | None:
     of a stall waited)."""
     if unit is None or a.kind not in ("latency", "errors") or a.measure is None:
         return None
-    column = ident(a.measure)
+    column = q.col(a.measure)
+    bound: list[Any] = []
     if a.kind == "latency":
-        bad, args = f"{column} {'<' if a.detail.get('direction') == 'down' else '>'} ?", [a.threshold]
+        line = q.bind(bound, a.threshold)
+        bad: exp.Expr = column < line if a.detail.get("direction") == "down" else column > line
     else:
-        bad, args = f"{column} >= 500", []
-    where, params = frame.range_filter()
-    ts, n = ident(TIME_COLUMN), weighted.count_sql(frame)  # a row with a count is that many events
-    rows = frame.backend.execute_sql(
-        f"SELECT {ident(unit)}, sum({n}), sum({n}) FILTER (WHERE {bad}) FROM {frame.relation_sql} "
-        f"WHERE ({where}) AND {ts} >= ? AND {ts} < ? GROUP BY 1",
-        [*args, *params, a.start, a.end],
-    ).rows
+        bad = column >= q.num(500)
+    n = weighted.count_of(frame)  # a row with a count is that many events
+    items = [q.col(unit), exp.Sum(this=n), q.where(exp.Sum(this=n.copy()), bad)]
+    region: list[Any] = []
+    query, params = frame.rows(items, q.within(q.col(TIME_COLUMN), region, a.start, a.end))
+    rows = frame.backend.execute(query.group_by(q.num(1), copy=False), [*bound, *params, *region]).rows
     events, slow = sum(float(r[1] or 0) for r in rows), sum(float(r[2] or 0) for r in rows)
     if not events or not slow:
         return set()
@@ -255,40 +270,42 @@ def around(frame: Frame, a: Anomaly) -> Frame:
 
 
 def _start_end_counts(
-    window: Frame, unit: str | None, spans: list[tuple[str, str]], origin: datetime, width: timedelta
+    window: Frame, unit: str | None, spans: list[tuple[exp.Expr, exp.Expr]], origin: datetime, width: timedelta
 ) -> dict[tuple[int, Any], np.ndarray]:
     """Per (interval, unit): the in-flight count at the start of each of ``SAMPLES``
     buckets: the events started before it and not yet ended."""
-    rel = window.relation_sql
-    where, params = window.range_filter()
     o = int((origin - datetime(1970, 1, 1)) / timedelta(microseconds=1))
     us = int(width / timedelta(microseconds=1))
-    u = ident(unit) if unit else "NULL"
     if unit:
-        n = window.backend.execute_sql(f"SELECT approx_count_distinct({u}) FROM {rel} WHERE {where}", params).rows
+        query, params = window.rows([exp.ApproxDistinct(this=q.col(unit))])
+        n = window.backend.execute(query, params).rows
         if n[0][0] is None or int(n[0][0]) > MAX_UNITS:
             return {}
-
-    def bucket(x: str) -> str:  # -1 before the window, SAMPLES after it
-        return f"least({SAMPLES}, greatest(-1, CAST(floor(({x} - {o}) / {us}) AS BIGINT)))"
-
-    parts = []
+    parts, params = [], []
     for k, (start, end) in enumerate(spans):
-        keep = f"({where}) AND {start} IS NOT NULL AND {end} IS NOT NULL"
-        parts.append(f"SELECT {k} AS i, {u} AS u, 0 AS side, {bucket(start)} AS b FROM {rel} WHERE {keep}")
-        parts.append(f"SELECT {k} AS i, {u} AS u, 1 AS side, {bucket(end)} AS b FROM {rel} WHERE {keep}")
+        for at_end, at in ((0, start), (1, end)):
+            items = [
+                q.alias(q.num(k), "i"),
+                q.alias(q.col(unit) if unit else exp.Null(), "u"),
+                q.alias(q.num(at_end), "side"),
+            ]
+            items.append(
+                q.alias(q.clamp(q.bucket_index(at.copy(), us, o), -1, SAMPLES), "b")
+            )  # -1 before, SAMPLES after
+            part, bound = window.rows(items, q.not_null(start.copy()), q.not_null(end.copy()))
+            parts.append(part)
+            params += bound
+    i, u, side, b, n_ = (exp.column(q.name(c)) for c in ("i", "u", "side", "b", "n"))
+    per_bucket = q.select([i, u, side, b, q.alias(q.count_rows(), "n")], q.union_all(parts), group=4)
     # one row per interval, unit and side, its buckets as lists: far cheaper to bring into numpy
-    sql = (
-        f"SELECT i, u, side, list(b), list(n) FROM (SELECT i, u, side, b, count(*) AS n "
-        f"FROM ({' UNION ALL '.join(parts)}) GROUP BY ALL) GROUP BY ALL"
-    )
-    rows = window.backend.execute_sql(sql, params * len(parts)).rows
+    lists = [i.copy(), u.copy(), side.copy(), q.listed(b.copy()), q.listed(n_)]
+    rows = window.backend.execute(q.select(lists, per_bucket, group=3), params).rows
     grid: dict[tuple[int, Any], np.ndarray] = {}
-    for i, name, side, b, n in rows:
-        g = grid.get((int(i), name))
+    for k, name, at_end, buckets, counts in rows:
+        g = grid.get((int(k), name))
         if g is None:
-            g = grid[(int(i), name)] = np.zeros((2, SAMPLES + 2))
-        np.add.at(g[int(side)], np.asarray(b, dtype=np.int64) + 1, np.asarray(n, dtype=np.float64))
+            g = grid[(int(k), name)] = np.zeros((2, SAMPLES + 2))
+        np.add.at(g[int(at_end)], np.asarray(buckets, dtype=np.int64) + 1, np.asarray(counts, dtype=np.float64))
     # in flight at the start of bucket k: started in an earlier bucket, not ended before it
     return {key: (np.cumsum(g[0]) - np.cumsum(g[1]))[:SAMPLES] for key, g in grid.items()}
 

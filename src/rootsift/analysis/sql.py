@@ -207,3 +207,47 @@ def lookup(values: Sequence[float], index: exp.Expr) -> exp.Expr:
 def hour_of_day(ts: exp.Expr) -> exp.Expr:
     """The hour (0–23) of a timestamp, as an integer."""
     return exp.cast(exp.Hour(this=ts), "BIGINT", copy=False)
+
+
+# -- time buckets and counts (anomaly, timescale, stalls, saturation, investigate) ------
+def epoch_us(ts: exp.Expr) -> exp.Expr:
+    """Microseconds since 1970-01-01 (UTC) of a timestamp, as an integer."""
+    return exp.UnixMicros(this=ts)
+
+
+def bucket_index(micros: exp.Expr, width_us: int, origin_us: int = 0) -> exp.Expr:
+    """``CAST(floor((micros - origin_us) / width_us) AS BIGINT)``: the bucket of ``width_us``
+    microseconds (counted from ``origin_us``) a time in microseconds falls in."""
+    shifted = exp.paren(exp.Sub(this=micros, expression=num(origin_us))) if origin_us else micros
+    return floor_int(exp.Div(this=shifted, expression=num(width_us)))
+
+
+def event_count(n: exp.Expr) -> exp.Expr:
+    """The events rows stand for, each row ``n`` of them: ``count(*)`` when ``n`` is the
+    literal 1 (``weighted.count_of`` without a count field), else ``sum(n)``."""
+    if isinstance(n, exp.Literal) and n.this == "1":
+        return count_rows()
+    return exp.Sum(this=n.copy())
+
+
+def clamp(x: exp.Expr, lo: int, hi: int) -> exp.Expr:
+    """``least(hi, greatest(lo, x))``."""
+    return exp.Least(this=num(hi), expressions=[exp.Greatest(this=num(lo), expressions=[x])])
+
+
+def listed(x: exp.Expr) -> exp.ArrayAgg:
+    """The values of ``x`` over a group as one list (two lists of one group pair up)."""
+    return exp.ArrayAgg(this=x)
+
+
+def within(ts: exp.Expr, params: list[Any], lo: object, hi: object) -> exp.Expr:
+    """``(ts >= lo AND ts < hi)``, both bound (appended to ``params`` in that order)."""
+    return exp.paren(exp.and_(ts >= bind(params, lo), ts.copy() < bind(params, hi), copy=False), copy=False)
+
+
+def union_all(queries: Sequence[exp.Select]) -> exp.Expr:
+    """``q1 UNION ALL q2 …``, in order (their parameters bind in that order)."""
+    out: exp.Expr = queries[0]
+    for query in queries[1:]:
+        out = exp.union(out, query, distinct=False, copy=False)
+    return out

@@ -12,11 +12,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlglot import exp
+
+from rootsift.analysis import sql as q
 from rootsift.analysis import weighted
 from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.frame import Frame
 from rootsift.store.base import TIME_COLUMN
-from rootsift.store.sqltext import ident
 
 IDENTITY = (
     "fingerprint",
@@ -43,23 +45,34 @@ def stall_events(
     frame: Frame, start: datetime, end: datetime, settle: timedelta, completion: str = TIME_COLUMN
 ) -> list[Finding]:
     """Kinds of events completing (by the ``completion`` field) in [start, end + settle),
-    earliest first, with their count elsewhere (a row with a count is that many events)."""
+    earliest first (of equal times, by the kind's value), with their count elsewhere (a
+    row with a count is that many events)."""
     name = identity_field(frame)
     if name is None:
         return []
-    col, ts = ident(name), ident(completion)
-    rel = frame.relation_sql
-    where, params = frame.range_filter()
-    inside = f"{ts} >= ? AND {ts} < ?"
+    col, ts = q.col(name), q.col(completion)
     window = [start, end + settle]
-    n = weighted.count_sql(frame)
-    sql = (
-        f"SELECT {col}, min({ts}) FILTER (WHERE {inside}) AS first, "
-        f"coalesce(sum({n}) FILTER (WHERE {inside}), 0) AS n_in, "
-        f"coalesce(sum({n}) FILTER (WHERE NOT ({inside})), 0) AS n_out, sum({n}) AS n "
-        f"FROM {rel} WHERE {where} GROUP BY 1 HAVING n_in > 0 ORDER BY first LIMIT {SHOWN}"
-    )
-    rows = frame.backend.execute_sql(sql, [*window, *window, *window, *params]).rows
+    n = weighted.count_of(frame)
+    bound: list[Any] = []
+    items = [
+        col,
+        q.alias(q.where(exp.Min(this=ts), q.within(ts, bound, *window)), "first"),
+        q.alias(
+            exp.Coalesce(this=q.where(exp.Sum(this=n), q.within(ts, bound, *window)), expressions=[q.num(0)]), "n_in"
+        ),
+        q.alias(
+            exp.Coalesce(
+                this=q.where(exp.Sum(this=n.copy()), exp.Not(this=q.within(ts, bound, *window))),
+                expressions=[q.num(0)],
+            ),
+            "n_out",
+        ),
+        q.alias(exp.Sum(this=n.copy()), "n"),
+    ]
+    query, params = frame.rows(items)
+    query = query.group_by(q.num(1), copy=False).having(exp.column(q.name("n_in")) > q.num(0), copy=False)
+    query = q.order_by(query, exp.column(q.name("first")), q.nulls_last(q.num(1))).limit(SHOWN, copy=False)
+    rows = frame.backend.execute(query, bound + params).rows
     total_out = _count_outside(frame, window, ts)
     found = []
     for rank, (value, first, n_in, n_out, _n) in enumerate(rows, 1):
@@ -86,8 +99,8 @@ def stall_events(
     return found
 
 
-def _count_outside(frame: Frame, window: list[Any], ts: str) -> float:
-    rel = frame.relation_sql
-    where, params = frame.range_filter()
-    sql = f"SELECT sum({weighted.count_sql(frame)}) FROM {rel} WHERE ({where}) AND NOT ({ts} >= ? AND {ts} < ?)"
-    return float(frame.backend.execute_sql(sql, [*params, *window]).rows[0][0] or 0)
+def _count_outside(frame: Frame, window: list[Any], ts: exp.Expr) -> float:
+    bound: list[Any] = []
+    outside = exp.Not(this=q.within(ts.copy(), bound, *window))
+    query, params = frame.rows([exp.Sum(this=weighted.count_of(frame))], outside)
+    return float(frame.backend.execute(query, params + bound).rows[0][0] or 0)

@@ -157,7 +157,8 @@ def _all_bins(frame: Frame, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _mode_in_bin(frame: Frame, name: str, key: int) -> float:
-    """The most common value of a field in bin ``key``: the ceiling itself."""
+    """The most common value of a field in bin ``key`` (of equally common ones, the
+    smallest): the ceiling itself."""
     col = q.col(name)
     lo, hi = 2.0 ** ((key - BIN_OFFSET) / BIN_STEPS), 2.0 ** ((key - BIN_OFFSET + 1) / BIN_STEPS)
     # the value range first (cheap), the bin's own rule after it (exact)
@@ -166,8 +167,11 @@ def _mode_in_bin(frame: Frame, name: str, key: int) -> float:
         col.copy() <= q.num(hi * 1.001),
         exp.EQ(this=bin_key(col.copy()), expression=q.num(key)),
     )
-    query, params = frame.rows([exp.Mode(this=col.copy())], in_bin)
-    row = frame.backend.execute(query, params).rows[0]
+    # the most common value, the smallest of equally common ones: the same on every engine
+    # (DuckDB's mode() breaks ties its own way; ClickHouse has no exact mode)
+    query, params = frame.rows([col.copy(), q.alias(q.count_rows(), "n")], in_bin)
+    query = q.order_by(query.group_by(q.num(1), copy=False), q.desc(exp.column(q.name("n"))), q.num(1))
+    row = frame.backend.execute(query.limit(1, copy=False), params).rows[0]
     return float(row[0])
 
 

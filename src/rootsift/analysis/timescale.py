@@ -27,12 +27,13 @@ from typing import Any
 
 import numpy as np
 from scipy import stats as sps
+from sqlglot import exp
 
+from rootsift.analysis import sql as q
 from rootsift.analysis import weighted
 from rootsift.analysis.anomaly import Anomaly, completion_column
 from rootsift.analysis.frame import Frame
 from rootsift.store.base import TIME_COLUMN
-from rootsift.store.sqltext import ident
 
 UNITS_S = (0.001, 0.01, 0.1, 1.0, 5.0, 10.0, 15.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 86400.0)
 """Candidate resolutions of a time field, in seconds."""
@@ -62,14 +63,17 @@ KEEP = 5
 def resolution(frame: Frame, time: str = TIME_COLUMN) -> float:
     """The resolution of ``time`` in seconds: the largest of ``UNITS_S`` that 99 % of the
     range's first ``RESOLUTION_ROWS`` stamps are a multiple of; 1e-6 when none is."""
-    where, params = frame.range_filter()
-    ts = ident(time)
-    checks = ", ".join(f"count(*) FILTER (WHERE us % {round(u * 1e6)} = 0)" for u in UNITS_S)
-    sql = (
-        f"SELECT count(*), {checks} FROM (SELECT epoch_us({ts}) AS us FROM {frame.relation_sql} "
-        f"WHERE ({where}) AND {ts} IS NOT NULL LIMIT {RESOLUTION_ROWS})"
-    )
-    n, *hits = frame.backend.execute_sql(sql, params).rows[0]
+    ts = q.col(time)
+    stamps, params = frame.rows([q.alias(q.epoch_us(ts), "us")], q.not_null(ts.copy()))
+    us = exp.column(q.name("us"))
+    checks = [
+        q.where(
+            q.count_rows(), exp.EQ(this=exp.Mod(this=us.copy(), expression=q.num(round(u * 1e6))), expression=q.num(0))
+        )
+        for u in UNITS_S
+    ]
+    query = q.select([q.count_rows(), *checks], stamps.limit(RESOLUTION_ROWS, copy=False))
+    n, *hits = frame.backend.execute(query, params).rows[0]
     if not n or n < MIN_STAMPS:
         return MICROSECOND
     return max((u for u, h in zip(UNITS_S, hits, strict=True) if h >= RESOLUTION_SHARE * n), default=MICROSECOND)
@@ -143,17 +147,14 @@ def find_stall(frame: Frame, time: str, start: datetime, end: datetime, unit_s: 
 def _counts(frame: Frame, time: str, width: timedelta) -> tuple[int, np.ndarray]:
     """(index of the first bucket since the epoch, events per bucket of ``width`` from it;
     a row with a count is that many events)."""
-    where, params = frame.range_filter()
-    n = weighted.count_sql(frame)
     us = max(1, int(width / timedelta(microseconds=1)))
-    ts = ident(time)
+    ts = q.col(time)
+    items = [q.alias(q.bucket_index(q.epoch_us(ts), us), "b"), q.alias(q.event_count(weighted.count_of(frame)), "n")]
+    per_bucket, params = frame.rows(items, q.not_null(ts.copy()))
+    per_bucket = per_bucket.group_by(q.num(1), copy=False)
     # two lists in one row: far cheaper to bring into numpy than a row per bucket
-    buckets, n = frame.backend.execute_sql(
-        f"SELECT list(b), list(n) FROM (SELECT CAST(floor(epoch_us({ts}) / {us}) AS BIGINT) AS b, "
-        f"{'count(*)' if n == '1' else f'sum({n})'} AS n "
-        f"FROM {frame.relation_sql} WHERE ({where}) AND {ts} IS NOT NULL GROUP BY 1)",
-        params,
-    ).rows[0]
+    lists = [q.listed(exp.column(q.name("b"))), q.listed(exp.column(q.name("n")))]
+    buckets, n = frame.backend.execute(q.select(lists, per_bucket), params).rows[0]
     if not buckets:
         return 0, np.zeros(0)
     at = np.asarray(buckets, dtype=np.int64)

@@ -121,7 +121,20 @@ class ClickHouse(_ClickHouse):
             exp.PercentileCont: _ch_quantiles("ExactInclusive", weighted=False),
             exp.PercentileDisc: _ch_quantiles("ExactWeighted", weighted=True),
             exp.TableSample: _ch_sample,
+            exp.UnixMicros: lambda self, e: self.func("toUnixTimestamp64Micro", e.this),
+            # DuckDB's epoch(ts): seconds as a double, the microseconds kept
+            exp.TimeToUnix: lambda self, e: f"(toUnixTimestamp64Micro({self.sql(e, 'this')}) / 1000000.0)",
         }
+
+        def select_sql(self, expression: exp.Select) -> str:
+            """A condition selected as a column is a ``Bool`` (ClickHouse's comparisons and
+            logic give ``UInt8`` 0/1; DuckDB's, and so the analyses, take them as booleans)."""
+            if any(_is_condition(p.unalias()) for p in expression.expressions):
+                expression = expression.copy()
+                for p in expression.expressions:
+                    if _is_condition(cond := p.unalias()):
+                        cond.replace(exp.cast(cond.copy(), exp.DataType.build("BOOLEAN"), copy=False))
+            return super().select_sql(expression)
 
         def anonymous_sql(self, expression: exp.Anonymous) -> str:
             name = str(expression.this).lower()
@@ -138,6 +151,13 @@ class ClickHouse(_ClickHouse):
             if not expression.this:
                 raise UsageError("a positional parameter reached ClickHouse unnumbered (see number_placeholders)")
             return f"{{{expression.name}:{expression.args.get('kind') or 'String'}}}"
+
+
+def _is_condition(e: exp.Expr) -> bool:
+    """A comparison, a test, or a logical combination of them (a value of type boolean)."""
+    return isinstance(e, (exp.Predicate, exp.Connector, exp.Not)) or (
+        isinstance(e, exp.Paren) and _is_condition(e.this)
+    )
 
 
 def _ch_type(to: exp.DataType) -> str:
