@@ -171,10 +171,6 @@ class Frame:
         )
         return exp.paren(exp.Sub(this=ts, expression=exp.Interval(this=micros, unit=exp.Var(this="MICROSECOND"))))
 
-    def start_sql(self) -> str:
-        """``event_start()`` rendered as the text execute_sql takes (for modules that still write text)."""
-        return render(self.event_start(), self.backend.text_dialect)
-
     def has_selection(self) -> bool:
         return bool(self.select and self.select.strip()) or self.select_from is not None or self.select_to is not None
 
@@ -184,11 +180,6 @@ class Frame:
         scope = qc.Compiler(self.fields, self.relation, overflow_holds=self._holds)
         where = scope.where(self.start, self.end, self.where)
         return (where if where is not None else exp.true()), list(scope.params)
-
-    def range_filter(self) -> tuple[str, list[Any]]:
-        """``range_where()`` rendered as the text execute_sql takes (for modules that still write text)."""
-        where, params = self.range_where()
-        return render(where, self.backend.text_dialect), params
 
     def rows(self, items: Sequence[exp.Expr], *also: exp.Expr) -> tuple[exp.Select, list[Any]]:
         """``SELECT items FROM relation WHERE (range and filter) AND (each of also)``; the

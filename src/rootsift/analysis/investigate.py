@@ -40,7 +40,6 @@ from rootsift.analysis.median_shift import median_shift
 from rootsift.analysis.onset import OPERATOR, direction, explain_in, explain_region
 from rootsift.errors import UsageError
 from rootsift.store.base import TIME_COLUMN
-from rootsift.store.dialects import render
 from rootsift.store.duckdb import DuckDBBackend
 
 MEASURES = ("duration_ms", "request_time_ms", "latency_ms", "response_time_ms", "query_time_ms", "elapsed_ms")
@@ -196,9 +195,7 @@ def _find(
     status = next((f for f in ERROR_FIELDS if f in frame.fields and frame.fields[f].type in ("DOUBLE", "BIGINT")), None)
     if status is not None:
         bads.append((q.col(status) >= q.num(500), []))
-    # shifts.py takes its conditions as text until it builds expressions (issue 20)
-    as_text = [(render(bad, frame.backend.text_dialect), bound) for bad, bound in bads]
-    counts = sh.fine_counts(frame, as_text, fine)  # every line in one pass
+    counts = sh.fine_counts(frame, bads, fine)  # every line in one pass
 
     def region(k: int, hit: sh.Shift) -> an.Anomaly | None:
         p = hit.p_value

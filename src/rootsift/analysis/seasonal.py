@@ -25,18 +25,11 @@ from rootsift.analysis import sql as q
 from rootsift.analysis import weighted
 from rootsift.analysis.frame import Frame
 from rootsift.store.base import TIME_COLUMN
-from rootsift.store.dialects import render
 
 PERIOD = timedelta(days=1)
 MIN_PERIODS = 3
 SLOTS = 24
 """The hours of the day: each value less its hour's median."""
-
-
-def deseasonalised(frame: Frame, measure: str, start: datetime, end: datetime) -> tuple[str, dict[str, Any] | None]:
-    """``deseasonal_value`` rendered as the text execute_sql takes (for modules that still write text)."""
-    value, taken = deseasonal_value(frame, measure, start, end)
-    return render(value, frame.backend.text_dialect), taken
 
 
 def deseasonal_value(

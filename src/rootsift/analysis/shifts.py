@@ -28,7 +28,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-import sqlglot
 from scipy import stats as sps
 from sqlglot import exp
 
@@ -84,10 +83,10 @@ def widths(start: datetime, end: datetime, unit_s: float) -> tuple[timedelta, ti
 
 
 def fine_counts(
-    frame: Frame, bads: Sequence[tuple[exp.Expr | str, list[Any]]], width: timedelta, time: str = TIME_COLUMN
+    frame: Frame, bads: Sequence[tuple[exp.Expr, list[Any]]], width: timedelta, time: str = TIME_COLUMN
 ) -> Fine:
     """Events and bad events (one per definition: a condition and the values it binds, in
-    order; a condition given as SQL text in the backend's text dialect is parsed) per
+    order) per
     bucket of ``width``, in one pass; a row with a count stands for that many events."""
     us = max(1, int(width / timedelta(microseconds=1)))
     n = weighted.count_of(frame)
@@ -95,7 +94,7 @@ def fine_counts(
     bucket = q.floor_int(exp.Div(this=exp.UnixMicros(this=q.col(time)), expression=q.num(us)))
     items, params = [q.alias(bucket, "b"), q.alias(total.copy(), "c0")], []
     for k, (cond, bound) in enumerate(bads):
-        tree = sqlglot.parse_one(cond, dialect=frame.backend.text_dialect) if isinstance(cond, str) else cond.copy()
+        tree = cond.copy()
         items.append(q.alias(q.where(total.copy(), tree), f"c{k + 1}"))
         params += bound
     per_bucket, scope = frame.rows(items, q.not_null(q.col(time)))

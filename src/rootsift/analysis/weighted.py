@@ -9,7 +9,6 @@ from sqlglot import exp
 
 from rootsift.analysis import sql as q
 from rootsift.analysis.frame import Frame, row_weights
-from rootsift.store.dialects import render
 from rootsift.store.duckdb import DuckDBBackend
 
 
@@ -19,11 +18,6 @@ def count_of(frame: Frame) -> exp.Expr:
     if frame.count is None:
         return q.num(1)
     return row_weights(None, frame.count, 1)[0]
-
-
-def count_sql(frame: Frame) -> str:
-    """``count_of`` rendered as the text execute_sql takes (for modules that still write text)."""
-    return render(count_of(frame), frame.backend.text_dialect)
 
 
 def quantiles(
