@@ -45,7 +45,8 @@ def durations(seed: int, n: int) -> list[dict[str, Any]]:
 def every_bin(frame: Frame, name: str) -> to.Ceiling | None:
     """The pile-up test over every bin, counted and moded per bin in one query (as before)."""
     col = ident(name)
-    where, params = frame.range_filter()
+    condition, params = frame.range_where()
+    where = condition.sql(dialect="duckdb")  # the oracle writes DuckDB text by hand
     rows = frame.backend.execute_sql(
         f"SELECT {bin_key(q.col(name)).sql(dialect='duckdb')} AS k, count(*), mode({col}) FROM {frame.relation_sql} WHERE ({where}) AND {col} > 0 "
         "GROUP BY 1 ORDER BY 1",
