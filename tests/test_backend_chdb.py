@@ -381,3 +381,25 @@ def test_clickhouse_errors_become_store_errors_with_the_engine_message(chdb_stor
         )
     with pytest.raises(StoreError, match="cannot read DuckDB SQL"):
         chdb_store.backend.execute_sql("SELECT FROM WHERE (", [])
+
+
+@needs_chdb
+def test_canary_takes_backend_like_every_command(tmp_path: Path) -> None:
+    """canary opens the store at each look: --backend chdb reads the ClickHouse store (the
+    DuckDB one in the same directory is empty), and --clickhouse-url is the usage error."""
+    from rootsift.cli import main
+
+    path = write_jsonl(tmp_path / "incident.jsonl", _incident())
+    data = str(tmp_path / "data")
+    runner = CliRunner()
+    assert (
+        runner.invoke(main, ["ingest", str(path), "--dataset", "api", "--data", data, "--backend", "chdb"]).exit_code
+        == 0
+    )
+    argv = ["canary", "api", "--baseline", 'zone = "a"', "--canary", 'zone = "b"', "--from", iso(T0)]
+    argv += ["--every", "20m", "--for", "60m", "--replay", "--data", data, "--json"]
+    looks = runner.invoke(main, [*argv, "--backend", "chdb"])
+    assert looks.exit_code == 1, looks.output  # zone b's upstream turns slow: a regression
+    assert json.loads(looks.stdout.splitlines()[-1])["verdict"] == "regression"
+    assert runner.invoke(main, [*argv, "--backend", "duckdb"]).exit_code != 1  # no events there
+    assert runner.invoke(main, [*argv, "--clickhouse-url", "http://127.0.0.1:8123"]).exit_code == 2

@@ -227,7 +227,7 @@ clickhouse_url_option = click.option(
 )
 
 
-def _engine(backend: str | None, clickhouse_url: str | None) -> str:
+def engine_of(backend: str | None, clickhouse_url: str | None) -> str:
     """The backend to open; a ClickHouse server is a usage error naming the flag until it exists."""
     if clickhouse_url or (backend or "").lower() == "clickhouse":
         raise click.UsageError(
@@ -259,7 +259,7 @@ def common(read_only: bool | Callable[[dict[str, Any]], bool]) -> Callable[[Call
                     func(shared[0], as_json=as_json or shared[1] is not None, **kwargs)
                     return
                 reads = read_only(kwargs) if callable(read_only) else read_only
-                engine = _engine(backend, clickhouse_url)
+                engine = engine_of(backend, clickhouse_url)
                 with Rootsift(
                     data_dir or default_data_dir(), read_only=reads and _exists(data_dir), engine=engine
                 ) as rs:

@@ -12,7 +12,18 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rootsift.analysis.defaults import ALPHA, BOUNDARIES
-from rootsift.cli.common import Probability, cohort_options, common, data_option, emit_json, fail, out
+from rootsift.cli.common import (
+    Probability,
+    backend_option,
+    clickhouse_url_option,
+    cohort_options,
+    common,
+    data_option,
+    emit_json,
+    engine_of,
+    fail,
+    out,
+)
 from rootsift.errors import RootsiftError, UsageError
 from rootsift.timeutil import parse_duration, parse_time
 
@@ -194,6 +205,8 @@ def profile_diff_of(rs: Rootsift, profiles: str, cohorts: dict[str, Any]) -> Any
     help="Stack samples of the same cohorts: at a regression, attach their profile-diff (docs/profiles.md).",
 )
 @data_option
+@backend_option
+@clickhouse_url_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per evaluation (JSON lines).")
 def canary(
     dataset: str,
@@ -207,6 +220,8 @@ def canary(
     replay: bool,
     profiles: str | None,
     data_dir: Path | None,
+    backend: str | None,
+    clickhouse_url: str | None,
     as_json: bool,
     **judging: Any,
 ) -> None:
@@ -231,6 +246,7 @@ def canary(
         if replay and not start:
             raise UsageError("--replay needs --from: the time the watch would have started")
         how = judged(**judging)
+        engine = engine_of(backend, clickhouse_url)
         began = parse_time(start) if start else began_now()
         try:
             began + total
@@ -238,7 +254,7 @@ def canary(
             raise UsageError(f"--for {duration} from {began:%Y-%m-%d} ends after year 9999") from None
 
         def run(level: float, upto: datetime | None) -> Any:
-            with Rootsift(data_dir or default_data_dir(), read_only=True) as rs:
+            with Rootsift(data_dir or default_data_dir(), read_only=True, engine=engine) as rs:
                 return rs.compare(
                     dataset,
                     a=baseline,
@@ -255,7 +271,7 @@ def canary(
             diff = None
             if profiles and look.regressed:
                 cohorts = {"a": baseline, "b": canary, "a_from": began, "b_from": began}
-                with Rootsift(data_dir or default_data_dir(), read_only=True) as rs:
+                with Rootsift(data_dir or default_data_dir(), read_only=True, engine=engine) as rs:
                     diff = profile_diff_of(rs, profiles, {**cohorts, "a_to": look.upto, "b_to": look.upto})
             if as_json:
                 extra = {"profile_diff": diff.as_dict() if diff else None} if profiles else {}
