@@ -17,14 +17,13 @@ shared fields, a later attribute over an earlier one.
 from __future__ import annotations
 
 import itertools
-import json
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rootsift.server.otlp import KINDS, Event, any_value, flatten
+from rootsift.server.otlp import KINDS, Event, flatten
 from rootsift.server.otlp_arrays import IDS, TIME, column, own
-from rootsift.server.otlp_lines import SPAN_FIELDS, Decoded, _exception
+from rootsift.server.otlp_lines import SPAN_FIELDS, Decoded, _exception, log_fields
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -240,17 +239,7 @@ class Columns:
                     for key, value in (attributes.get(raw) or memo.attribute(raw))[0]:
                         event[key] = value
                 event.pop(TIME, None)  # the record's time wins, in the time column
-                if record.severity_text:
-                    event["severity_text"] = record.severity_text
-                if record.severity_number:
-                    event["severity_number"] = int(record.severity_number)
-                body = any_value(record.body) if record.HasField("body") else None
-                if body is not None:
-                    event["body"] = body if isinstance(body, str) else json.dumps(body, default=str)
-                if record.trace_id:
-                    event["trace.trace_id"] = record.trace_id.hex()
-                if record.span_id:
-                    event["trace.span_id"] = record.span_id.hex()
+                log_fields(record, event)
                 self._put(self.rows, event)
                 self.times.append(nanos)
                 self.rows += 1

@@ -167,17 +167,7 @@ def log_lines(request: Any, memo: Decoded | None = None) -> tuple[list[bytes], i
                 for key, value in (attributes.get(raw) or memo.attribute(raw))[0]:
                     event[key] = value
             event["timestamp"] = nanos_iso(nanos)
-            if record.severity_text:
-                event["severity_text"] = record.severity_text
-            if record.severity_number:
-                event["severity_number"] = int(record.severity_number)
-            body = any_value(record.body) if record.HasField("body") else None
-            if body is not None:
-                event["body"] = body if isinstance(body, str) else json.dumps(body, default=str)
-            if record.trace_id:
-                event["trace.trace_id"] = record.trace_id.hex()
-            if record.span_id:
-                event["trace.span_id"] = record.span_id.hex()
+            log_fields(record, event)
             out.append(_line(base, shared, event))
     return out, skipped
 
@@ -201,3 +191,18 @@ def _line(base: Event, shared: bytes, event: Event) -> bytes:
     if not base.keys().isdisjoint(event):
         return orjson.dumps({**base, **event}, default=str) + b"\n"
     return shared + orjson.dumps(event, default=str)[1:] + b"\n"
+
+
+def log_fields(record: Any, event: Event) -> None:
+    """A log record's own fields (severity, body, trace and span ids) into ``event``."""
+    if record.severity_text:
+        event["severity_text"] = record.severity_text
+    if record.severity_number:
+        event["severity_number"] = int(record.severity_number)
+    body = any_value(record.body) if record.HasField("body") else None
+    if body is not None:
+        event["body"] = body if isinstance(body, str) else json.dumps(body, default=str)
+    if record.trace_id:
+        event["trace.trace_id"] = record.trace_id.hex()
+    if record.span_id:
+        event["trace.span_id"] = record.span_id.hex()
