@@ -121,10 +121,11 @@ def count_pass(frame: Frame, plan: FieldPlan, top_values: int) -> Counts:
         among_top = rt <= q.num(int(top_values))
         in_selection = exp.paren(exp.and_(rs <= q.num(SELECTION_TOP + 1), sw > q.num(0)))
         query = query.where(
-            exp.or_(exp.Not(this=g.isin(*[q.num(r) for r in ranked])), among_top, in_selection), copy=False
+            exp.or_(exp.Not(this=g.isin(*[_gid_literal(r, n) for r in ranked])), among_top, in_selection),
+            copy=False,
         )
     result = frame.backend.execute(query, params)
-    counts = _parse(result, owner, frame, plan, top_values)
+    counts = _parse(result, owner, n, frame, plan, top_values)
     _selection_repeats(frame, plan, counts)
     return counts
 
@@ -135,7 +136,7 @@ def _grouped(
     """Counts per grouping set, each group ranked within its set by total and by selection."""
     aggs, derived = _aggregates(frame)
     key_cols = [exp.column(q.name(k)) for k in keys]
-    grouping = q.alias(exp.Grouping(expressions=[k.copy() for k in key_cols]) if keys else q.num(0), "__g")
+    grouping = q.alias(_grouping(key_cols), "__g")
     grouping_sets = exp.GroupingSets(
         expressions=[
             *(exp.Tuple(expressions=[exp.column(q.name(k)) for k in s]) for s in sets),
@@ -180,6 +181,47 @@ def _grouped(
         .with_("d", as_=exp.select(exp.Star(), *derived, copy=False).from_("g", copy=False), copy=False)
         .with_("h", as_=ranked, copy=False)
     )
+
+
+GROUPING_MAX = 60
+"""Keys per ``GROUPING()``: DuckDB and ClickHouse take at most 64 arguments. Past that a
+grouping set's id is its chunks' ``GROUPING()`` values joined by dots (``_gid`` reads it)."""
+
+
+def _grouping(key_cols: list[exp.Column]) -> exp.Expr:
+    """The grouping set's id: ``GROUPING(keys)``, a bit per key (the first key highest)."""
+    if not key_cols:
+        return q.num(0)
+    chunks = [key_cols[i : i + GROUPING_MAX] for i in range(0, len(key_cols), GROUPING_MAX)]
+    if len(chunks) == 1:
+        return exp.Grouping(expressions=[k.copy() for k in key_cols])
+    parts: list[exp.Expr] = []
+    for chunk in chunks:
+        parts += [exp.Literal.string(".")] if parts else []
+        parts.append(exp.cast(exp.Grouping(expressions=[k.copy() for k in chunk]), "VARCHAR"))
+    return exp.Concat(expressions=parts)
+
+
+def _gid(value: Any, n: int) -> int:
+    """The bits of a grouping set's id as ``_grouping`` of ``n`` keys gives it."""
+    if n <= GROUPING_MAX:
+        return int(value)
+    gid = 0
+    for k, part in enumerate(str(value).split(".")):
+        gid = (gid << min(GROUPING_MAX, n - k * GROUPING_MAX)) | int(part)
+    return gid
+
+
+def _gid_literal(gid: int, n: int) -> exp.Expr:
+    """``gid`` as ``_grouping`` of ``n`` keys writes it, to compare with."""
+    if n <= GROUPING_MAX:
+        return q.num(gid)
+    parts, shift = [], n
+    for k in range(0, n, GROUPING_MAX):
+        size = min(GROUPING_MAX, n - k)
+        shift -= size
+        parts.append(str((gid >> shift) & ((1 << size) - 1)))
+    return exp.Literal.string(".".join(parts))
 
 
 def _aggregates(frame: Frame) -> tuple[list[exp.Expr], list[exp.Expr]]:
@@ -227,7 +269,9 @@ def _cell(row: Any, col: dict[str, int], frame: Frame) -> Cell:
     return cell
 
 
-def _parse(result: Any, owner: dict[int, tuple[str, int]], frame: Frame, plan: FieldPlan, top_values: int) -> Counts:
+def _parse(
+    result: Any, owner: dict[int, tuple[str, int]], n: int, frame: Frame, plan: FieldPlan, top_values: int
+) -> Counts:
     col = {name: i for i, name in enumerate(result.columns)}
     counts = Counts(Cell(), 0.0, 0.0)
     values: dict[str, list[tuple[Any, Cell]]] = defaultdict(list)
@@ -235,7 +279,7 @@ def _parse(result: Any, owner: dict[int, tuple[str, int]], frame: Frame, plan: F
     heavy = list(plan.heavy)
     for row in result.rows:
         cell = _cell(row, col, frame)
-        gid = int(row[col["__g"]])
+        gid = _gid(row[col["__g"]], n)
         if gid not in owner:  # the grand total
             counts.total = cell
             counts.sel_w2, counts.base_w2 = cell.sel_w2, cell.base_w2
@@ -292,7 +336,7 @@ def _selection_repeats(frame: Frame, plan: FieldPlan, counts: Counts) -> None:
     col = {c: i for i, c in enumerate(result.columns)}
     index = {((1 << len(keys)) - 1) ^ (1 << (len(keys) - 1 - k)): k for k in range(len(keys))}
     for row in result.rows:
-        k = index.get(int(row[col["__g"]]))
+        k = index.get(_gid(row[col["__g"]], len(keys)))
         if k is None:
             continue
         value = row[col[f"__f{k}"]]
