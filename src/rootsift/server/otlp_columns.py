@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rootsift.server.otlp import KINDS, Event, flatten
 from rootsift.server.otlp_arrays import IDS, TIME, column, own
-from rootsift.server.otlp_lines import SPAN_FIELDS, Decoded, _exception, log_fields
+from rootsift.server.otlp_lines import SPAN_FIELDS, Decoded, _exception, attributes_of, log_fields
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -225,7 +225,6 @@ class Columns:
     def add_logs(self, request: Any, memo: Decoded) -> int:
         """Gather a lazy logs request's records (``otlp_types.lazy_request("logs")``); the
         number skipped for having no time at all."""
-        attributes = memo.attributes
         skipped = 0
         for base, scope in _scopes(request.resource_logs, "scope_logs"):
             first = self.rows
@@ -234,10 +233,7 @@ class Columns:
                 if not nanos:
                     skipped += 1
                     continue
-                event: Event = {}
-                for raw in record.attributes:
-                    for key, value in (attributes.get(raw) or memo.attribute(raw))[0]:
-                        event[key] = value
+                event = attributes_of(record, memo)
                 event.pop(TIME, None)  # the record's time wins, in the time column
                 log_fields(record, event)
                 self._put(self.rows, event)

@@ -153,7 +153,6 @@ def log_lines(request: Any, memo: Decoded | None = None) -> tuple[list[bytes], i
     """JSON lines of a lazy logs request's records (``otlp_types.lazy_request("logs")``),
     and the number skipped for having no time at all (see ``rejects``)."""
     memo = memo or Decoded()
-    attributes = memo.attributes
     out: list[bytes] = []
     skipped = 0
     for base, shared, scope in _shared(request.resource_logs, "scope_logs"):
@@ -162,10 +161,7 @@ def log_lines(request: Any, memo: Decoded | None = None) -> tuple[list[bytes], i
             if not nanos:
                 skipped += 1
                 continue
-            event: Event = {}
-            for raw in record.attributes:
-                for key, value in (attributes.get(raw) or memo.attribute(raw))[0]:
-                    event[key] = value
+            event = attributes_of(record, memo)
             event["timestamp"] = nanos_iso(nanos)
             log_fields(record, event)
             out.append(_line(base, shared, event))
@@ -191,6 +187,15 @@ def _line(base: Event, shared: bytes, event: Event) -> bytes:
     if not base.keys().isdisjoint(event):
         return orjson.dumps({**base, **event}, default=str) + b"\n"
     return shared + orjson.dumps(event, default=str)[1:] + b"\n"
+
+
+def attributes_of(record: Any, memo: Decoded) -> Event:
+    """A record's attributes, flattened (each distinct one decoded once per request)."""
+    event: Event = {}
+    for raw in record.attributes:
+        for key, value in (memo.attributes.get(raw) or memo.attribute(raw))[0]:
+            event[key] = value
+    return event
 
 
 def log_fields(record: Any, event: Event) -> None:

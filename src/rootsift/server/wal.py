@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from rootsift.store.segment import fsync_dir
+
 JSONL, OTLP_TRACES, OTLP_LOGS = b"RSW1", b"RSWT", b"RSWL"
 KINDS = frozenset({JSONL, OTLP_TRACES, OTLP_LOGS})
 HEADER = struct.Struct("<4sIIH")
@@ -238,7 +240,7 @@ class Wal:
         _write_synced(kept, data[start:end])
         _write_synced(path.with_suffix(".rewrite"), data[:start] + data[end:])
         os.replace(path.with_suffix(".rewrite"), path)
-        _sync_dir(self.directory)
+        fsync_dir(self.directory)
         with self._cond:
             self._backlog -= end - start
         return kept
@@ -262,16 +264,8 @@ class Wal:
     def _open(self, number: int):  # type: ignore[no-untyped-def]
         path = self.directory / f"{number:08d}.log"
         f = path.open("ab")
-        _sync_dir(self.directory)  # the new file's name is durable too
+        fsync_dir(self.directory)  # the new file's name is durable too
         return f
-
-
-def _sync_dir(directory: Path) -> None:
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def _write_synced(path: Path, data: bytes) -> None:
