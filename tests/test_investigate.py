@@ -4,6 +4,7 @@ that is not respected, and nothing at all."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,7 @@ def test_cli(rs: Rootsift, tmp_path: Path) -> None:
     assert out["anomaly"]["kind"] == "latency" and out["anomaly"]["measure"] == "duration_ms"
     text = CliRunner().invoke(main, ["investigate", "api", "--data", data])
     assert text.exit_code == 0 and "anomalous region" in text.output and "endpoint = /e" in text.output
+    assert not re.search(r"p ≤ 0\b|│ 0 *$", text.output, re.M), "a p- or q-value that underflowed printed as 0"
     bad = CliRunner().invoke(main, ["investigate", "api", "--data", data, "--timeout", "nope", "--json"])
     assert bad.exit_code == 2 and "--timeout" in json.loads(bad.stdout)["error"]["message"]
     missing = CliRunner().invoke(main, ["investigate", "api", "--data", data, "--measure", "nope", "--json"])

@@ -78,3 +78,13 @@ def test_report_opens_in_chromium(report: Path, tmp_path: Path) -> None:
     assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
     png = shot.read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 50_000  # a page with a drawn heatmap, not a blank one
+
+
+@pytest.mark.parametrize(("p", "shown"), [(0.0, "< 1e-300"), (3.14e-7, "3.1e-07"), (0.05, "0.05"), (None, "∅")])
+def test_probabilities_that_underflowed_are_not_printed_as_zero(p: float | None, shown: str) -> None:
+    from rootsift.ui.findings import p_at_most
+    from rootsift.ui.terminal import prob
+
+    assert prob(p) == shown
+    if p is not None:
+        assert p_at_most(p) == ("p < 1e-300" if p == 0 else f"p ≤ {shown}")

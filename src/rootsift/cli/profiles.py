@@ -80,6 +80,8 @@ def show(result: ProfileDiff, limit: int) -> None:
     """The top ``limit`` changes as a table, the paths of the first, the warnings."""
     from rich.table import Table
 
+    from rootsift.ui.terminal import prob
+
     a, b = result.cohorts["a"], result.cohorts["b"]
     out.print(
         f"[bold]{result.dataset}[/bold]: {result.value} in A ({a['profiles']} profiles) vs B ({b['profiles']} "
@@ -103,7 +105,7 @@ def show(result: ProfileDiff, limit: int) -> None:
                 f"{100 * f.b_total:.2f}%",
                 f"{f.change_total:+.2f}",
                 f"{f.excess:+.2f}",
-                _q(d["q_value"]),
+                prob(d["q_value"]),
             )
         out.print(t)
         top = result.findings[0]
@@ -113,7 +115,3 @@ def show(result: ProfileDiff, limit: int) -> None:
                 out.print(f"  {p['change_points']:+.2f} pts  {p['path']}")
     for w in result.warnings:
         out.print(f"[yellow]warning:[/yellow] {w}")
-
-
-def _q(q: float) -> str:
-    return "<1e-300" if q == 0 else f"{q:.2g}"

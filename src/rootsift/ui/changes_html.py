@@ -17,6 +17,7 @@ from typing import Any
 from rootsift.analysis.changes import Changes
 from rootsift.timeutil import format_duration, iso_z
 from rootsift.ui.report_html import CSS
+from rootsift.ui.terminal import prob
 
 WIDTH, HEIGHT, PAD = 1000, 220, 40
 
@@ -76,7 +77,9 @@ def chart(result: Changes, group: object, times: list[datetime], values: list[fl
     for s in result.shifts:
         if s.group == group:
             dash = " stroke-dasharray='4 3'" if s.aspect == "spread" else ""
-            what = f"{s.aspect} change {iso_z(s.time)}: {s.point.before:.4g} -> {s.point.after:.4g}, q={s.q_value:.2g}"
+            what = (
+                f"{s.aspect} change {iso_z(s.time)}: {s.point.before:.4g} -> {s.point.after:.4g}, q={prob(s.q_value)}"
+            )
             out.append(
                 f"<line x1='{x(s.time):.1f}' x2='{x(s.time):.1f}' y1='0' y2='{HEIGHT}' stroke='#d23c3c' "
                 f"stroke-width='2'{dash}><title>{_e(what)}</title></line>"
@@ -96,10 +99,10 @@ def _row(f: dict[str, Any]) -> str:
         nums = f"{f['lead']} before the change at {f['changepoint']}; step z={f['step_z']}, {f['compared']}"
     elif f["kind"] == "related":
         what = f["series"]
-        nums = f"{f['before']:.4g} → {f['after']:.4g}; leads by {f['lead']}; q={f['q_value']:.2g}"
+        nums = f"{f['before']:.4g} → {f['after']:.4g}; leads by {f['lead']}; q={prob(f['q_value'])}"
     else:
         what = f["series"] + (f" ({f['aspect']})" if f.get("aspect") == "spread" else "")
-        nums = f"{f['before']:.4g} → {f['after']:.4g}; effect {f['effect']:.2f}; q={f['q_value']:.2g}"
+        nums = f"{f['before']:.4g} → {f['after']:.4g}; effect {f['effect']:.2f}; q={prob(f['q_value'])}"
     cells = [f["kind"], f["time"], what, nums, f["score"]]
     return "<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>"
 

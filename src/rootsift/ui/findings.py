@@ -13,7 +13,7 @@ from rootsift.analysis.explain import Explanation
 from rootsift.analysis.findings import Finding, iso, show
 from rootsift.analysis.investigate import Investigation
 from rootsift.query.engine import Heatmap
-from rootsift.ui.terminal import fmt, heatmap, warnings
+from rootsift.ui.terminal import fmt, heatmap, prob, warnings
 
 
 def explanation(console: Console, result: Explanation, limit: int = 20) -> None:
@@ -26,7 +26,7 @@ def explanation(console: Console, result: Explanation, limit: int = 20) -> None:
     if not result.findings:
         console.print("[dim]no significant difference between the selection and the baseline[/dim]")
     else:
-        rows = [(what(f), *sides(f), f"{f.q_value:.2g}") for f in result.findings[:limit]]
+        rows = [(what(f), *sides(f), prob(f.q_value)) for f in result.findings[:limit]]
         _table(console, result.findings[:limit], rows)
         if len(result.findings) > limit:
             console.print(f"[dim]{len(result.findings) - limit} more findings: --limit or --json[/dim]")
@@ -105,13 +105,13 @@ def investigation(console: Console, result: Investigation, limit: int = 20, grid
         console.print(
             f"[bold]{a.kind}[/bold] from {iso(a.start)} to {iso(a.end)}"
             + (f": more events with {bad}" if bad else ": events stopped, then completed in a burst")
-            + f" (scan LLR {a.score:.1f}, p ≤ {a.p_value:.2g})"
+            + f" (scan LLR {a.score:.1f}, {p_at_most(a.p_value)})"
         )
         if grid is not None:
             heatmap(console, grid, mark=(a.start, a.end))
     for other in result.regions[1:]:
         console.print(
-            f"[dim]also {other.kind} from {iso(other.start)} to {iso(other.end)} (p ≤ {other.p_value:.2g})[/dim]"
+            f"[dim]also {other.kind} from {iso(other.start)} to {iso(other.end)} ({p_at_most(other.p_value)})[/dim]"
         )
     if "resolution" in result.method:
         shortest = result.method.get("stall_min_seconds")
@@ -138,7 +138,12 @@ ALWAYS_SHOWN = ("decomposition", "saturation", "timeout", "suspect")
 
 def q_cell(f: Finding) -> str:
     """The q-value as shown; blank for descriptive findings (a stall's events, a suspect)."""
-    return "" if f.kind in ("stall", "suspect") else f"{f.q_value:.2g}"
+    return "" if f.kind in ("stall", "suspect") else prob(f.q_value)
+
+
+def p_at_most(p: float) -> str:
+    """A scan's p-value is a bound: ``p ≤ 0.003``, or ``p < 1e-300`` once it underflowed."""
+    return f"p {prob(p)}" if p <= 0 else f"p ≤ {prob(p)}"
 
 
 def part_tree(parts: list[dict[str, Any]], parent: str | None = None) -> str:
@@ -203,7 +208,7 @@ def comparison(console: Console, result: Comparison) -> None:
             num(m.get("b")),
             "+∞" if "infinite" in m.get("note", "") else _change(m.get("relative_change")),
             _interval(m),
-            f"{m['p_value']:.2g}",
+            prob(m["p_value"]),
             f"{m['better']} ({m['better_source']})",
             f"[{VERDICT_STYLE.get(m['verdict'], '')}]{m['verdict']}[/]"
             if VERDICT_STYLE.get(m["verdict"])
@@ -223,7 +228,7 @@ def comparison(console: Console, result: Comparison) -> None:
             break
     if result.evidence:
         console.print(f"[bold]where the regression of {result.explains} concentrates[/bold] (B against A)")
-        _table(console, result.evidence, [(what(f), *sides(f), f"{f.q_value:.2g}") for f in result.evidence])
+        _table(console, result.evidence, [(what(f), *sides(f), prob(f.q_value)) for f in result.evidence])
         console.print(f"[dim]{result.method['findings']}[/dim]")
     style = VERDICT_STYLE.get(result.verdict, "")
     line = f"verdict: [{style}]{result.verdict}[/]" if style else f"verdict: {result.verdict}"

@@ -13,6 +13,8 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
+from rootsift.ui.terminal import prob
+
 if TYPE_CHECKING:
     from rootsift.analysis.profiles import ProfileDiff
     from rootsift.analysis.profiles.paths import Node
@@ -144,7 +146,7 @@ def _findings(result: ProfileDiff) -> str:
     rows = [
         f"<tr><td>{html.escape(f.function)}</td><td>{100 * f.a_self:.2f}%</td><td>{100 * f.b_self:.2f}%</td>"
         f"<td>{f.change_self:+.2f}</td><td>{100 * f.a_total:.2f}%</td><td>{100 * f.b_total:.2f}%</td>"
-        f"<td>{f.change_total:+.2f}</td><td>{f.excess:+.2f}</td><td>{_q(f.as_dict()['q_value'])}</td></tr>"
+        f"<td>{f.change_total:+.2f}</td><td>{f.excess:+.2f}</td><td>{html.escape(prob(f.as_dict()['q_value']))}</td></tr>"
         for f in result.findings[:20]
     ]
     return f"<table>{head}{''.join(rows)}</table>" if rows else "<p>No function's share changed significantly.</p>"
@@ -176,7 +178,3 @@ td:first-child,th:first-child{text-align:left;font-family:monospace} .w{color:#a
 <script>%(script)s</script>
 </body></html>
 """
-
-
-def _q(q: float) -> str:
-    return "&lt;1e-300" if q == 0 else f"{q:.2g}"

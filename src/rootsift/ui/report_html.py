@@ -18,7 +18,7 @@ from rootsift.analysis.findings import Finding, iso
 from rootsift.analysis.investigate import Investigation
 from rootsift.analysis.timeouts import ident_text
 from rootsift.query.engine import Heatmap
-from rootsift.ui.findings import num, q_cell, sides, what
+from rootsift.ui.findings import num, p_at_most, q_cell, sides, what
 from rootsift.ui.terminal import PALETTE
 
 TOP = 8
@@ -48,7 +48,7 @@ def render(result: Investigation, grid: Heatmap | None, command: list[str]) -> s
     else:
         parts.append(
             f"<h2>{_e(a.kind)} from {_e(iso(a.start))} to {_e(iso(a.end))}</h2>"
-            f"<p class=sub>scan log-likelihood ratio {a.score:.1f}, p ≤ {a.p_value:.2g}"
+            f"<p class=sub>scan log-likelihood ratio {a.score:.1f}, {_e(p_at_most(a.p_value))}"
             + (f"; bad = {_e(a.measure)} above {num(a.threshold)}" if a.kind == "latency" else "")
             + (f"; the median moved at {_e(a.detail['median_shift_at'])}" if "median_shift_at" in a.detail else "")
             + "</p>"

@@ -28,6 +28,14 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def prob(p: float | None) -> str:
+    """A p- or q-value as printed: two significant digits; one that underflowed to 0 is
+    ``< 1e-300`` (a probability is never 0, and ``p ≤ 0`` reads as nonsense)."""
+    if p is None:
+        return "∅"
+    return "< 1e-300" if p <= 0 else f"{p:.2g}"
+
+
 def table(console: Console, out: QueryOutput) -> None:
     """Print a query's rows as a table with its warnings."""
     from rich.table import Table

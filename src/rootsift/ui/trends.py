@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rootsift.ui.terminal import fmt, warnings
+from rootsift.ui.terminal import fmt, prob, warnings
 
 CHART_ROWS = 12
 CHART_COLS = 72
@@ -88,7 +88,7 @@ def amount(value: float | None, field: str) -> str:
 
 def _p(f: dict[str, Any]) -> str:
     p = f.get("q_value", f.get("p_value"))
-    return f"{p:.2g}" if isinstance(p, float) else ""
+    return prob(p) if isinstance(p, float) else ""
 
 
 @dataclass
