@@ -13,16 +13,32 @@ import numpy as np
 
 MAX_RHO = 0.9
 """The bound on the AR(1) coefficient of the noise: the detector's and the BIC's."""
+EXACT = 1e-12
+"""``path_bics``: a residual energy this small against the values' mean square is an exact fit."""
 THEIL_POINTS = 150
 """The trend reading's Theil–Sen slope is taken over at most about this many points."""
+
+
+def median(a: np.ndarray) -> float:
+    """``np.median`` of a 1-d float array, the same number (its partition, NaN at the end
+    checked, the middle two averaged), without its per-call cost: the detector takes
+    thousands of them per ``changes`` run."""
+    n = len(a)
+    if n == 0:
+        return float(np.median(a))
+    h = n // 2
+    part = np.partition(a, [h - 1, h, -1] if n % 2 == 0 else [h, -1])
+    if np.isnan(part[-1]):
+        return math.nan
+    return float((part[h - 1] + part[h]) / 2) if n % 2 == 0 else float(part[h])
 
 
 def standardized(x: np.ndarray, period: int | None) -> np.ndarray:
     """``x`` less its median over its MAD (its standard deviation when the MAD is 0), less
     each phase's median when ``period`` is given: the values whose increments and trend
     the integrated and trend readings take (a daily cycle is no change of slope)."""
-    y = x - np.median(x)
-    scale = 1.4826 * float(np.median(np.abs(y))) or float(np.std(y)) or 1.0
+    y = x - median(x)
+    scale = 1.4826 * median(np.abs(y)) or float(np.std(y)) or 1.0
     y = y / scale
     if period:
         phase = np.arange(len(y)) % period
@@ -55,10 +71,51 @@ def path_bics(
     """``bic`` of ``z`` under its first k = 0, 1, … cuts of ``path`` (entry k), each
     segment's two parameters counted ``weight`` times (1: BIC's own penalty)."""
     n = len(z)
-    # the segment of each position under the first k cuts: how many of them are at or before it
-    before = np.asarray(path, dtype=np.int64)[:, None] <= np.arange(n)[None, :]
-    ids = np.concatenate([np.zeros((1, n), dtype=np.int64), np.cumsum(before, axis=0)])
-    return bics(z, ids, np.arange(len(path) + 1) + 1, extra, increments, weight)
+    if n < 3:
+        # the segment of each position under the first k cuts: how many are at or before it
+        before = np.asarray(path, dtype=np.int64)[:, None] <= np.arange(n)[None, :]
+        ids = np.concatenate([np.zeros((1, n), dtype=np.int64), np.cumsum(before, axis=0)])
+        return bics(z, ids, np.arange(len(path) + 1) + 1, extra, increments, weight)
+    # each row's segments laid end to end: row k is cut at the first k cuts of the path
+    k = len(path) + 1
+    grid = np.full((k, k + 1), n, dtype=np.int64)
+    grid[:, 0] = 0
+    grid[:, 1:k] = np.where(np.tri(k, k - 1, -1, dtype=bool), np.asarray(path, dtype=np.int64), n)
+    grid.sort(axis=1)
+    real = grid[:, :-1] < grid[:, 1:]  # the padding (n, n) is no segment
+    row = np.nonzero(real)[0]
+    a, b = grid[:, :-1][real], grid[:, 1:][real]
+    c1 = np.concatenate([[0.0], np.cumsum(z)])
+    c2 = np.concatenate([[0.0], np.cumsum(z * z)])
+    lag = np.concatenate([[0.0, 0.0], np.cumsum(z[1:] * z[:-1])])  # lag[j]: z_t z_{t-1}, 1 <= t < j
+    length = b - a
+    mean = (c1[b] - c1[a]) / length
+    # per segment: the residuals' squares, and their lag products within it
+    square = np.maximum(c2[b] - c2[a] - mean * (c1[b] - c1[a]), 0.0)
+    inner = lag[b] - lag[a + 1] - mean * (c1[b] - c1[a + 1] + c1[b - 1] - c1[a]) + (length - 1) * mean * mean
+    # across the boundary to the next segment of the same row: (z_b - mean') (z_{b-1} - mean)
+    nxt = np.append(mean[1:], 0.0)
+    cross = np.where(b < n, (z[np.minimum(b, n - 1)] - nxt) * (z[b - 1] - mean), 0.0)
+    total = np.bincount(row, weights=square, minlength=k)
+    lagged = np.bincount(row, weights=inner + cross, minlength=k)
+    # the residuals the AR(1) is not fitted on: the first (values), and the ends of the sums
+    first = row != np.append(-1, row[:-1])
+    last = row != np.append(row[1:], -1)
+    r0 = z[0] - mean[first]
+    rn = z[n - 1] - mean[last]
+    # the second position's residual: the first segment's unless it has one position
+    one = length[first] == 1
+    r1 = z[1] - np.where(one, np.append(mean, 0.0)[np.flatnonzero(first) + 1], mean[first])
+    if increments:
+        den, num, tail, m = total - rn * rn, lagged, total - r0 * r0, n - 1
+    else:
+        den, num, tail, m = total - r0 * r0 - rn * rn, lagged - r1 * r0, total - r0 * r0 - r1 * r1, n - 2
+    phi = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 0), -MAX_RHO, MAX_RHO)
+    energy = (tail - 2 * phi * num + phi * phi * den) / m
+    # an exact fit is exact: not the rounding of the sums above (scale: the values' own)
+    energy[energy <= EXACT * (c2[n] / n + 1e-300)] = 0.0
+    params = 2 * weight * (np.arange(k) + 1) + extra
+    return m * np.log(energy + 1e-300) + params * math.log(m)
 
 
 def bics(
@@ -92,7 +149,7 @@ def theil(y: np.ndarray, cuts: list[int] | None = None) -> float:
         within = segment[ti] == segment[tj]
         if within.any():
             ti, tj = ti[within], tj[within]
-    return float(np.median((y[tj] - y[ti]) / (tj - ti)))
+    return median((y[tj] - y[ti]) / (tj - ti))
 
 
 @functools.lru_cache(maxsize=32)

@@ -11,6 +11,7 @@ segment between two candidates once and reuses it for every penalty tried.
 from __future__ import annotations
 
 import bisect
+import operator
 
 import numpy as np
 
@@ -89,19 +90,22 @@ def segment_costs(z: np.ndarray, candidates: list[int]) -> tuple[np.ndarray, np.
     return points, cost
 
 
-def choose(points: np.ndarray, cost: np.ndarray, penalty: float) -> list[int]:
+def choose(points: np.ndarray, cost: np.ndarray | list[list[float]], penalty: float) -> list[int]:
     """The cuts among ``points`` (``segment_costs``) that minimise the cost plus ``penalty``
-    per cut, by dynamic programming over the end points; ending with the last point."""
+    per cut, by dynamic programming over the end points; ending with the last point.
+    ``cost`` may be given as its columns' lists (``cost.T.tolist()``), once for several
+    penalties."""
     m = len(points)
     # in Python floats (the same IEEE sums as numpy's, first minimum kept): 30-odd
     # candidates are too few to pay numpy's cost per call
-    cols = cost.T.tolist()
+    cols = cost.T.tolist() if isinstance(cost, np.ndarray) else cost
     best, back = [0.0] * m, [0] * m
+    add = operator.add
     for j in range(1, m):  # every segment ending at points[j]
         col = cols[j]
-        total = [best[0] + col[0] + 0.0] + [best[i] + col[i] + penalty for i in range(1, j)]
-        back[j] = min(range(j), key=total.__getitem__)
-        best[j] = total[back[j]]
+        total = [best[0] + col[0] + 0.0, *[s + penalty for s in map(add, best[1:j], col[1:j])]]
+        best[j] = min(total)
+        back[j] = total.index(best[j])
     cuts, j = [], m - 1
     while j > 0:
         cuts.append(int(points[j]))
