@@ -51,7 +51,7 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
-from rootsift.analysis.changes.readings import MAX_RHO, fit, median, path_bics, standardized, theil
+from rootsift.analysis.changes.readings import MAX_RHO, fit, median, path_bics, ranks, standardized, theil
 from rootsift.analysis.changes.segment import best_subset, binseg, binseg_many, choose, segment_costs
 
 __all__ = ["Detection", "Point", "best_subset", "binseg", "detect", "detect_many"]
@@ -125,23 +125,6 @@ def scores(values: np.ndarray) -> np.ndarray:
     """Normal scores of the ranks (ties averaged): robust to tails and to monotone transforms."""
     n = len(values)
     return np.asarray(special.ndtri(ranks(values) / (n + 1)), dtype=np.float64)
-
-
-def ranks(values: np.ndarray) -> np.ndarray:
-    """The ranks of ``values`` from 1, ties given their average: scipy's ``rankdata``
-    (which it falls back to with NaNs), without its per-call cost (a few hundred calls
-    per ``changes`` run)."""
-    v = np.asarray(values, dtype=np.float64)
-    n = len(v)
-    if n == 0 or np.isnan(v).any():
-        return np.asarray(sps.rankdata(v), dtype=np.float64)
-    order = np.argsort(v, kind="stable")
-    s = v[order]
-    starts = np.flatnonzero(np.concatenate([[True], s[1:] != s[:-1]]))
-    lengths = np.diff(np.append(starts, n))
-    out = np.empty(n)
-    out[order] = np.repeat((2 * starts + lengths + 1) / 2, lengths)
-    return out
 
 
 def deseason(z: np.ndarray, period: int | None) -> tuple[np.ndarray, bool]:
