@@ -170,9 +170,11 @@ def rank(
         et = np.datetime64(e.time, "us")
         if around is not None:  # the series as judged at this event
             series = deseasoned(times, around(max(0, bisect.bisect_right(times, e.time) - 1)))[0]
-        # up to the change point, but never fewer than MIN_WINDOW_POINTS buckets: an event
-        # right before the jump is measured across it
-        reach = max(min(change, e.time + window), e.time + MIN_WINDOW_POINTS * step)
+        # up to the next step of the shift (the change point, or an earlier step of its
+        # creep), but never fewer than MIN_WINDOW_POINTS buckets: an event right before
+        # the jump is measured across it
+        end = min((o for o in [*(onsets or []), change] if o > e.time), default=change)
+        reach = max(min(end, e.time + window), e.time + MIN_WINDOW_POINTS * step)
         lo, hi = np.datetime64(e.time - window, "us"), np.datetime64(reach, "us")
         before = series[(t >= lo) & (t < et)]
         after = series[(t >= et) & (t < hi)]
