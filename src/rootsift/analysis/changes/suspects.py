@@ -185,7 +185,8 @@ def rank(
             p = float(sps.mannwhitneyu(after, before, alternative=alt).pvalue)
             z = float(sps.norm.isf(max(p, 1e-300)))
         relation = "before" if e.time < change else "at"
-        found = Suspect(e, relation, lead, z, p, scoped, how, near)
+        # the onset's timing is evidence when the series moved at the event the shift's way
+        found = Suspect(e, relation, lead, z, p, scoped, how, near and z > 0)
         if scoped and len(before) and len(after):
             measured = [_step(x, tt, lo, et, hi) for x, tt in zip(rest, rest_t, strict=True)]
             steps = [d for d in measured if d is not None]
