@@ -161,18 +161,19 @@ def theil(y: np.ndarray, cuts: list[int] | None = None) -> float:
     """Theil–Sen's slope of ``y`` per index: the median slope over pairs of at most about
     ``THEIL_POINTS`` evenly spaced points; with ``cuts`` (segment ends, the last ``len(y)``),
     over the pairs within one segment (a step between segments is no slope)."""
-    ti, tj = pairs(len(y))
+    ti, tj, gap = pairs(len(y))
     if cuts is not None:
         segment = np.searchsorted(np.asarray(cuts), np.arange(len(y)), side="right")
         within = segment[ti] == segment[tj]
         if within.any():
-            ti, tj = ti[within], tj[within]
-    return median((y[tj] - y[ti]) / (tj - ti))
+            ti, tj, gap = ti[within], tj[within], gap[within]
+    return median((y[tj] - y[ti]) / gap)
 
 
 @functools.lru_cache(maxsize=32)
-def pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The index pairs (earlier, later) ``theil`` takes the slopes of, for a series of ``n``."""
+def pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The index pairs (earlier, later) ``theil`` takes the slopes of, for a series of ``n``,
+    and their distances (as floats: the division's own conversion, done once)."""
     t = np.arange(0, n, max(1, n // THEIL_POINTS))
     i, j = np.triu_indices(len(t), 1)
-    return t[i], t[j]
+    return t[i], t[j], (t[j] - t[i]).astype(np.float64)

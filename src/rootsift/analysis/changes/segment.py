@@ -65,16 +65,16 @@ def _gains(c1: np.ndarray, gain: np.ndarray, rows: np.ndarray, a: np.ndarray, b:
     if not total_len:
         return
     width = c1.shape[1]
-    a_, b_ = np.repeat(a, lengths), np.repeat(b, lengths)
     at = np.repeat(rows * width - np.cumsum(lengths) + lengths + a + 1, lengths) + np.arange(total_len)
     p = at % width  # the positions, and ``at`` their place in the flattened arrays
     ca, cb = c1[rows, a], c1[rows, b]
     cp = c1.ravel()[at]
+    before, after = p - np.repeat(a, lengths), np.repeat(b, lengths) - p
     left = cp - np.repeat(ca, lengths)
     right = np.repeat(cb, lengths) - cp
-    total = np.repeat(cb - ca, lengths)
-    g = left**2 / (p - a_) + right**2 / (b_ - p) - total**2 / (b_ - a_)
-    gain.ravel()[at] = np.where((p - a_ >= min_size) & (b_ - p >= min_size), g, -np.inf)
+    whole = np.repeat((cb - ca) ** 2 / (b - a), lengths)  # the unsplit segment's, once per segment
+    g = left**2 / before + right**2 / after - whole
+    gain.ravel()[at] = np.where((before >= min_size) & (after >= min_size), g, -np.inf)
 
 
 def segment_costs(z: np.ndarray, candidates: list[int]) -> tuple[np.ndarray, np.ndarray]:
