@@ -16,6 +16,9 @@ MAX_RHO = 0.9
 """The bound on the AR(1) coefficient of the noise: the detector's and the BIC's."""
 EXACT = 1e-12
 """``path_bics``: a residual energy this small against the values' mean square is an exact fit."""
+SEASON_PERIODS = 3
+"""A cycle is taken out only when the series spans at least this many of its periods."""
+SEASON_R = 0.5
 THEIL_POINTS = 150
 """The trend reading's Theil–Sen slope is taken over at most about this many points."""
 
@@ -49,6 +52,29 @@ def ranks(values: np.ndarray) -> np.ndarray:
     out = np.empty(n)
     out[order] = np.repeat((2 * starts + lengths + 1) / 2, lengths)
     return out
+
+
+def deseason(z: np.ndarray, period: int | None) -> tuple[np.ndarray, bool]:
+    """``z`` less each phase's median when it spans at least ``SEASON_PERIODS`` periods and
+    the cycle repeats: each whole period correlates with the median of the others by at
+    least ``SEASON_R`` on average (shifts that happen at one time of one day are no cycle).
+    Each period is compared less its own straight line: a steady trend rises within every
+    period alike, and is no cycle either."""
+    if not period or period < 2 or len(z) < SEASON_PERIODS * period:
+        return z, False
+    whole = z[: len(z) // period * period].reshape(-1, period)
+    tc = np.arange(period) - (period - 1) / 2
+    whole = whole - whole.mean(axis=1, keepdims=True) - np.outer(whole @ tc / float(tc @ tc), tc)
+    rs = []
+    for i in range(len(whole)):
+        others = np.median(np.delete(whole, i, axis=0), axis=0)
+        if np.std(whole[i]) > 0 and np.std(others) > 0:
+            rs.append(float(np.corrcoef(whole[i], others)[0, 1]))
+    if not rs or float(np.mean(rs)) < SEASON_R:
+        return z, False
+    phase = np.arange(len(z)) % period
+    profile = np.array([np.median(z[phase == k]) for k in range(period)])
+    return z - profile[phase], True
 
 
 def standardized(x: np.ndarray, period: int | None) -> np.ndarray:
@@ -94,46 +120,87 @@ def path_bics(
         before = np.asarray(path, dtype=np.int64)[:, None] <= np.arange(n)[None, :]
         ids = np.concatenate([np.zeros((1, n), dtype=np.int64), np.cumsum(before, axis=0)])
         return bics(z, ids, np.arange(len(path) + 1) + 1, extra, increments, weight)
-    # each row's segments laid end to end: row k is cut at the first k cuts of the path
-    k = len(path) + 1
-    grid = np.full((k, k + 1), n, dtype=np.int64)
-    grid[:, 0] = 0
-    grid[:, 1:k] = np.where(np.tri(k, k - 1, -1, dtype=bool), np.asarray(path, dtype=np.int64), n)
-    grid.sort(axis=1)
-    real = grid[:, :-1] < grid[:, 1:]  # the padding (n, n) is no segment
-    row = np.nonzero(real)[0]
-    a, b = grid[:, :-1][real], grid[:, 1:][real]
-    c1 = np.concatenate([[0.0], np.cumsum(z)])
-    c2 = np.concatenate([[0.0], np.cumsum(z * z)])
-    lag = np.concatenate([[0.0, 0.0], np.cumsum(z[1:] * z[:-1])])  # lag[j]: z_t z_{t-1}, 1 <= t < j
+    return path_bics_many([(path, z, extra, increments, weight)])[0]
+
+
+def path_bics_many(items: list[tuple[list[int], np.ndarray, int, bool, float]]) -> list[np.ndarray]:
+    """``path_bics(path, z, extra, increments, weight)`` of each item, the same numbers,
+    those of one length computed together: a path's BICs are sums over its segments (from
+    cumulative sums), a few hundred numbers, and numpy's cost per call would be most of the
+    work one path at a time."""
+    out: list[np.ndarray] = [np.empty(0)] * len(items)
+    by_length: dict[int, list[int]] = {}
+    for i, (_, z, *_) in enumerate(items):
+        if len(z) < 3:
+            out[i] = path_bics(*items[i][:4], weight=items[i][4])
+        else:
+            by_length.setdefault(len(z), []).append(i)
+    for n, idx in by_length.items():
+        for i, got in zip(idx, _path_bics_of_length(n, [items[i] for i in idx]), strict=True):
+            out[i] = got
+    return out
+
+
+def _path_bics_of_length(n: int, items: list[tuple[list[int], np.ndarray, int, bool, float]]) -> list[np.ndarray]:
+    """``path_bics_many`` of items whose series all have ``n`` (≥ 3) values."""
+    z = np.stack([np.asarray(it[1], dtype=np.float64) for it in items])
+    sizes = np.array([len(it[0]) + 1 for it in items])  # rows (numbers of cuts) of each item
+    k = int(sizes.max())
+    # each row's segments laid end to end: row j of an item is cut at its path's first j cuts
+    paths = np.full((len(items), k - 1), n, dtype=np.int64)
+    for i, it in enumerate(items):
+        paths[i, : len(it[0])] = it[0]
+    grid = np.full((len(items), k, k + 1), n, dtype=np.int64)
+    grid[:, :, 0] = 0
+    grid[:, :, 1:k] = np.where(np.tri(k, k - 1, -1, dtype=bool)[None], paths[:, None, :], n)
+    grid.sort(axis=2)
+    real = (grid[:, :, :-1] < grid[:, :, 1:]) & (np.arange(k)[None, :] < sizes[:, None])[:, :, None]
+    item, j = np.nonzero(real)[:2]
+    a, b = grid[:, :, :-1][real], grid[:, :, 1:][real]
+    rows = np.concatenate([[0], np.cumsum(sizes)])
+    row = rows[item] + j  # each segment's row among every item's rows
+    c1 = np.concatenate([np.zeros((len(items), 1)), np.cumsum(z, axis=1)], axis=1)
+    c2 = np.concatenate([np.zeros((len(items), 1)), np.cumsum(z * z, axis=1)], axis=1)
+    # lag[j]: z_t z_{t-1}, 1 <= t < j
+    lag = np.concatenate([np.zeros((len(items), 2)), np.cumsum(z[:, 1:] * z[:, :-1], axis=1)], axis=1)
     length = b - a
-    mean = (c1[b] - c1[a]) / length
+    mean = (c1[item, b] - c1[item, a]) / length
     # per segment: the residuals' squares, and their lag products within it
-    square = np.maximum(c2[b] - c2[a] - mean * (c1[b] - c1[a]), 0.0)
-    inner = lag[b] - lag[a + 1] - mean * (c1[b] - c1[a + 1] + c1[b - 1] - c1[a]) + (length - 1) * mean * mean
+    square = np.maximum(c2[item, b] - c2[item, a] - mean * (c1[item, b] - c1[item, a]), 0.0)
+    inner = (
+        lag[item, b]
+        - lag[item, a + 1]
+        - mean * (c1[item, b] - c1[item, a + 1] + c1[item, b - 1] - c1[item, a])
+        + (length - 1) * mean * mean
+    )
     # across the boundary to the next segment of the same row: (z_b - mean') (z_{b-1} - mean)
     nxt = np.append(mean[1:], 0.0)
-    cross = np.where(b < n, (z[np.minimum(b, n - 1)] - nxt) * (z[b - 1] - mean), 0.0)
-    total = np.bincount(row, weights=square, minlength=k)
-    lagged = np.bincount(row, weights=inner + cross, minlength=k)
+    cross = np.where(b < n, (z[item, np.minimum(b, n - 1)] - nxt) * (z[item, b - 1] - mean), 0.0)
+    total = np.bincount(row, weights=square, minlength=int(rows[-1]))
+    lagged = np.bincount(row, weights=inner + cross, minlength=int(rows[-1]))
     # the residuals the AR(1) is not fitted on: the first (values), and the ends of the sums
     first = row != np.append(-1, row[:-1])
     last = row != np.append(row[1:], -1)
-    r0 = z[0] - mean[first]
-    rn = z[n - 1] - mean[last]
+    owner = item[first]  # each row's item
+    r0 = z[owner, 0] - mean[first]
+    rn = z[owner, n - 1] - mean[last]
     # the second position's residual: the first segment's unless it has one position
     one = length[first] == 1
-    r1 = z[1] - np.where(one, np.append(mean, 0.0)[np.flatnonzero(first) + 1], mean[first])
-    if increments:
-        den, num, tail, m = total - rn * rn, lagged, total - r0 * r0, n - 1
-    else:
-        den, num, tail, m = total - r0 * r0 - rn * rn, lagged - r1 * r0, total - r0 * r0 - r1 * r1, n - 2
+    r1 = z[owner, 1] - np.where(one, np.append(mean, 0.0)[np.flatnonzero(first) + 1], mean[first])
+    increments = np.array([it[3] for it in items], dtype=bool)[owner]
+    den = np.where(increments, total - rn * rn, total - r0 * r0 - rn * rn)
+    num = np.where(increments, lagged, lagged - r1 * r0)
+    tail = np.where(increments, total - r0 * r0, total - r0 * r0 - r1 * r1)
+    m = np.where(increments, n - 1, n - 2)
     phi = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 0), -MAX_RHO, MAX_RHO)
     energy = (tail - 2 * phi * num + phi * phi * den) / m
     # an exact fit is exact: not the rounding of the sums above (scale: the values' own)
-    energy[energy <= EXACT * (c2[n] / n + 1e-300)] = 0.0
-    params = 2 * weight * (np.arange(k) + 1) + extra
-    return m * np.log(energy + 1e-300) + params * math.log(m)
+    energy[energy <= EXACT * (c2[owner, n] / n + 1e-300)] = 0.0
+    weight = np.array([it[4] for it in items])[owner]
+    extra = np.array([it[2] for it in items])[owner]
+    params = 2 * weight * (j[first] + 1) + extra
+    bic = m * np.log(energy + 1e-300) + params * np.where(increments, math.log(n - 1), math.log(n - 2))
+    return [bic[rows[i] : rows[i + 1]] for i in range(len(items))]
 
 
 def bics(
