@@ -3,7 +3,7 @@ side, an effect size and a significance that allows for serial correlation.
 
 The series is first made robust: its values become normal scores of their ranks (a heavy
 tail or a log scale changes nothing; a step stays a step), a daily cycle seen over at
-least ``SEASON_PERIODS`` periods is taken out (each phase's median), and the noise is
+least ``readings.SEASON_PERIODS`` periods is taken out (each phase's median), and the noise is
 measured around a running median: its scale ``sigma`` (MAD) and its lag-1
 autocorrelation ``rho``. Binary segmentation (l2 cost; ruptures' algorithm, in numpy)
 proposes up to ``MAX_CANDIDATES`` cuts, and the subset of them minimising the cost plus the penalty
@@ -42,6 +42,7 @@ straight trend in AR(1) noise (98–100 % before) in 0–12 % (bench/changepoint
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,7 +52,17 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
-from rootsift.analysis.changes.readings import MAX_RHO, fit, path_bics, standardized, theil
+from rootsift.analysis.changes.readings import (
+    MAX_RHO,
+    deseason,
+    fit,
+    median,
+    path_bics,
+    path_bics_many,
+    ranks,
+    standardized,
+    theil,
+)
 from rootsift.analysis.changes.segment import best_subset, binseg, binseg_many, choose, segment_costs
 
 __all__ = ["Detection", "Point", "best_subset", "binseg", "detect", "detect_many"]
@@ -63,9 +74,6 @@ FALSE_ALARM_RATE = 0.05
 MIN_SIZE = 3
 """The fewest buckets a segment has: nothing is claimed about a shorter spell."""
 MIN_POINTS = 2 * MIN_SIZE + 2
-SEASON_PERIODS = 3
-"""A cycle is taken out only when the series spans at least this many of its periods."""
-SEASON_R = 0.5
 REFINE = 2
 MAX_CANDIDATES = 30
 """Binary segmentation's first splits, among which the penalised best set is chosen."""
@@ -124,31 +132,7 @@ class Detection:
 def scores(values: np.ndarray) -> np.ndarray:
     """Normal scores of the ranks (ties averaged): robust to tails and to monotone transforms."""
     n = len(values)
-    ranks = sps.rankdata(values)
-    return np.asarray(special.ndtri(ranks / (n + 1)), dtype=np.float64)
-
-
-def deseason(z: np.ndarray, period: int | None) -> tuple[np.ndarray, bool]:
-    """``z`` less each phase's median when it spans at least ``SEASON_PERIODS`` periods and
-    the cycle repeats: each whole period correlates with the median of the others by at
-    least ``SEASON_R`` on average (shifts that happen at one time of one day are no cycle).
-    Each period is compared less its own straight line: a steady trend rises within every
-    period alike, and is no cycle either."""
-    if not period or period < 2 or len(z) < SEASON_PERIODS * period:
-        return z, False
-    whole = z[: len(z) // period * period].reshape(-1, period)
-    tc = np.arange(period) - (period - 1) / 2
-    whole = whole - whole.mean(axis=1, keepdims=True) - np.outer(whole @ tc / float(tc @ tc), tc)
-    rs = []
-    for i in range(len(whole)):
-        others = np.median(np.delete(whole, i, axis=0), axis=0)
-        if np.std(whole[i]) > 0 and np.std(others) > 0:
-            rs.append(float(np.corrcoef(whole[i], others)[0, 1]))
-    if not rs or float(np.mean(rs)) < SEASON_R:
-        return z, False
-    phase = np.arange(len(z)) % period
-    profile = np.array([np.median(z[phase == k]) for k in range(period)])
-    return z - profile[phase], True
+    return np.asarray(special.ndtri(ranks(values) / (n + 1)), dtype=np.float64)
 
 
 def noise(z: np.ndarray) -> tuple[float, float]:
@@ -158,8 +142,8 @@ def noise(z: np.ndarray) -> tuple[float, float]:
     k = max(2, min(10, n // 8))
 
     def spread(d: np.ndarray) -> float:
-        dev = np.abs(d - np.median(d))
-        mad = 1.4826 * float(np.median(dev))
+        dev = np.abs(d - median(d))
+        mad = 1.4826 * median(dev)
         # mostly tied values (counts of 0 and 1) have a MAD of 0: their mean square then
         return (mad if mad > 0 else float(np.sqrt(np.mean(dev * dev)))) ** 2 / 2
 
@@ -200,16 +184,18 @@ def detect_many(
     prepared = [_readings(np.asarray(v, dtype=np.float64), p) for v, p in zip(series, periods, strict=True)]
     all_paths = _paths([w for r in prepared for w, _, _, _ in r[2].values()])
     level_cuts = _refit_trends(prepared, periods, all_paths, beta)
-    paths = iter(all_paths)
+    listed = [reading for _, _, readings in prepared for reading in readings.values()]
+    fitted = path_bics_many([(p, z, e, inc, 1.0) for p, (_, z, e, inc) in zip(all_paths, listed, strict=True)])
+    every = iter(zip(all_paths, fitted, strict=True))
     chosen: list[tuple[Any, ...] | None] = []
     for i, (x, seasonal, readings) in enumerate(prepared):
         if not readings:
             chosen.append(None)
             continue
         fits = {}
-        for name, (w, z, extra, increments) in readings.items():
-            path = next(paths)
-            fits[name] = (w, path, fit(path, z, extra, increments))
+        for name, (w, *_) in readings.items():
+            path, bics = next(every)
+            fits[name] = (w, path, float(np.min(bics)))  # readings.fit, all series at once
         model = min(fits, key=lambda name: fits[name][2])
         w, path, _ = fits[model]
         cuts, sigma, rho, lrv, penalty = level_cuts[i] if model == "level" else _segment(w, beta, path)
@@ -225,8 +211,8 @@ def detect_many(
         x, seasonal, model, w, dx, cuts, sigma, rho, lrv, penalty = c
         size, level = next(sized)
         s_cuts, _, _, s_lrv, _ = _segment(size, beta * SPREAD_FACTOR, next(size_paths), own_fit=False)
-        spread = _points(size, np.abs(dx - level), s_cuts, s_lrv, np.median)
-        points = _points(w, dx, cuts, lrv, np.median)
+        spread = _points(size, np.abs(dx - level), s_cuts, s_lrv, median)
+        points = _points(w, dx, cuts, lrv, median)
         if model == "integrated":
             out.append(Detection([], sigma, rho, penalty, seasonal, _shifted(spread), _shifted(points), model))
         else:
@@ -269,11 +255,13 @@ def _refit_trends(
     segmented together (``_paths``). Returns each series' level reading's ``_segment``,
     by its place in ``prepared`` (a series too short to read has none)."""
     moved, level = [], {}
+    starts = list(itertools.accumulate((len(r) for _, _, r in prepared), initial=0))
+    own = _own_fits([(i, r["level"][0], paths[starts[i]]) for i, (_, _, r) in enumerate(prepared) if r])
     at = 0
     for i, (x, seasonal, readings) in enumerate(prepared):
         names = list(readings)
         if names:
-            level[i] = _segment(readings["level"][0], beta, paths[at])
+            level[i] = _segment(readings["level"][0], beta, paths[at], own=own.get(i))
         if "trend" in names:
             cuts = level[i][0]
             if len(cuts) > 1:
@@ -289,6 +277,14 @@ def _refit_trends(
         if more < 0 or (more == 0 and fit(path, *refit[1:]) < fit(paths[k], *old[1:])):
             prepared[i][2]["trend"], paths[k] = refit, path
     return level
+
+
+def _own_fits(items: list[tuple[int, np.ndarray, list[int]]]) -> dict[int, list[int]]:
+    """``_own_fit(z, path)`` of each (key, z, path) of at least ``OWN_FIT_MIN_POINTS``
+    values, by key, their BIC paths computed together (``path_bics_many``)."""
+    items = [it for it in items if len(it[1]) >= OWN_FIT_MIN_POINTS]
+    got = path_bics_many([(path, z, 0, False, OWN_FIT_WEIGHT) for _, z, path in items])
+    return {key: [*sorted(path[: int(np.argmin(b))]), len(z)] for (key, z, path), b in zip(items, got, strict=True)}
 
 
 def _paths(series: list[np.ndarray]) -> list[list[int]]:
@@ -311,7 +307,7 @@ def _sizes(z: np.ndarray, x: np.ndarray, cuts: list[int]) -> tuple[np.ndarray, n
     level = np.empty(len(x))
     for a, b in zip([0, *cuts[:-1]], cuts, strict=True):
         r[a:b] -= r[a:b].mean()
-        level[a:b] = np.median(x[a:b])
+        level[a:b] = median(x[a:b])
     return scores(np.abs(r)), level
 
 
@@ -326,25 +322,27 @@ def _shifted(points: list[Point]) -> list[Point]:
 
 
 def _segment(
-    z: np.ndarray, beta: float, candidates: list[int] | None = None, own_fit: bool = True
+    z: np.ndarray, beta: float, candidates: list[int] | None = None, own_fit: bool = True, own: list[int] | None = None
 ) -> tuple[list[int], float, float, float, float]:
     """(cuts ending with n, sigma, rho, long-run variance, penalty) of ``z``, chosen among
     ``candidates`` (binary segmentation's first cuts of ``z`` when not given). The noise
     is measured around the cuts the penalty claims (twice, from the robust estimate) and,
     with ``own_fit``, around the cuts the AR(1) likelihood itself prefers (``_own_fit``):
-    the lower long-run variance of the two sets the penalty."""
+    the lower long-run variance of the two sets the penalty (``own``: those cuts, when
+    already found)."""
     n = len(z)
     if candidates is None:
         candidates = binseg(z, MAX_CANDIDATES, MIN_SIZE)
     sigma, rho = noise(z)
-    points, cost = segment_costs(z, candidates)  # the same for every penalty tried
+    points, matrix = segment_costs(z, candidates)  # the same for every penalty tried
+    cost = matrix.T.tolist()
     for _ in range(REFINE):  # the noise around the segments found, then cut again
         lrv = sigma**2 * (1 + rho) / (1 - rho)
         cuts = choose(points, cost, beta * lrv * math.log(n))
         sigma, rho = _residual_noise(z, cuts)
     lrv = sigma**2 * (1 + rho) / (1 - rho)
     if own_fit and n >= OWN_FIT_MIN_POINTS:
-        own_sigma, own_rho = _residual_noise(z, _own_fit(z, candidates))
+        own_sigma, own_rho = _residual_noise(z, own if own is not None else _own_fit(z, candidates))
         own_lrv = own_sigma**2 * (1 + own_rho) / (1 - own_rho)
         if own_lrv < lrv:
             sigma, rho, lrv = own_sigma, own_rho, own_lrv

@@ -11,6 +11,7 @@ segment between two candidates once and reuses it for every penalty tried.
 from __future__ import annotations
 
 import bisect
+import operator
 
 import numpy as np
 
@@ -64,16 +65,16 @@ def _gains(c1: np.ndarray, gain: np.ndarray, rows: np.ndarray, a: np.ndarray, b:
     if not total_len:
         return
     width = c1.shape[1]
-    a_, b_ = np.repeat(a, lengths), np.repeat(b, lengths)
     at = np.repeat(rows * width - np.cumsum(lengths) + lengths + a + 1, lengths) + np.arange(total_len)
     p = at % width  # the positions, and ``at`` their place in the flattened arrays
     ca, cb = c1[rows, a], c1[rows, b]
     cp = c1.ravel()[at]
+    before, after = p - np.repeat(a, lengths), np.repeat(b, lengths) - p
     left = cp - np.repeat(ca, lengths)
     right = np.repeat(cb, lengths) - cp
-    total = np.repeat(cb - ca, lengths)
-    g = left**2 / (p - a_) + right**2 / (b_ - p) - total**2 / (b_ - a_)
-    gain.ravel()[at] = np.where((p - a_ >= min_size) & (b_ - p >= min_size), g, -np.inf)
+    whole = np.repeat((cb - ca) ** 2 / (b - a), lengths)  # the unsplit segment's, once per segment
+    g = left**2 / before + right**2 / after - whole
+    gain.ravel()[at] = np.where((before >= min_size) & (after >= min_size), g, -np.inf)
 
 
 def segment_costs(z: np.ndarray, candidates: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -89,19 +90,22 @@ def segment_costs(z: np.ndarray, candidates: list[int]) -> tuple[np.ndarray, np.
     return points, cost
 
 
-def choose(points: np.ndarray, cost: np.ndarray, penalty: float) -> list[int]:
+def choose(points: np.ndarray, cost: np.ndarray | list[list[float]], penalty: float) -> list[int]:
     """The cuts among ``points`` (``segment_costs``) that minimise the cost plus ``penalty``
-    per cut, by dynamic programming over the end points; ending with the last point."""
+    per cut, by dynamic programming over the end points; ending with the last point.
+    ``cost`` may be given as its columns' lists (``cost.T.tolist()``), once for several
+    penalties."""
     m = len(points)
     # in Python floats (the same IEEE sums as numpy's, first minimum kept): 30-odd
     # candidates are too few to pay numpy's cost per call
-    cols = cost.T.tolist()
+    cols = cost.T.tolist() if isinstance(cost, np.ndarray) else cost
     best, back = [0.0] * m, [0] * m
+    add = operator.add
     for j in range(1, m):  # every segment ending at points[j]
         col = cols[j]
-        total = [best[0] + col[0] + 0.0] + [best[i] + col[i] + penalty for i in range(1, j)]
-        back[j] = min(range(j), key=total.__getitem__)
-        best[j] = total[back[j]]
+        total = [best[0] + col[0] + 0.0, *[s + penalty for s in map(add, best[1:j], col[1:j])]]
+        best[j] = min(total)
+        back[j] = total.index(best[j])
     cuts, j = [], m - 1
     while j > 0:
         cuts.append(int(points[j]))

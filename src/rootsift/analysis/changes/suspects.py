@@ -170,9 +170,11 @@ def rank(
         et = np.datetime64(e.time, "us")
         if around is not None:  # the series as judged at this event
             series = deseasoned(times, around(max(0, bisect.bisect_right(times, e.time) - 1)))[0]
-        # up to the change point, but never fewer than MIN_WINDOW_POINTS buckets: an event
-        # right before the jump is measured across it
-        reach = max(min(change, e.time + window), e.time + MIN_WINDOW_POINTS * step)
+        # up to the next step of the shift (the change point, or an earlier step of its
+        # creep), but never fewer than MIN_WINDOW_POINTS buckets: an event right before
+        # the jump is measured across it
+        end = min((o for o in [*(onsets or []), change] if o > e.time), default=change)
+        reach = max(min(end, e.time + window), e.time + MIN_WINDOW_POINTS * step)
         lo, hi = np.datetime64(e.time - window, "us"), np.datetime64(reach, "us")
         before = series[(t >= lo) & (t < et)]
         after = series[(t >= et) & (t < hi)]
@@ -183,7 +185,8 @@ def rank(
             p = float(sps.mannwhitneyu(after, before, alternative=alt).pvalue)
             z = float(sps.norm.isf(max(p, 1e-300)))
         relation = "before" if e.time < change else "at"
-        found = Suspect(e, relation, lead, z, p, scoped, how, near)
+        # the onset's timing is evidence when the series moved at the event the shift's way
+        found = Suspect(e, relation, lead, z, p, scoped, how, near and z > 0)
         if scoped and len(before) and len(after):
             measured = [_step(x, tt, lo, et, hi) for x, tt in zip(rest, rest_t, strict=True)]
             steps = [d for d in measured if d is not None]
