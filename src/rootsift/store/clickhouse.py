@@ -1,29 +1,35 @@
-"""The embedded ClickHouse backend (chdb): one MergeTree table per dataset.
+"""The ClickHouse backend: one MergeTree table per dataset, on a ClickHouse server
+(clickhouse-connect, ``--backend clickhouse --clickhouse-url``) or embedded (chdb,
+``--backend chdb``: store/chdb.py changes only the connection and what a sole user may do).
 
 Layout (docs/clickhouse.md, ADR 0022)::
 
-    DATA/clickhouse/                 chdb's data directory (database ``rootsift``, one table a dataset;
+    <database>.<dataset>             one MergeTree table a dataset (database ``rootsift`` by default;
                                      a read-only view per OpenTelemetry exporter table: chdb_otel.py)
-    DATA/<dataset>/rejects/*.jsonl   rejected input lines, as with DuckDB
+    DATA/<dataset>/rejects/*.jsonl   rejected input lines, on this machine, as with DuckDB
 
 A dataset's table is ``PARTITION BY toDate("timestamp") ORDER BY ("timestamp", "#sample")
 SAMPLE BY "#sample"``: retention drops whole days, time-range scans read only the granules of the range, and ``"#sample"`` (a hash of the row's ordinal,
 independent of its content: ADR 0008) is the sampling key that ``sample_relation`` reads
 as ``SAMPLE 1/64``. Fields are explicit ``Nullable`` columns, added with ``ALTER TABLE ADD
 COLUMN`` as they appear; a column's comment holds its JSON path, the table's comment the
-dataset's settings. chdb opens one data directory per process.
+dataset's settings. What differs between a server and chdb is data: the connection
+(``Connection``: clickhouse-connect's client, or chdb's session) and ``sole_user``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import threading
+import time
 import uuid
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
 
@@ -45,8 +51,10 @@ if TYPE_CHECKING:
     from sqlglot import exp
 
     from rootsift.store.chdb_writer import ArrowWriter
+    from rootsift.store.clickhouse_driver import ClickHouseURL
 
 DATABASE = "rootsift"
+"""The database of rootsift's tables unless the URL names another (chdb: always this one)."""
 SAMPLE_KEY = "#sample"
 SAMPLE_EVERY = 64
 PENDING = "#pending-"
@@ -56,72 +64,104 @@ PARTITION_KEY = f"toDate({ident(TIME_COLUMN)})"
 """One partition a UTC day: retention drops whole days and rewrites at most the day its
 cutoff cuts (chdb_retention.py; why a day: ADR 0022's amendment). A store written before
 partitions has one partition (``all``), which the same code handles."""
-INSERT_SETTINGS = "SETTINGS max_partitions_per_insert_block = 0"
+INSERT_SETTINGS = {"max_partitions_per_insert_block": 0}
 """An input may span more than ClickHouse's default 100 days in one block: a part a day."""
+CATALOG_SECONDS = 2.0
+"""How long a server's catalog answers (tables, fields, spans) are reused: other processes
+may change them (chdb's, whose only user is this process, are kept until it changes them)."""
 COLUMN_TYPES = DIALECTS["clickhouse"].storage_types
 _STORAGE = {v.removeprefix("Nullable(").removesuffix(")"): k for k, v in COLUMN_TYPES.items()}
+_READS = re.compile(r"^\s*(SELECT|WITH|SHOW|EXPLAIN|DESCRIBE|EXISTS)\b", re.IGNORECASE)
 
 
-def _chdb_session(path: Path) -> Any:
-    try:
-        from chdb.session import Session
-    except ImportError:
-        raise UsageError("--backend chdb needs the chdb package: pip install 'rootsift[clickhouse]'") from None
-    try:
-        return Session(str(path))
-    except Exception as exc:  # chdb raises RuntimeError for every failure
-        raise StoreError(
-            f"opening the chdb store {path}: {_first_line(exc)} (chdb opens one store per process)"
-        ) from exc
+class Connection(Protocol):
+    """What the backend runs SQL on: clickhouse-connect's client (clickhouse_driver.py) or
+    chdb's session (chdb.py). Errors are the driver's; the backend translates them."""
+
+    def select(self, sql: str, params: dict[str, Any]) -> pa.Table: ...
+
+    def command(self, sql: str, params: dict[str, Any]) -> None: ...
+
+    def insert_arrow(
+        self, table: str, columns: list[str], stream: Iterator[bytes], settings: dict[str, Any]
+    ) -> None: ...
+
+    def close(self) -> None: ...
 
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().split("\n")[0]
 
 
-class ChdbBackend(Backend):
-    """Datasets as MergeTree tables of an embedded ClickHouse under ``DATA/clickhouse``."""
+class ClickHouseBackend(Backend):
+    """Datasets as MergeTree tables of a ClickHouse server (``url``: clickhouse_driver.py)."""
 
     dialect = "clickhouse"
     segment_rows = 1 << 62  # what the ingest runner reads of a backend: MergeTree has no segments
+    sole_user = False
+    """True where this process is the store's only user (chdb): catalog answers are kept
+    until it changes something, and what a crashed run of it left is cleared on open."""
 
-    def __init__(self, data_dir: Path, *, read_only: bool = False) -> None:
+    def __init__(self, data_dir: Path, url: str | ClickHouseURL, *, read_only: bool = False) -> None:
+        from rootsift.store.clickhouse_driver import parse_url
+
+        self.url = parse_url(url) if isinstance(url, str) else url
+        self.database = self.url.database
         self.data_dir = Path(data_dir)
         self.read_only = read_only
         if self.data_dir.exists() and not self.data_dir.is_dir():
             raise UsageError(f"{self.data_dir} is a file, not a data directory (see --data, $ROOTSIFT_DATA)")
-        (self.data_dir / "clickhouse").mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self.session = _chdb_session(self.data_dir / "clickhouse")
         self._parser: duckdb.DuckDBPyConnection | None = None
         self._known: dict[tuple[str, str], Any] = {}
         """Catalog answers (tables, fields, settings, spans), dropped by any statement that
-        is not a SELECT: this process is the store's only user (chdb), so nothing else changes them."""
-        self.run(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
+        is not a SELECT, and on a server after ``CATALOG_SECONDS``."""
+        self._known_at = 0.0
+        self.connection = self.connect()
+        try:
+            self.open_store()
+        except BaseException:
+            self.connection.close()  # chdb holds one store per process: give it back
+            raise
+
+    def connect(self) -> Connection:
+        """The connection to run SQL on (a server's: clickhouse-connect's client)."""
+        from rootsift.store.clickhouse_driver import ClientConnection
+
+        return ClientConnection(self.url)
+
+    def translate(self, exc: BaseException, what: str) -> StoreError:
+        """A driver error as rootsift's (clickhouse_driver.translate)."""
+        from rootsift.store.clickhouse_driver import translate
+
+        return translate(exc, what, self.url)
+
+    def open_store(self) -> None:
+        """Create rootsift's database if missing, and expose the OpenTelemetry exporter's tables."""
+        present = self.run("SELECT count() FROM system.databases WHERE name = {db:String}", {"db": self.database})
+        if not present.column(0)[0].as_py():
+            self.run(f"CREATE DATABASE IF NOT EXISTS {ident(self.database)}")
         from rootsift.store.chdb_otel import refresh_views
 
-        try:
-            refresh_views(self)  # the OpenTelemetry exporter's tables as read-only datasets
-        except BaseException:
-            self.session.close()  # chdb holds one store per process: give it back
-            raise
-        if not read_only:
-            for name in self.tables(pending=True):  # inputs a crashed ingest left half-read
-                self.run(f"DROP TABLE IF EXISTS {self.table_sql(name)} SYNC")
-            from rootsift.store.chdb_retention import purge_dropped
-
-            purge_dropped(self)
+        refresh_views(self)  # the OpenTelemetry exporter's tables as read-only datasets
 
     # -- running SQL --------------------------------------------------------------
     def run(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
-        """Run ClickHouse SQL with named parameters; the result as an Arrow table."""
+        """Run ClickHouse SQL with named parameters (``{name:Type}``); the result as an Arrow
+        table (empty for a statement that returns no rows)."""
+        reads = _READS.match(sql) is not None
         with self._lock:
-            if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
+            if not reads:
                 self.changed()
             try:
-                return self.session.query(sql, "ArrowTable", params=params or {})
-            except Exception as exc:  # chdb raises ChdbError (a RuntimeError) for every failure
-                raise StoreError(f"query failed: {_first_line(exc)}") from exc
+                if reads:
+                    return self.connection.select(sql, params or {})
+                self.connection.command(sql, params or {})
+            except Exception as exc:  # every driver error: translated, the cause kept
+                raise self.translate(exc, "query failed") from exc
+        import pyarrow as pa
+
+        return pa.table({})
 
     def changed(self) -> None:
         """Forget the catalog answers: a statement changed tables, columns or rows."""
@@ -130,6 +170,9 @@ class ChdbBackend(Backend):
 
     def _memo(self, key: tuple[str, str], compute: Any) -> Any:
         with self._lock:
+            if not self.sole_user and time.monotonic() - self._known_at > CATALOG_SECONDS:
+                self._known.clear()
+                self._known_at = time.monotonic()
             if key not in self._known:
                 self._known[key] = compute()
             return self._known[key]
@@ -167,18 +210,20 @@ class ChdbBackend(Backend):
             if self._parser is not None:
                 self._parser.close()
                 self._parser = None
-            self.session.close()
+            self.connection.close()
 
     # -- datasets -----------------------------------------------------------------
     def table_sql(self, name: str) -> str:
-        return f"{DATABASE}.{ident(name)}"
+        return f"{ident(self.database)}.{ident(name)}"
 
     def tables(self, pending: bool = False) -> list[str]:
         """The datasets' tables (or the pending tables of inputs being read), by name."""
 
         def names() -> list[str]:
             sql = "SELECT name FROM system.tables WHERE database = {db:String} ORDER BY name"
-            return [n for n in self.run(sql, {"db": DATABASE}).column("name").to_pylist() if not n.endswith("#retain")]
+            return [
+                n for n in self.run(sql, {"db": self.database}).column("name").to_pylist() if not n.endswith("#retain")
+            ]
 
         return [n for n in self._memo(("tables", ""), names) if (PENDING in n) == pending]
 
@@ -214,7 +259,7 @@ class ChdbBackend(Backend):
         def read() -> dict[str, Any]:
             rows = self.run(
                 "SELECT comment FROM system.tables WHERE database = {db:String} AND name = {t:String}",
-                {"db": DATABASE, "t": self.state(dataset)},
+                {"db": self.database, "t": self.state(dataset)},
             ).column("comment")
             text = rows[0].as_py() if len(rows) else ""
             return json.loads(text) if text else {}
@@ -262,7 +307,7 @@ class ChdbBackend(Backend):
             self.run(
                 "SELECT count(), sum(bytes_on_disk) FROM system.parts "
                 "WHERE database = {db:String} AND table = {t:String} AND active",
-                dict(zip(("db", "t"), self.source(dataset) or (DATABASE, dataset))),
+                dict(zip(("db", "t"), self.source(dataset) or (self.database, dataset))),
             )
         ).rows[0]
         return int(row[0]), int(row[1] or 0)
@@ -294,7 +339,7 @@ class ChdbBackend(Backend):
             self.run(
                 "SELECT name, type, comment FROM system.columns WHERE database = {db:String} AND table = {t:String} "
                 "ORDER BY position",
-                {"db": DATABASE, "t": self.state(dataset)},
+                {"db": self.database, "t": self.state(dataset)},
             )
         ).rows
         out = {TIME_COLUMN: FieldInfo(TIME_COLUMN, "TIMESTAMP", [TIME_COLUMN])}
@@ -327,7 +372,7 @@ class ChdbBackend(Backend):
         from sqlglot import exp
 
         self.state(dataset)
-        return exp.Table(this=exp.to_identifier(dataset, quoted=True), db=exp.to_identifier(DATABASE))
+        return exp.Table(this=exp.to_identifier(dataset, quoted=True), db=exp.to_identifier(self.database))
 
     def sample_relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expr | None:
         """The table read through its sampling key: about one event in ``SAMPLE_EVERY``."""
@@ -405,7 +450,7 @@ class ChdbBackend(Backend):
     def columns_of(self, table: str) -> dict[str, str]:
         rows = self.run(
             "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = {t:String}",
-            {"db": DATABASE, "t": table},
+            {"db": self.database, "t": table},
         )
         return dict(zip(rows.column("name").to_pylist(), rows.column("type").to_pylist()))
 
