@@ -376,6 +376,16 @@ def test_overflow_keys_are_refused_on_chdb_by_name(monkeypatch: pytest.MonkeyPat
         chdb_store.query(QuerySpec("w", where="d > 3"))
 
 
+def test_a_query_failing_midway_does_not_spoil_the_next(chdb_store: Rootsift) -> None:
+    """chdb keeps what a failed query wrote and puts it before the next result (seen in
+    chdb 26.9); the backend clears it (``ClickHouseBackend.recover``)."""
+    backend: Any = chdb_store.backend
+    for _ in range(2):
+        with pytest.raises(StoreError, match="FUNCTION_THROW_IF_VALUE_IS_NON_ZERO"):
+            backend.run("SELECT throwIf(number = 5) FROM numbers(10) SETTINGS max_block_size = 1")
+        assert backend.run("SELECT 1 AS one").to_pylist() == [{"one": 1}]
+
+
 def test_clickhouse_errors_become_store_errors_with_the_engine_message(chdb_store: Rootsift, jsonl: Path) -> None:
     chdb_store.ingest(jsonl, dataset="api")
     with pytest.raises(StoreError, match="query failed: .*UNKNOWN_IDENTIFIER"):

@@ -41,7 +41,7 @@ def opened(data: Path, engine: str, **kwargs: Any) -> Any:
     from rootsift import Rootsift
 
     if engine == "clickhouse":
-        kwargs["clickhouse_url"] = clickhouse_url(data)
+        kwargs.setdefault("clickhouse_url", clickhouse_url(data))
     return Rootsift(data, engine=engine, **kwargs)
 
 

@@ -64,6 +64,9 @@ class SessionConnection:
                 ins.append(chunk)
             ins.finish()
 
+    def recover(self) -> None:
+        self.session.query("SELECT 1", "TabSeparated")  # takes what a failed query left (ClickHouseBackend.recover)
+
     def close(self) -> None:
         self.session.close()
 

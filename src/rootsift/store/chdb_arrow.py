@@ -73,8 +73,10 @@ def append_arrow(
             backend.table_sql(target), [f.name for f in out_schema], stream(), INSERT_SETTINGS
         )
     except StoreError:
+        backend.recover()
         raise
     except Exception as exc:
+        backend.recover()
         raise backend.translate(exc, f"writing to dataset {dataset!r}") from exc
     return written
 

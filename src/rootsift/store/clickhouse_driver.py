@@ -128,7 +128,9 @@ class ClientConnection:
                 "--backend clickhouse needs clickhouse-connect: pip install 'rootsift[clickhouse]'"
             ) from None
         logging.getLogger("clickhouse_connect").addHandler(logging.NullHandler())  # errors reach the user as ours
-        settings = {"max_execution_time": url.read_timeout}
+        # Set once for the session: a per-call setting costs chdb's transport a SET, a
+        # snapshot and a restore around every query.
+        settings = {"max_execution_time": url.read_timeout, "output_format_arrow_string_as_string": 1}
         try:
             if url.scheme == "chdb":
                 self.client = clickhouse_connect.get_client(dsn=f"chdb://{url.path}", settings=settings)
@@ -150,7 +152,7 @@ class ClientConnection:
 
     def select(self, sql: str, params: dict[str, Any]) -> pa.Table:
         """The rows of a query as an Arrow table (strings as text)."""
-        return self.client.query_arrow(sql, parameters=params or None, use_strings=True)
+        return self.client.query_arrow(sql, parameters=params or None)  # strings as text: the session's setting
 
     def command(self, sql: str, params: dict[str, Any]) -> None:
         """Run a statement that returns no rows (DDL, INSERT … SELECT)."""
@@ -160,6 +162,10 @@ class ClientConnection:
         """Stream an Arrow IPC stream (``stream``'s chunks) into ``table`` in one INSERT."""
         chunks: Generator[bytes, None, None] = (chunk for chunk in stream)
         self.client.raw_insert(table, columns, insert_block=chunks, settings=settings, fmt="ArrowStream")
+
+    def recover(self) -> None:
+        if self.url.scheme == "chdb":  # takes what a failed query left (ClickHouseBackend.recover)
+            self.client.raw_query("SELECT 1", fmt="TabSeparated")
 
     def close(self) -> None:
         self.client.close()
