@@ -29,7 +29,7 @@ import pytest
 from click.testing import CliRunner
 from sqlglot import exp
 
-from helpers.backends import CLICKHOUSE_ENGINES, HAVE_CLICKHOUSE_CONNECT, needs_chdb, opened
+from helpers.backends import CLICKHOUSE_ENGINES, HAVE_CLICKHOUSE_CONNECT, cli_env, needs_chdb, opened
 from helpers.store import iso, write_jsonl
 from rootsift import Calculation, QuerySpec, Rootsift
 from rootsift.errors import StoreError, UsageError
@@ -265,7 +265,7 @@ def test_a_second_chdb_store_in_one_process_is_a_clear_error(tmp_path: Path) -> 
 
 
 def test_a_missing_chdb_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setitem(__import__("sys").modules, "chdb.session", None)
+    monkeypatch.setitem(__import__("sys").modules, "chdb", None)
     with pytest.raises(UsageError, match=r"rootsift\[clickhouse\]"):
         _open(tmp_path / "data", "chdb")
 
@@ -336,15 +336,17 @@ def test_explain_and_compare_find_the_same_on_both_backends(tmp_path: Path) -> N
         _same(duck_compare["metrics"], ch_compare["metrics"], f"{engine}: compare.metrics")
 
 
-@needs_chdb
-def test_serve_takes_events_into_chdb(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """``serve`` with ``$ROOTSIFT_BACKEND=chdb``: events posted to the batch API reach the
-    ClickHouse store through the write-ahead log, and the query API reads them there."""
+@pytest.mark.parametrize("engine", CLICKHOUSE_ENGINES)
+def test_serve_takes_events_into_chdb(engine: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``serve`` with ``$ROOTSIFT_BACKEND=chdb`` (or ``clickhouse`` and
+    ``$ROOTSIFT_CLICKHOUSE_URL``): events posted to the batch API reach the ClickHouse
+    store through the write-ahead log, and the query API reads them there."""
     import httpx
 
     from helpers import server as served
 
-    monkeypatch.setenv("ROOTSIFT_BACKEND", "chdb")
+    for name, value in cli_env(engine, tmp_path / "data").items():
+        monkeypatch.setenv(name, value)
     srv = served.start(tmp_path / "data")
     try:
         batch = [
@@ -359,7 +361,7 @@ def test_serve_takes_events_into_chdb(monkeypatch: pytest.MonkeyPatch, tmp_path:
     finally:
         assert served.stop(srv) == 0
     assert (tmp_path / "data" / "clickhouse").is_dir() and not (tmp_path / "data" / "api" / "segments").exists()
-    with _open(tmp_path / "data", "chdb") as rs:
+    with _open(tmp_path / "data", engine) as rs:
         assert rs.datasets()[0].stored_rows == 10
 
 

@@ -211,7 +211,7 @@ PARAMETERS: list[Any] = ["a\\b", "tab\there", "new\nline", "quote's", "", None, 
 @pytest.mark.parametrize("engine", ["duckdb", pytest.param("chdb", marks=needs_chdb), "clickhouse"])
 def test_parameters_bind_as_given_on_every_backend(engine: str, tmp_path: Path) -> None:
     """Bound values arrive unchanged: a backslash, a tab, a newline in a string (chdb's own
-    session would read them as escapes), NULL (chdb: the text 'NULL')."""
+    session API would read them as escapes; rootsift no longer uses it), NULL."""
     if engine == "clickhouse" and not HAVE_CLICKHOUSE_CONNECT:
         pytest.skip("clickhouse-connect is not installed")
     query = exp.select(*(exp.alias_(exp.Placeholder(), f"v{i}") for i in range(len(PARAMETERS))))

@@ -1,16 +1,14 @@
 """The embedded ClickHouse backend (chdb): the ClickHouse backend (store/clickhouse.py) on
-chdb's in-process engine, in ``DATA/clickhouse`` (database ``rootsift``).
+chdb's in-process engine in ``DATA/clickhouse`` (database ``rootsift``), through the same
+clickhouse-connect client a server gets (a ``chdb://`` URL).
 
-What differs from a server is the connection and what the store's only user may do:
+What differs from a server, and why (docs/clickhouse.md, "One backend, two connections"):
 
-- **Connection**: chdb's own session (``SessionConnection``), not clickhouse-connect's
-  chdb client, which runs the same engine: importing clickhouse-connect costs every
-  command about 0.1 s of CPU (its HTTP stack), and chdb's ``send_insert`` streams an
-  insert where clickhouse-connect's chdb transport writes it to a temporary file first
-  (docs/clickhouse.md, "One backend, two connections", has the measurements). The SQL,
-  the parameters and the Arrow results are the same; ``--backend clickhouse
-  --clickhouse-url chdb:///DIR`` runs the same store through clickhouse-connect (what the
-  server tests use).
+- **Inserts** stream through a chdb handle of the same engine (``send_insert``, Arrow IPC):
+  clickhouse-connect's chdb transport writes an insert to a temporary file and reads it
+  back (``INSERT … FROM INFILE``), which cost ingest about 15 % more CPU. Every other
+  statement goes through clickhouse-connect.
+- **No timeout**: nothing is configured for an embedded store, so nothing bounds a query.
 - **Sole user**: chdb opens one data directory per process, so this process is the
   store's only user: catalog answers are kept until it changes something, and opening
   the store for writing clears what a crashed run left (pending tables, tables dropped
@@ -20,74 +18,46 @@ What differs from a server is the connection and what the store's only user may 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rootsift.errors import StoreError, UsageError
 from rootsift.store.clickhouse import DATABASE, ClickHouseBackend, Connection
+from rootsift.store.clickhouse_driver import ClickHouseURL, ClientConnection
 from rootsift.store.sqltext import ident
 
-if TYPE_CHECKING:
-    import pyarrow as pa
 
+class ChdbConnection(ClientConnection):
+    """clickhouse-connect's chdb client, and a handle of the same engine for inserts."""
 
-class SessionConnection:
-    """SQL on chdb's session: parameters bound by chdb (``{name:Type}``), results as Arrow."""
-
-    def __init__(self, path: Path) -> None:
+    def __init__(self, url: ClickHouseURL) -> None:
         try:
-            from chdb.session import Session
+            import chdb
         except ImportError:
             raise UsageError("--backend chdb needs the chdb package: pip install 'rootsift[clickhouse]'") from None
         try:
-            self.session = Session(str(path))
-        except Exception as exc:  # chdb raises RuntimeError for every failure
-            raise StoreError(
-                f"opening the chdb store {path}: {_first_line(exc)} (chdb opens one store per process)"
-            ) from exc
-
-    def select(self, sql: str, params: dict[str, Any]) -> pa.Table:
-        return self.session.query(sql, "ArrowTable", params=_escaped(params))
-
-    def command(self, sql: str, params: dict[str, Any]) -> None:
-        self.session.query(sql, "Null", params=_escaped(params))
+            super().__init__(url)
+        except StoreError as exc:
+            raise StoreError(f"{exc} (chdb opens one store per process)") from exc.__cause__
+        try:  # the path as clickhouse-connect opened it: chdb compares engine paths literally
+            self.handle = chdb.connect(os.path.realpath(url.path))
+        except Exception as exc:
+            self.client.close()
+            raise StoreError(f"opening the chdb store {url.path}: {exc} (chdb opens one store per process)") from exc
 
     def insert_arrow(self, table: str, columns: list[str], stream: Iterator[bytes], settings: dict[str, Any]) -> None:
         names = ", ".join(ident(c) for c in columns)
-        with_settings = ", ".join(f"{k} = {v}" for k, v in settings.items())
-        sql = (
-            f"INSERT INTO {table} ({names}) SETTINGS {with_settings}" if settings else f"INSERT INTO {table} ({names})"
-        )
-        with self.session.send_insert(sql, "ArrowStream") as ins:
+        clause = " SETTINGS " + ", ".join(f"{k} = {v}" for k, v in settings.items()) if settings else ""
+        with self.handle.send_insert(f"INSERT INTO {table} ({names}){clause}", "ArrowStream") as ins:
             for chunk in stream:
                 ins.append(chunk)
             ins.finish()
 
-    def recover(self) -> None:
-        self.session.query("SELECT 1", "TabSeparated")  # takes what a failed query left (ClickHouseBackend.recover)
-
     def close(self) -> None:
-        self.session.close()
-
-
-def _escaped(params: dict[str, Any]) -> dict[str, Any]:
-    """Parameters as ClickHouse reads a query parameter's text (its escaped format, as
-    clickhouse-connect sends them): a backslash, tab or newline in a string is escaped,
-    else ``a\\b`` would bind as ``a`` and a backspace, and a tab fail to parse; None is
-    ``\\N`` (NULL), which chdb would bind as the text ``NULL``."""
-    return {k: "\\N" if v is None else _escape(v) if isinstance(v, str) else v for k, v in params.items()}
-
-
-_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0"})
-
-
-def _escape(text: str) -> str:
-    return text.translate(_ESCAPES)
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().split("\n")[0]
+        self.handle.close()
+        super().close()
 
 
 class ChdbBackend(ClickHouseBackend):
@@ -96,20 +66,15 @@ class ChdbBackend(ClickHouseBackend):
     sole_user = True
 
     def __init__(self, data_dir: Path, *, read_only: bool = False) -> None:
-        from rootsift.store.clickhouse_driver import ClickHouseURL
-
         data_dir = Path(data_dir)
         if data_dir.exists() and not data_dir.is_dir():
             raise UsageError(f"{data_dir} is a file, not a data directory (see --data, $ROOTSIFT_DATA)")
         (data_dir / "clickhouse").mkdir(parents=True, exist_ok=True)
-        super().__init__(data_dir, ClickHouseURL.chdb(data_dir / "clickhouse"), read_only=read_only)
+        super().__init__(data_dir, ClickHouseURL.embedded(data_dir / "clickhouse"), read_only=read_only)
         assert self.database == DATABASE
 
     def connect(self) -> Connection:
-        return SessionConnection(Path(self.url.path))
-
-    def translate(self, exc: BaseException, what: str) -> StoreError:
-        return StoreError(f"{what}: {_first_line(exc)}")
+        return ChdbConnection(self.url)
 
     def open_store(self) -> None:
         super().open_store()

@@ -14,7 +14,8 @@ independent of its content: ADR 0008) is the sampling key that ``sample_relation
 as ``SAMPLE 1/64``. Fields are explicit ``Nullable`` columns, added with ``ALTER TABLE ADD
 COLUMN`` as they appear; a column's comment holds its JSON path, the table's comment the
 dataset's settings. What differs between a server and chdb is data: the connection
-(``Connection``: clickhouse-connect's client, or chdb's session) and ``sole_user``.
+(``Connection``: clickhouse-connect's client for both, chdb's inserting through a handle
+of its engine) and ``sole_user``.
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ _READS = re.compile(r"^\s*(SELECT|WITH|SHOW|EXPLAIN|DESCRIBE|EXISTS)\b", re.IGNO
 
 
 class Connection(Protocol):
-    """What the backend runs SQL on: clickhouse-connect's client (clickhouse_driver.py) or
-    chdb's session (chdb.py). Errors are the driver's; the backend translates them."""
+    """What the backend runs SQL on: clickhouse-connect's client (clickhouse_driver.py; chdb's
+    variant in chdb.py). Errors are the driver's; the backend translates them."""
 
     def select(self, sql: str, params: dict[str, Any]) -> pa.Table: ...
 
@@ -90,10 +91,6 @@ class Connection(Protocol):
         """Make the connection usable after a failed statement (chdb: see ``run``)."""
 
     def close(self) -> None: ...
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().split("\n")[0]
 
 
 class ClickHouseBackend(Backend):
@@ -168,7 +165,7 @@ class ClickHouseBackend(Backend):
         return pa.table({})
 
     def recover(self) -> None:
-        """After a failed statement: chdb (26.9, through its session or clickhouse-connect)
+        """After a failed statement: chdb (26.9, through clickhouse-connect or its own session)
         keeps the output a query wrote before it failed and puts it in front of the next
         query's, whose Arrow result then does not parse ("Invalid flatbuffers message");
         one throwaway query takes it (tests/test_backend_chdb.py)."""

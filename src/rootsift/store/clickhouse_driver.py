@@ -53,7 +53,8 @@ class ClickHouseURL:
     path: str = ""
     """The chdb data directory (``chdb:`` URLs)."""
     connect_timeout: int = CONNECT_TIMEOUT
-    read_timeout: int = READ_TIMEOUT
+    read_timeout: int | None = READ_TIMEOUT
+    """None: no limit (the embedded store of ``--backend chdb``, where nothing is configured)."""
 
     def shown(self) -> str:
         """The URL as messages print it: never the password."""
@@ -63,8 +64,9 @@ class ClickHouseURL:
         return f"{self.scheme}://{user}{self.host}:{self.port}/{self.database}"
 
     @classmethod
-    def chdb(cls, path: Path) -> ClickHouseURL:
-        return cls("chdb", path=str(path))
+    def embedded(cls, path: Path) -> ClickHouseURL:
+        """``--backend chdb``'s store: chdb's engine in ``path``, no timeout configured."""
+        return cls("chdb", path=str(path), read_timeout=None)
 
 
 def parse_url(text: str) -> ClickHouseURL:
@@ -125,15 +127,18 @@ class ClientConnection:
             import clickhouse_connect
         except ImportError:
             raise UsageError(
-                "--backend clickhouse needs clickhouse-connect: pip install 'rootsift[clickhouse]'"
+                "the ClickHouse backends need clickhouse-connect: pip install 'rootsift[clickhouse]'"
             ) from None
         logging.getLogger("clickhouse_connect").addHandler(logging.NullHandler())  # errors reach the user as ours
         # Set once for the session: a per-call setting costs chdb's transport a SET, a
         # snapshot and a restore around every query.
-        settings = {"max_execution_time": url.read_timeout, "output_format_arrow_string_as_string": 1}
+        settings: dict[str, Any] = {"output_format_arrow_string_as_string": 1}
+        if url.read_timeout is not None:
+            settings["max_execution_time"] = url.read_timeout
         try:
             if url.scheme == "chdb":
                 self.client = clickhouse_connect.get_client(dsn=f"chdb://{url.path}", settings=settings)
+                # (its chdb transport takes no connect or socket timeout: the engine is in process)
             else:
                 self.client = clickhouse_connect.get_client(
                     interface=url.scheme,
@@ -147,6 +152,8 @@ class ClientConnection:
                     settings=settings,
                     autogenerate_session_id=False,
                 )
+        except ImportError:  # a chdb:// URL without chdb
+            raise UsageError(f"{url.shown()} needs the chdb package: pip install 'rootsift[clickhouse]'") from None
         except Exception as exc:
             raise translate(exc, f"connecting to ClickHouse at {url.shown()}", url) from exc
 
