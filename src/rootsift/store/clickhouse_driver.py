@@ -155,7 +155,7 @@ class ClientConnection:
         except ImportError:  # a chdb:// URL without chdb
             raise UsageError(f"{url.shown()} needs the chdb package: pip install 'rootsift[clickhouse]'") from None
         except Exception as exc:
-            raise translate(exc, f"connecting to ClickHouse at {url.shown()}", url) from exc
+            raise translate(exc, "", url) from exc  # names the URL
 
     def select(self, sql: str, params: dict[str, Any]) -> pa.Table:
         """The rows of a query as an Arrow table (strings as text)."""
@@ -181,7 +181,8 @@ class ClientConnection:
 def translate(exc: BaseException, what: str, url: ClickHouseURL | None = None) -> StoreError:
     """A clickhouse-connect (or chdb) error as rootsift's: a server that cannot be reached
     (refused, unknown host, silent past a timeout) is a StoreUnavailableError naming the
-    URL; every other failure a StoreError with the engine's first line."""
+    URL; every other failure a StoreError with the engine's first line. ``what`` (the
+    action, e.g. "query failed") leads the message; empty, the URL does."""
     from clickhouse_connect.driver import exceptions as cc
 
     table = errors()
@@ -189,11 +190,15 @@ def translate(exc: BaseException, what: str, url: ClickHouseURL | None = None) -
     text = str(exc).strip()
     code = getattr(exc, "code", None)
     if isinstance(exc, cc.OperationalError) and not isinstance(exc, cc.StreamFailureError) and code is None:
-        return StoreUnavailableError(f"{what}: {_network_reason(text, url)}")
-    text = engine_message(text)
-    if code == TIMEOUT_EXCEEDED and url is not None:
-        text += f" (read_timeout={url.read_timeout} s of --clickhouse-url)"
-    return (StoreError if kind is StoreUnavailableError else kind)(f"{what}: {text}")
+        kind, text = StoreUnavailableError, _network_reason(text, url)
+    else:
+        kind = StoreError if kind is StoreUnavailableError else kind
+        text = engine_message(text)
+        if url is not None and not what:
+            text = f"ClickHouse at {url.shown()}: {text}"
+        if code == TIMEOUT_EXCEEDED and url is not None:
+            text += f" (read_timeout={url.read_timeout} s of --clickhouse-url)"
+    return kind(f"{what}: {text}" if what else text)
 
 
 def engine_message(text: str) -> str:
@@ -241,12 +246,13 @@ def _first_line(text: str) -> str:
 def _network_reason(text: str, url: ClickHouseURL | None) -> str:
     """What went wrong reaching the server, in a few words, from urllib3's long message."""
     where = f"cannot reach ClickHouse at {url.shown()}" if url is not None else "cannot reach ClickHouse"
+    hint = " (is the server up? the URL: --clickhouse-url or $ROOTSIFT_CLICKHOUSE_URL)"
     if "connect timeout" in text or "ConnectTimeoutError" in text:
         seconds = f" within connect_timeout={url.connect_timeout} s" if url is not None else ""
-        return f"{where}: no connection{seconds}"
+        return f"{where}: no connection{seconds}{hint}"
     if "Read timed out" in text:
         seconds = f" within read_timeout={url.read_timeout} s" if url is not None else ""
-        return f"{where}: no answer{seconds}"
+        return f"{where}: no answer{seconds}{hint}"
     errno = re.search(r"\[Errno -?\d+\] ([^')\"]+)", text)
     reason = errno.group(1).strip() if errno else _first_line(text)[:200]
-    return f"{where}: {reason}"
+    return f"{where}: {reason}{hint}"
