@@ -3,10 +3,12 @@ rootsift's ClickHouse SQL vs hand-written ClickHouse SQL.
 
 Each backend runs in its own child process (chdb opens one store per process; the child's
 CPU time is its own, every thread counted), ingesting the same JSON-lines file once and
-then timing each case ``--rounds`` times; rounds alternate which backend runs first.
-Ratios are chdb / DuckDB (wall and CPU), each measured in the same run.
+then timing each case ``--rounds`` times; passes alternate the backends' order.
+Ratios are each ClickHouse backend / DuckDB (wall and CPU), each measured in the same run.
+``--engines duckdb,chdb,clickhouse`` adds the server backend on chdb's engine (clickhouse-connect
+and a ``chdb://`` URL: the same engine through the other connection).
 
-On chdb three contenders answer each case, in an order that alternates every round:
+On a ClickHouse backend three contenders answer each case, in an order that alternates every round:
 ``rs.query`` (rootsift end to end: catalog look-ups, SQL built and rendered, the result
 shaped), rootsift's rendered SQL run alone (its text and bound parameters, captured from
 ``rs.query``), and the same question written by hand for ClickHouse. The hand-written
@@ -15,6 +17,7 @@ issue's ≤ 1.2× target, ``query / hand`` adds rootsift's own work per query.
 
     python bench/backends.py --events 1000000 --rounds 5
     python bench/backends.py --events 10000000 --rounds 3     # 4.8 GiB of JSON lines
+    python bench/backends.py --events 1000000 --rounds 5 --engines duckdb,chdb,clickhouse
 """
 
 from __future__ import annotations
@@ -91,13 +94,13 @@ def chdb_contenders(rs: Any, spec: Any, name: str) -> dict[str, Callable[[], Any
     finally:
         del backend.run  # the instance attribute: the class's method again
     sql, params = sent[-1]
-    ours, hand = _rows(run(sql, params)), _rows(backend.session.query(HAND[name], "ArrowTable"))
+    ours, hand = _rows(run(sql, params)), _rows(run(HAND[name]))
     if ours != hand:
         raise SystemExit(f"{name}: the hand-written SQL answers another question ({len(hand)} vs {len(ours)} rows)")
     return {
         "query": lambda: rs.query(spec),
         "sql": lambda: run(sql, params),
-        "hand": lambda: backend.session.query(HAND[name], "ArrowTable"),
+        "hand": lambda: run(HAND[name]),
     }
 
 
@@ -108,14 +111,15 @@ def child(backend: str, data: Path, source: Path, rounds: int) -> dict[str, Any]
     from rootsift.query.spec import Calculation, QuerySpec
 
     out: dict[str, Any] = {}
-    with Rootsift(data, engine=backend) as rs:
+    url = {"clickhouse_url": f"chdb://{data.absolute()}/clickhouse"} if backend == "clickhouse" else {}
+    with Rootsift(data, engine=backend, **url) as rs:
         if not any(d.name == DATASET for d in rs.datasets()):
             out["ingest"] = timed(lambda: rs.ingest(source, dataset=DATASET))
             out["bytes"] = dir_bytes(data)
         for name, kw in CASES.items():
             spec = QuerySpec(DATASET, **{**kw, "calculations": [Calculation.parse(x) for x in kw["calculations"]]})
             rs.query(spec)  # warm: the first run reads the files into the page cache
-            fns = chdb_contenders(rs, spec, name) if backend == "chdb" else {"query": lambda s=spec: rs.query(s)}
+            fns = chdb_contenders(rs, spec, name) if backend != "duckdb" else {"query": lambda s=spec: rs.query(s)}
             times: dict[str, list[Timing]] = {k: [] for k in fns}
             for r in range(rounds):
                 for k in list(fns)[:: 1 if r % 2 else -1]:
@@ -132,18 +136,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--child", choices=("duckdb", "chdb"))
+    parser.add_argument("--engines", default="duckdb,chdb", help="duckdb first, then ClickHouse backends")
+    parser.add_argument("--child", choices=("duckdb", "chdb", "clickhouse"))
     parser.add_argument("--data", type=Path)
     parser.add_argument("--source", type=Path)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.data, args.source, args.rounds)))
         return
+    engines = args.engines.split(",")
     source = cached_jsonl(Path(tempfile.gettempdir()) / "rootsift-bench", args.events)
-    results: dict[str, list[dict[str, Any]]] = {"duckdb": [], "chdb": []}
+    results: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(2):  # the first pass ingests; the order alternates
-            for backend in ("duckdb", "chdb") if r % 2 == 0 else ("chdb", "duckdb"):
+            for backend in engines if r % 2 == 0 else engines[::-1]:
                 cmd = [sys.executable, __file__, "--child", backend, "--data", str(Path(tmp) / backend)]
                 cmd += ["--source", str(source), "--rounds", str(args.rounds)]
                 done = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -152,26 +158,26 @@ def main() -> None:
 
 
 def report(args: argparse.Namespace, source: Path, results: dict[str, list[dict[str, Any]]]) -> None:
-    duck, ch = results["duckdb"][0], results["chdb"][0]
     print(
         f"{args.events:,} events ({source.stat().st_size / 2**30:.2f} GiB of JSON lines), {args.rounds} rounds a case"
     )
-    print(f"stored: DuckDB {duck['bytes'] / 2**20:,.0f} MiB, chdb {ch['bytes'] / 2**20:,.0f} MiB")
-    print("medians; chdb / DuckDB; on chdb, rootsift (query end to end, its SQL alone) / hand-written SQL")
-    head = f"{'case':<18}{'duckdb s':>9}{'chdb s':>9}{'wall ×':>8}{'cpu ×':>7}"
-    print(head + f"{'query/hand wall':>17}{'cpu':>6}{'sql/hand wall':>15}{'cpu':>6}")
-    for name in ["ingest", *CASES, "explain"]:
-        runs = [(d[name], c[name]) for d, c in zip(results["duckdb"], results["chdb"]) if name in d and name in c]
-        duck_w, duck_c = median([d[0] for d, _ in runs]), median([d[1] for d, _ in runs])
-        ch_w, ch_c = median([c[0] for _, c in runs]), median([c[1] for _, c in runs])
-        line = f"{name:<18}{duck_w:>9.3f}{ch_w:>9.3f}{ch_w / duck_w:>8.2f}{ch_c / duck_c:>7.2f}"
-        hands = [c[f"hand: {name}"] for c in results["chdb"] if f"hand: {name}" in c]
-        sqls = [c[f"sql: {name}"] for c in results["chdb"] if f"sql: {name}" in c]
-        if hands:
-            hw, hc = median([h[0] for h in hands]), median([h[1] for h in hands])
-            sw, sc = median([s[0] for s in sqls]), median([s[1] for s in sqls])
-            line += f"{ch_w / hw:>17.2f}{ch_c / hc:>6.2f}{sw / hw:>15.2f}{sc / hc:>6.2f}"
-        print(line)
+    print("stored: " + ", ".join(f"{e} {r[0]['bytes'] / 2**20:,.0f} MiB" for e, r in results.items()))
+    for engine in [e for e in results if e != "duckdb"]:
+        print(f"\n{engine}: medians; {engine} / DuckDB; rootsift (query end to end, its SQL alone) / hand-written SQL")
+        head = f"{'case':<18}{'duckdb s':>9}{engine + ' s':>14}{'wall ×':>8}{'cpu ×':>7}"
+        print(head + f"{'query/hand wall':>17}{'cpu':>6}{'sql/hand wall':>15}{'cpu':>6}")
+        for name in ["ingest", *CASES, "explain"]:
+            runs = [(d[name], c[name]) for d, c in zip(results["duckdb"], results[engine]) if name in d and name in c]
+            duck_w, duck_c = median([d[0] for d, _ in runs]), median([d[1] for d, _ in runs])
+            ch_w, ch_c = median([c[0] for _, c in runs]), median([c[1] for _, c in runs])
+            line = f"{name:<18}{duck_w:>9.3f}{ch_w:>14.3f}{ch_w / duck_w:>8.2f}{ch_c / duck_c:>7.2f}"
+            hands = [c[f"hand: {name}"] for c in results[engine] if f"hand: {name}" in c]
+            sqls = [c[f"sql: {name}"] for c in results[engine] if f"sql: {name}" in c]
+            if hands:
+                hw, hc = median([h[0] for h in hands]), median([h[1] for h in hands])
+                sw, sc = median([s[0] for s in sqls]), median([s[1] for s in sqls])
+                line += f"{ch_w / hw:>17.2f}{ch_c / hc:>6.2f}{sw / hw:>15.2f}{sc / hc:>6.2f}"
+            print(line)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""The analyses on both backends: each reference incident's telemetry (seed 1) ingested
-once into DuckDB and once into chdb, every command its manifest asks for, the hand-drawn
-explains of ``test_cases.py`` (one per scenario) and a replayed canary run on each through
-the CLI, and the JSON compared. Scenarios at half their CI size (the CI budget); gateway,
+"""The analyses on every backend: each reference incident's telemetry (seed 1) ingested
+once into DuckDB, once into chdb and once into the server backend (``clickhouse``:
+clickhouse-connect on chdb's engine, helpers/backends.py), every command its manifest asks
+for, the hand-drawn explains of ``test_cases.py`` (one per scenario) and a replayed canary
+run on each through the CLI, and the JSON compared with DuckDB's. Scenarios at half their CI size (the CI budget); gateway,
 the most expensive, is ``slow``.
 
 What must agree, and the tolerances:
@@ -29,8 +30,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from helpers.backends import needs_chdb
-from rootsift import Rootsift, scenarios
+from helpers.backends import HAVE_CLICKHOUSE_CONNECT, cli_env, needs_chdb, opened
+from rootsift import scenarios
 from rootsift.cli import main
 from rootsift.scenarios.base import MANIFEST_FILE, TRUTH_DIR, TRUTH_FILE
 from test_cases import CASES
@@ -79,9 +80,13 @@ def commands(name: str, out: Path) -> list[list[str]]:
     return asked + drawn[:DRAWN] + EXTRA.get(name, [])
 
 
+ENGINES = ("duckdb", "chdb", "clickhouse") if HAVE_CLICKHOUSE_CONNECT else ("duckdb", "chdb")
+"""DuckDB (the reference), then the ClickHouse backends compared with it."""
+
+
 def run(argv: list[str], data: Path, engine: str) -> Any:
     """The command's JSON (a list of objects when it prints JSON lines)."""
-    result = CliRunner(env={"ROOTSIFT_BACKEND": engine}).invoke(main, [*argv, "--data", str(data), "--json"])
+    result = CliRunner(env=cli_env(engine, data)).invoke(main, [*argv, "--data", str(data), "--json"])
     assert result.exit_code in (0, 1), f"{engine}: rootsift {' '.join(argv)}\n{result.output}"
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     return lines[0] if len(lines) == 1 else lines
@@ -99,21 +104,22 @@ def ran(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     scenarios.generate(name, root / "out", SEED, scale=SCALE)
     argvs = commands(name, root / "out")
     found: dict[str, Any] = {"argv": argvs}
-    for engine in ("duckdb", "chdb"):
-        with Rootsift(root / engine, engine=engine) as rs:
+    for engine in ENGINES:
+        with opened(root / engine, engine) as rs:
             for summary in scenarios.ingest(rs, root / "out"):
                 assert summary.rejects == 0, summary.first_rejects
         found[engine] = [run(argv, root / engine, engine) for argv in argvs]
     yield found
 
 
-def test_every_analysis_finds_the_same_on_chdb(ran: dict[str, Any]) -> None:
-    for argv, duck, ch in zip(ran["argv"], ran["duckdb"], ran["chdb"], strict=True):
+@pytest.mark.parametrize("engine", ENGINES[1:])
+def test_every_analysis_finds_the_same_on_chdb(ran: dict[str, Any], engine: str) -> None:
+    for argv, duck, ch in zip(ran["argv"], ran["duckdb"], ran[engine], strict=True):
         where = "rootsift " + " ".join(argv)
         looks = duck if isinstance(duck, list) else [duck]
         assert looks and all(x.get("findings") or x.get("metrics") for x in looks), f"{where}: nothing to compare"
         differences = compare(duck, ch, "")
-        assert not differences, f"{where}: chdb differs from DuckDB\n" + "\n".join(differences[:20])
+        assert not differences, f"{where}: {engine} differs from DuckDB\n" + "\n".join(differences[:20])
 
 
 def test_conditions_and_epochs_read_the_same_on_chdb(tmp_path: Path) -> None:
@@ -127,8 +133,8 @@ def test_conditions_and_epochs_read_the_same_on_chdb(tmp_path: Path) -> None:
     path = tmp_path / "e.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     got = {}
-    for engine in ("duckdb", "chdb"):
-        with Rootsift(tmp_path / engine, engine=engine) as rs:
+    for engine in ENGINES:
+        with opened(tmp_path / engine, engine) as rs:
             rs.ingest(path, dataset="e")
             x, ts = q.col("x"), q.col("timestamp")
             items = [
@@ -139,8 +145,9 @@ def test_conditions_and_epochs_read_the_same_on_chdb(tmp_path: Path) -> None:
             ]
             got[engine] = rs.backend.execute(q.select(items, rs.backend.relation("e", None, None)), []).rows[0]
     assert got["duckdb"] == (True, False, 1717200000250000, 1717200001.0)
-    assert got["chdb"] == got["duckdb"]
-    assert [type(v) for v in got["chdb"]] == [type(v) for v in got["duckdb"]]
+    for engine in ENGINES[1:]:
+        assert got[engine] == got["duckdb"]
+        assert [type(v) for v in got[engine]] == [type(v) for v in got["duckdb"]]
 
 
 # -- comparing two outputs ----------------------------------------------------------------
@@ -162,10 +169,10 @@ def compare(a: Any, b: Any, path: str) -> list[str]:
             if key in IGNORED:
                 continue
             if key not in a or key not in b:
-                out.append(f"{path}.{key}: only in {'DuckDB' if key in a else 'chdb'}")
+                out.append(f"{path}.{key}: only in {'DuckDB' if key in a else 'ClickHouse'}")
             elif key in ESTIMATES and _number(a[key]) and _number(b[key]):
                 if not math.isclose(a[key], b[key], rel_tol=ESTIMATE_REL):
-                    out.append(f"{path}.{key}: {a[key]} on DuckDB, {b[key]} on chdb (estimates, beyond 5 %)")
+                    out.append(f"{path}.{key}: {a[key]} on DuckDB, {b[key]} on ClickHouse (estimates, beyond 5 %)")
             elif key in LISTS and isinstance(a[key], list) and isinstance(b[key], list):
                 out += compare_findings(a[key], b[key], f"{path}.{key}")
             else:
@@ -173,27 +180,29 @@ def compare(a: Any, b: Any, path: str) -> list[str]:
         return out
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
-            return [f"{path}: {len(a)} entries on DuckDB, {len(b)} on chdb"]
+            return [f"{path}: {len(a)} entries on DuckDB, {len(b)} on ClickHouse"]
         return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in compare(x, y, f"{path}[{i}]")]
     if _number(a) and _number(b):
-        return [] if math.isclose(a, b, rel_tol=REL, abs_tol=ABS) else [f"{path}: {a!r} on DuckDB, {b!r} on chdb"]
-    return [] if a == b else [f"{path}: {a!r} on DuckDB, {b!r} on chdb"]
+        return [] if math.isclose(a, b, rel_tol=REL, abs_tol=ABS) else [f"{path}: {a!r} on DuckDB, {b!r} on ClickHouse"]
+    return [] if a == b else [f"{path}: {a!r} on DuckDB, {b!r} on ClickHouse"]
 
 
 def compare_findings(a: list[Any], b: list[Any], path: str) -> list[str]:
     """The first ``TOP`` entries name the same things in the same order; all entries agree
     in their numbers, entries of equal score matched by name (a tie may swap)."""
     if len(a) != len(b):
-        return [f"{path}: {len(a)} on DuckDB, {len(b)} on chdb: {[_name(x) for x in a]} / {[_name(x) for x in b]}"]
+        return [
+            f"{path}: {len(a)} on DuckDB, {len(b)} on ClickHouse: {[_name(x) for x in a]} / {[_name(x) for x in b]}"
+        ]
     out = []
     if not _ties_only(a[:TOP], b[:TOP]):
         top_a, top_b = [_name(x) for x in a[:TOP]], [_name(x) for x in b[:TOP]]
-        out.append(f"{path}: the first {TOP} differ: {top_a} on DuckDB, {top_b} on chdb")
+        out.append(f"{path}: the first {TOP} differ: {top_a} on DuckDB, {top_b} on ClickHouse")
     by_name = {_name(y): y for y in b}
     for i, x in enumerate(a):
         y = b[i] if _name(b[i]) == _name(x) else by_name.get(_name(x))
         if y is None:
-            out.append(f"{path}[{i}]: {_name(x)} not on chdb (there: {_name(b[i])})")
+            out.append(f"{path}[{i}]: {_name(x)} not on ClickHouse (there: {_name(b[i])})")
         else:
             out += compare(x, y, f"{path}[{i}]")
     return out

@@ -1,9 +1,12 @@
-"""The chdb backend (embedded ClickHouse) against the DuckDB store, on the same data.
+"""The ClickHouse backends against the DuckDB store, on the same data: chdb (embedded
+ClickHouse) and the server backend (``clickhouse``: clickhouse-connect on chdb's engine,
+helpers/backends.py).
 
 ``helpers.backends.BACKENDS`` parametrises the fixtures that open a store (test_query.py),
-so the query tests run on both; chdb is in the ``dev`` extra, and a missing chdb skips
-its half with the reason (never silently). chdb opens one data directory per process, so
-each test opens its chdb store, uses it and closes it before the next opens.
+so the query tests run on all three; chdb and clickhouse-connect are in the ``dev`` extra,
+and a missing one skips its half with the reason (never silently). chdb opens one data
+directory per process, so each test opens its store, uses it and closes it before the
+next opens.
 
 Tolerances: counts, sums' groups, extremes and percentiles are equal (both engines take
 percentiles as the inverted CDF: DuckDB's ``quantile_disc``, ClickHouse's
@@ -26,7 +29,7 @@ import pytest
 from click.testing import CliRunner
 from sqlglot import exp
 
-from helpers.backends import needs_chdb
+from helpers.backends import CLICKHOUSE_ENGINES, HAVE_CLICKHOUSE_CONNECT, cli_env, needs_chdb, opened
 from helpers.store import iso, write_jsonl
 from rootsift import Calculation, QuerySpec, Rootsift
 from rootsift.errors import StoreError, UsageError
@@ -79,7 +82,11 @@ def jsonl(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _open(path: Path, engine: str) -> Rootsift:
-    return Rootsift(path, engine=engine)
+    return opened(path, engine)
+
+
+ENGINES = ("duckdb", "chdb", "clickhouse") if HAVE_CLICKHOUSE_CONNECT else ("duckdb", "chdb")
+"""The backends the agreement tests compare: DuckDB first, then each ClickHouse backend."""
 
 
 def _answers(rs: Rootsift, dataset: str) -> list[dict[str, Any]]:
@@ -112,7 +119,7 @@ def _same(a: Any, b: Any, where: str) -> None:
 def test_queries_datasets_schema_and_retention_agree(jsonl: Path, tmp_path: Path) -> None:
     seen: dict[str, dict[str, Any]] = {}
     now = datetime(2024, 6, 1, 2, 0, tzinfo=UTC)
-    for engine in ("duckdb", "chdb"):
+    for engine in ENGINES:
         with _open(tmp_path / engine, engine) as rs:
             summary = rs.ingest(jsonl, dataset="api")
             assert summary.events == N and summary.rejects == 0
@@ -133,7 +140,11 @@ def test_queries_datasets_schema_and_retention_agree(jsonl: Path, tmp_path: Path
                 "events": events,
                 "events_after": rs.events("api"),
             }
-    duck, ch = seen["duckdb"], seen["chdb"]
+    for engine in ENGINES[1:]:
+        _agree(seen["duckdb"], seen[engine])
+
+
+def _agree(duck: dict[str, Any], ch: dict[str, Any]) -> None:
     _same(duck["answers"], ch["answers"], "query")
     assert any(a["heatmap"] for a in ch["answers"]) and all(a["rows"] or a["heatmap"] for a in ch["answers"])
     for key in ("name", "events", "stored_rows", "first", "last"):
@@ -211,30 +222,32 @@ def test_duckdb_only_functions_are_refused_by_name_for_clickhouse() -> None:
         render(query, "clickhouse")
 
 
-@pytest.fixture
-def chdb_store(tmp_path: Path) -> Iterator[Rootsift]:
-    rs = _open(tmp_path / "data", "chdb")
+@pytest.fixture(params=CLICKHOUSE_ENGINES)
+def chdb_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rootsift]:
+    """A store on each ClickHouse backend: chdb, and the server backend on chdb's engine."""
+    rs = _open(tmp_path / "data", str(request.param))
     try:
         yield rs
     finally:
         rs.close()
 
 
-@needs_chdb
-def test_an_input_in_many_blocks_is_published_whole_and_survives_a_reopen(jsonl: Path, tmp_path: Path) -> None:
-    with _open(tmp_path / "data", "chdb") as rs:
+@pytest.mark.parametrize("engine", CLICKHOUSE_ENGINES)
+def test_an_input_in_many_blocks_is_published_whole_and_survives_a_reopen(
+    engine: str, jsonl: Path, tmp_path: Path
+) -> None:
+    with _open(tmp_path / "data", engine) as rs:
         summary = rs.ingest(jsonl, dataset="api", block_bytes=64 * 1024)
         assert summary.blocks > 3 and summary.events == N
         backend: Any = rs.backend
         assert backend.tables(pending=True) == []  # the pending table was moved in and dropped
         fields = backend.fields("api")
         assert fields["http.route"].path == ["http", "route"] and fields["status"].type == "DOUBLE"
-    with _open(tmp_path / "data", "chdb") as rs:
+    with _open(tmp_path / "data", engine) as rs:
         assert rs.query(QuerySpec("api")).rows == [[rs.events("api")]] != [[N]]  # weighted by samplerate
         assert rs.datasets()[0].stored_rows == N
 
 
-@needs_chdb
 def test_the_stored_sample_is_one_in_64_and_repeats(chdb_store: Rootsift, tmp_path: Path) -> None:
     rows = [{"timestamp": iso(T0 + timedelta(seconds=k)), "k": k} for k in range(64 * 300)]
     chdb_store.ingest(write_jsonl(tmp_path / "many.jsonl", rows), dataset="s")
@@ -246,13 +259,13 @@ def test_the_stored_sample_is_one_in_64_and_repeats(chdb_store: Rootsift, tmp_pa
 
 
 @needs_chdb
-def test_a_second_chdb_store_in_one_process_is_a_clear_error(chdb_store: Rootsift, tmp_path: Path) -> None:
-    with pytest.raises(StoreError, match="one store per process"):
+def test_a_second_chdb_store_in_one_process_is_a_clear_error(tmp_path: Path) -> None:
+    with _open(tmp_path / "data", "chdb"), pytest.raises(StoreError, match="one store per process"):
         _open(tmp_path / "other", "chdb")
 
 
 def test_a_missing_chdb_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setitem(__import__("sys").modules, "chdb.session", None)
+    monkeypatch.setitem(__import__("sys").modules, "chdb", None)
     with pytest.raises(UsageError, match=r"rootsift\[clickhouse\]"):
         _open(tmp_path / "data", "chdb")
 
@@ -281,16 +294,6 @@ def test_the_cli_takes_backend_and_its_variable(jsonl: Path, tmp_path: Path) -> 
     assert json.loads(on_duckdb.stdout)["datasets"] == []  # the flag wins over the variable
 
 
-def test_clickhouse_url_is_a_usage_error_until_it_exists(tmp_path: Path) -> None:
-    from rootsift.cli import main
-
-    result = CliRunner().invoke(
-        main, ["datasets", "--data", str(tmp_path), "--clickhouse-url", "http://127.0.0.1:8123", "--json"]
-    )
-    assert result.exit_code == 2
-    assert "not implemented yet" in json.loads(result.stdout)["error"]["message"]
-
-
 def _incident() -> list[dict[str, Any]]:
     """Requests where one zone's upstream turns slow: what explain and compare must find."""
     rng = np.random.default_rng(7)
@@ -316,30 +319,34 @@ def test_explain_and_compare_find_the_same_on_both_backends(tmp_path: Path) -> N
     ClickHouse (``ChdbBackend.execute_sql``), and the findings must be the same."""
     path = write_jsonl(tmp_path / "incident.jsonl", _incident())
     found: dict[str, Any] = {}
-    for engine in ("duckdb", "chdb"):
+    for engine in ENGINES:
         with _open(tmp_path / engine, engine) as rs:
             rs.ingest(path, dataset="api")
             explained = rs.explain("api", select="duration_ms > 500").as_dict()
             compared = rs.compare("api", a="version = '1.4'", b="version = '1.5'").as_dict()
             found[engine] = (explained, compared)
-    (duck_explain, duck_compare), (ch_explain, ch_compare) = found["duckdb"], found["chdb"]
+    duck_explain, duck_compare = found["duckdb"]
     top = duck_explain["findings"][0]
     assert top["kind"] == "combination"
     assert {(c["field"], c["value"]) for c in top["conditions"]} == {("zone", "b"), ("upstream", "spectator")}
-    _same(duck_explain["findings"], ch_explain["findings"], "explain.findings")
-    assert ch_compare["verdict"] == duck_compare["verdict"]
-    _same(duck_compare["metrics"], ch_compare["metrics"], "compare.metrics")
+    for engine in ENGINES[1:]:
+        ch_explain, ch_compare = found[engine]
+        _same(duck_explain["findings"], ch_explain["findings"], f"{engine}: explain.findings")
+        assert ch_compare["verdict"] == duck_compare["verdict"]
+        _same(duck_compare["metrics"], ch_compare["metrics"], f"{engine}: compare.metrics")
 
 
-@needs_chdb
-def test_serve_takes_events_into_chdb(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """``serve`` with ``$ROOTSIFT_BACKEND=chdb``: events posted to the batch API reach the
-    ClickHouse store through the write-ahead log, and the query API reads them there."""
+@pytest.mark.parametrize("engine", CLICKHOUSE_ENGINES)
+def test_serve_takes_events_into_chdb(engine: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``serve`` with ``$ROOTSIFT_BACKEND=chdb`` (or ``clickhouse`` and
+    ``$ROOTSIFT_CLICKHOUSE_URL``): events posted to the batch API reach the ClickHouse
+    store through the write-ahead log, and the query API reads them there."""
     import httpx
 
     from helpers import server as served
 
-    monkeypatch.setenv("ROOTSIFT_BACKEND", "chdb")
+    for name, value in cli_env(engine, tmp_path / "data").items():
+        monkeypatch.setenv(name, value)
     srv = served.start(tmp_path / "data")
     try:
         batch = [
@@ -354,11 +361,10 @@ def test_serve_takes_events_into_chdb(monkeypatch: pytest.MonkeyPatch, tmp_path:
     finally:
         assert served.stop(srv) == 0
     assert (tmp_path / "data" / "clickhouse").is_dir() and not (tmp_path / "data" / "api" / "segments").exists()
-    with _open(tmp_path / "data", "chdb") as rs:
+    with _open(tmp_path / "data", engine) as rs:
         assert rs.datasets()[0].stored_rows == 10
 
 
-@needs_chdb
 def test_overflow_keys_are_refused_on_chdb_by_name(monkeypatch: pytest.MonkeyPatch, chdb_store: Rootsift) -> None:
     """Keys past the field limit live in ``_overflow`` (ADR 0011), read with DuckDB's JSON
     functions: on chdb a query naming one is a usage error naming the function, while
@@ -372,7 +378,16 @@ def test_overflow_keys_are_refused_on_chdb_by_name(monkeypatch: pytest.MonkeyPat
         chdb_store.query(QuerySpec("w", where="d > 3"))
 
 
-@needs_chdb
+def test_a_query_failing_midway_does_not_spoil_the_next(chdb_store: Rootsift) -> None:
+    """chdb keeps what a failed query wrote and puts it before the next result (seen in
+    chdb 26.9); the backend clears it (``ClickHouseBackend.recover``)."""
+    backend: Any = chdb_store.backend
+    for _ in range(2):
+        with pytest.raises(StoreError, match="FUNCTION_THROW_IF_VALUE_IS_NON_ZERO"):
+            backend.run("SELECT throwIf(number = 5) FROM numbers(10) SETTINGS max_block_size = 1")
+        assert backend.run("SELECT 1 AS one").to_pylist() == [{"one": 1}]
+
+
 def test_clickhouse_errors_become_store_errors_with_the_engine_message(chdb_store: Rootsift, jsonl: Path) -> None:
     chdb_store.ingest(jsonl, dataset="api")
     with pytest.raises(StoreError, match="query failed: .*UNKNOWN_IDENTIFIER"):
@@ -386,7 +401,7 @@ def test_clickhouse_errors_become_store_errors_with_the_engine_message(chdb_stor
 @needs_chdb
 def test_canary_takes_backend_like_every_command(tmp_path: Path) -> None:
     """canary opens the store at each look: --backend chdb reads the ClickHouse store (the
-    DuckDB one in the same directory is empty), and --clickhouse-url is the usage error."""
+    DuckDB one in the same directory is empty), and --backend clickhouse needs a URL."""
     from rootsift.cli import main
 
     path = write_jsonl(tmp_path / "incident.jsonl", _incident())
@@ -402,4 +417,4 @@ def test_canary_takes_backend_like_every_command(tmp_path: Path) -> None:
     assert looks.exit_code == 1, looks.output  # zone b's upstream turns slow: a regression
     assert json.loads(looks.stdout.splitlines()[-1])["verdict"] == "regression"
     assert runner.invoke(main, [*argv, "--backend", "duckdb"]).exit_code != 1  # no events there
-    assert runner.invoke(main, [*argv, "--clickhouse-url", "http://127.0.0.1:8123"]).exit_code == 2
+    assert runner.invoke(main, [*argv, "--backend", "clickhouse"]).exit_code == 2  # and no --clickhouse-url

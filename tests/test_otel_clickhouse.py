@@ -1,4 +1,5 @@
-"""Reading the OpenTelemetry collector's ClickHouse exporter tables on chdb (store/chdb_otel.py).
+"""Reading the OpenTelemetry collector's ClickHouse exporter tables (store/chdb_otel.py) on chdb and
+on the server backend (clickhouse-connect on chdb's engine: helpers/backends.py).
 
 The fixture creates ``otel.otel_traces`` and ``otel.otel_logs`` with the exporter's own
 DDL (tests/golden/otel_exporter_v0.161.0, rendered as the exporter renders it) and fills
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from helpers.backends import needs_chdb
+from helpers.backends import CLICKHOUSE_ENGINES, needs_chdb, opened
 from helpers.store import iso, write_jsonl
 from rootsift import Calculation, QuerySpec, Rootsift
 from rootsift.errors import UsageError
@@ -166,10 +167,18 @@ METRIC_COLUMNS = {
 }
 
 
+@pytest.fixture(scope="module", params=CLICKHOUSE_ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    """Each test runs on chdb and on the server backend (clickhouse-connect on chdb's engine,
+    the same store: helpers/backends.py)."""
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def otel_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("otel") / "data"
-    with Rootsift(path, engine="chdb") as rs:
+def otel_store(engine: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The exporter's tables, made and filled through the backend under test."""
+    path = tmp_path_factory.mktemp(f"otel-{engine}") / "data"
+    with opened(path, engine) as rs:
         for statement in exporter_ddl():
             rs.backend.run(statement)
         columns = (
@@ -196,8 +205,8 @@ def _sql(rs: Rootsift, sql: str) -> list[dict[str, Any]]:
     return list(rs.backend.run(sql).to_pylist())
 
 
-def test_the_exporter_tables_are_datasets_with_their_map_keys_as_fields(otel_store: Path) -> None:
-    with Rootsift(otel_store, engine="chdb") as rs:
+def test_the_exporter_tables_are_datasets_with_their_map_keys_as_fields(engine: str, otel_store: Path) -> None:
+    with opened(otel_store, engine) as rs:
         infos = {d.name: d for d in rs.datasets()}
         assert infos["otel_traces"].events == SPANS and infos["otel_logs"].events == LOGS
         assert infos["otel_traces"].first == T0 and infos["otel_traces"].bytes_on_disk > 0
@@ -218,8 +227,8 @@ def _query(
     return sorted((dict(zip(result["columns"], row)) for row in result["rows"]), key=json.dumps)
 
 
-def test_query_count_and_p99_equal_hand_written_clickhouse_sql(otel_store: Path) -> None:
-    with Rootsift(otel_store, engine="chdb") as rs:
+def test_query_count_and_p99_equal_hand_written_clickhouse_sql(engine: str, otel_store: Path) -> None:
+    with opened(otel_store, engine) as rs:
         got = _query(rs, "otel_traces", ["count", "p99(duration_ms)"], "service.name", "http.route != '/'")
         expected = _sql(
             rs,
@@ -239,8 +248,8 @@ def test_query_count_and_p99_equal_hand_written_clickhouse_sql(otel_store: Path)
         assert {r["severity_text"]: r["count"] for r in got_logs} == {r["s"]: r["n"] for r in want_logs}
 
 
-def test_explain_finds_the_planted_slow_route_without_copying(otel_store: Path) -> None:
-    with Rootsift(otel_store, engine="chdb") as rs:
+def test_explain_finds_the_planted_slow_route_without_copying(engine: str, otel_store: Path) -> None:
+    with opened(otel_store, engine) as rs:
         found = rs.explain("otel_traces", select="duration_ms > 1000").as_dict()["findings"]
         conditions = {(c["field"], c["value"]) for c in found[0]["conditions"]}
         assert ("http.route", "/checkout") in conditions, found[0]
@@ -248,8 +257,8 @@ def test_explain_finds_the_planted_slow_route_without_copying(otel_store: Path) 
         assert copied == [{"n": 0}]
 
 
-def test_a_time_range_reads_only_the_exporter_parts_it_needs(otel_store: Path) -> None:
-    with Rootsift(otel_store, engine="chdb") as rs:
+def test_a_time_range_reads_only_the_exporter_parts_it_needs(engine: str, otel_store: Path) -> None:
+    with opened(otel_store, engine) as rs:
         plan = _sql(
             rs,
             "EXPLAIN indexes = 1 SELECT count() FROM rootsift.otel_traces "
@@ -261,9 +270,9 @@ def test_a_time_range_reads_only_the_exporter_parts_it_needs(otel_store: Path) -
         assert sum(r["count"] for r in spans) == SPANS - 1500
 
 
-def test_writing_into_an_exporter_dataset_is_refused_by_name(otel_store: Path, tmp_path: Path) -> None:
+def test_writing_into_an_exporter_dataset_is_refused_by_name(engine: str, otel_store: Path, tmp_path: Path) -> None:
     events = write_jsonl(tmp_path / "e.jsonl", [{"timestamp": iso(T0), "duration_ms": 1.0}])
-    with Rootsift(otel_store, engine="chdb") as rs:
+    with opened(otel_store, engine) as rs:
         with pytest.raises(UsageError, match=r"'otel_traces' is a read-only view of otel\.otel_traces"):
             rs.ingest(events, dataset="otel_traces")
         with pytest.raises(UsageError, match="read-only view"):
@@ -275,8 +284,8 @@ def test_writing_into_an_exporter_dataset_is_refused_by_name(otel_store: Path, t
         }
 
 
-def test_a_new_attribute_key_becomes_a_field_on_the_next_open(otel_store: Path) -> None:
-    with Rootsift(otel_store, engine="chdb") as rs:
+def test_a_new_attribute_key_becomes_a_field_on_the_next_open(engine: str, otel_store: Path) -> None:
+    with opened(otel_store, engine) as rs:
         assert "peer.service" not in rs.backend.fields("otel_traces")
         row = spans()[0].replace("map('http.route'", "map('peer.service', 'db', 'http.route'", 1)
         assert "peer.service" in row
@@ -286,43 +295,43 @@ def test_a_new_attribute_key_becomes_a_field_on_the_next_open(otel_store: Path) 
             f"StatusCode, StatusMessage, Events.Timestamp, Events.Name, Events.Attributes) VALUES {row}"
         )
     try:
-        with Rootsift(otel_store, engine="chdb") as rs:
+        with opened(otel_store, engine) as rs:
             assert rs.backend.fields("otel_traces")["peer.service"].type == "VARCHAR"
             assert _query(rs, "otel_traces", ["count"], "peer.service", "exists peer.service") == [
                 {"peer.service": "db", "count": 1}
             ]
     finally:
-        with Rootsift(otel_store, engine="chdb") as rs:
+        with opened(otel_store, engine) as rs:
             rs.backend.run("DELETE FROM otel.otel_traces WHERE SpanAttributes['peer.service'] = 'db'")
 
 
 def test_the_otel_database_is_a_setting_and_views_follow_the_tables(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "data"
-    with Rootsift(path, engine="chdb") as rs:
+    with opened(path, engine) as rs:
         rs.backend.run("CREATE DATABASE observability")
         rs.backend.run(exporter_ddl()[1].replace('"otel"."otel_traces"', '"observability"."spans"'))
         rs.backend.run(
             "CREATE TABLE observability.other (Timestamp DateTime64(9)) ENGINE = MergeTree ORDER BY Timestamp"
         )
     monkeypatch.setenv("ROOTSIFT_OTEL_DATABASE", "observability")
-    with Rootsift(path, engine="chdb") as rs:  # found by its columns, whatever its name
+    with opened(path, engine) as rs:  # found by its columns, whatever its name
         assert [d.name for d in rs.datasets()] == ["spans"]
         assert rs.backend.fields("spans")["duration_ms"].type == "DOUBLE"
         rs.backend.run("DROP TABLE observability.spans")
-    with Rootsift(path, engine="chdb") as rs:  # its table gone, the view goes too
+    with opened(path, engine) as rs:  # its table gone, the view goes too
         assert rs.datasets() == []
     monkeypatch.setenv("ROOTSIFT_OTEL_DATABASE", "rootsift")
     with pytest.raises(UsageError, match="ROOTSIFT_OTEL_DATABASE cannot be 'rootsift'"):
-        Rootsift(path, engine="chdb")
+        opened(path, engine)
     monkeypatch.delenv("ROOTSIFT_OTEL_DATABASE")
-    with Rootsift(path, engine="chdb") as rs:  # the store opens again once the setting is fixed
+    with opened(path, engine) as rs:  # the store opens again once the setting is fixed
         assert rs.datasets() == []
 
 
-def test_metric_tables_read_as_points_equal_to_hand_written_sql(otel_store: Path) -> None:
-    with Rootsift(otel_store, engine="chdb") as rs:
+def test_metric_tables_read_as_points_equal_to_hand_written_sql(engine: str, otel_store: Path) -> None:
+    with opened(otel_store, engine) as rs:
         for kind in ("gauge", "sum"):
             got = _query(
                 rs, f"otel_metrics_{kind}", ["count", "avg(value)", "max(value)"], "metric.name", "state = 'busy'"
@@ -350,12 +359,12 @@ def test_metric_tables_read_as_points_equal_to_hand_written_sql(otel_store: Path
 
 
 def test_keys_past_the_top_are_not_fields_and_sampled_runs_exact(
-    otel_store: Path, monkeypatch: pytest.MonkeyPatch
+    engine: str, otel_store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import rootsift.store.chdb_otel as chdb_otel
 
     monkeypatch.setattr(chdb_otel, "TOP_KEYS", 1)  # the most frequent key of each map only
-    with Rootsift(otel_store, engine="chdb") as rs:
+    with opened(otel_store, engine) as rs:
         fields = rs.backend.fields("otel_traces")
         # each map's most frequent key, ties by name: all spans have both http.* keys, and
         # host.name, service.name (a fixed field already) and service.version
@@ -367,12 +376,12 @@ def test_keys_past_the_top_are_not_fields_and_sampled_runs_exact(
         sampled = rs.explain("otel_traces", select="duration_ms > 1000", sampled=True).as_dict()["findings"]
         assert sampled == exact  # no sampling key in the exporter's tables: the exact answer
     monkeypatch.undo()
-    with Rootsift(otel_store, engine="chdb") as rs:  # the next open with the default rebuilds the views
+    with opened(otel_store, engine) as rs:  # the next open with the default rebuilds the views
         assert "user.tier" in rs.backend.fields("otel_traces")
 
 
-def test_investigate_finds_when_and_where_spans_turned_slow(otel_store: Path) -> None:
-    with Rootsift(otel_store, engine="chdb") as rs:
+def test_investigate_finds_when_and_where_spans_turned_slow(engine: str, otel_store: Path) -> None:
+    with opened(otel_store, engine) as rs:
         found = rs.investigate("otel_traces", start=T0, end=T0 + timedelta(hours=1)).as_dict()
     anomaly = found["anomaly"]
     onset = datetime.strptime(anomaly["from"], "%Y-%m-%dT%H:%M:%S.%fZ")
@@ -383,8 +392,8 @@ def test_investigate_finds_when_and_where_spans_turned_slow(otel_store: Path) ->
     assert conditions == {("http.route", "/checkout"), ("service.name", "checkout")}
 
 
-def test_exception_events_become_fields_as_serve_gives_them(otel_store: Path) -> None:
-    with Rootsift(otel_store, engine="chdb") as rs:
+def test_exception_events_become_fields_as_serve_gives_them(engine: str, otel_store: Path) -> None:
+    with opened(otel_store, engine) as rs:
         got = _query(rs, "otel_traces", ["count", "max(span.num_events)"], "exception.type", "exists exception.type")
         want = _sql(
             rs,
@@ -400,14 +409,14 @@ def test_exception_events_become_fields_as_serve_gives_them(otel_store: Path) ->
 
 
 def test_the_keys_are_counted_over_rows_spread_through_the_table(
-    otel_store: Path, monkeypatch: pytest.MonkeyPatch
+    engine: str, otel_store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The exporter sorts by ServiceName: the first rows are all 'cart'; a key only
     'frontend' spans carry is found from a sample of a tenth of the rows all the same."""
     import rootsift.store.chdb_otel as chdb_otel
 
     monkeypatch.setattr(chdb_otel, "KEY_SAMPLE_ROWS", SPANS // 10)
-    with Rootsift(otel_store, engine="chdb") as rs:
+    with opened(otel_store, engine) as rs:
         first = _sql(
             rs, f"SELECT DISTINCT ServiceName AS s FROM (SELECT ServiceName FROM otel.otel_traces LIMIT {SPANS // 10})"
         )

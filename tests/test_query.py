@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from helpers.backends import BACKENDS
+from helpers.backends import BACKENDS, opened
 from helpers.store import iso, schema_map, write_jsonl
 from rootsift import Calculation, QuerySpec, Rootsift
 from rootsift.errors import (
@@ -84,9 +84,10 @@ ROWS = _make_rows()
 @pytest.fixture(scope="module", params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterable[Rootsift]:
     """Dataset ``w`` (with samplerate) and ``u`` (the same events without it), ingested once,
-    on each backend: every test of this store runs on DuckDB and on chdb (embedded ClickHouse)."""
+    on each backend: every test of this store runs on DuckDB, chdb (embedded ClickHouse) and
+    the server backend (clickhouse-connect on chdb's engine)."""
     tmp = tmp_path_factory.mktemp("query")
-    rs = Rootsift(tmp / "data", engine=request.param)
+    rs = opened(tmp / "data", request.param)
     rs.ingest(write_jsonl(tmp / "w.jsonl", ROWS), dataset="w")
     rs.ingest(
         write_jsonl(tmp / "u.jsonl", ({k: v for k, v in r.items() if k != "samplerate"} for r in ROWS)), dataset="u"

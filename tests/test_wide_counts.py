@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.backends import BACKENDS
+from helpers.backends import BACKENDS, opened
 from helpers.store import iso, write_jsonl
-from rootsift import Rootsift
 from rootsift.analysis.counts import GROUPING_MAX, _gid, _gid_literal
 
 
@@ -35,7 +34,7 @@ def test_explain_finds_the_cause_among_eighty_fields(engine: str, tmp_path: Path
         event.update(timestamp=iso(t0 + timedelta(seconds=k)), duration_ms=float(rng.lognormal(7 if slow else 4, 0.3)))
         rows.append(event)
     path = write_jsonl(tmp_path / "wide.jsonl", rows)
-    with Rootsift(tmp_path / "data", engine=engine) as rs:
+    with opened(tmp_path / "data", engine) as rs:
         rs.ingest(path, dataset="wide")
         found = rs.explain("wide", select="duration_ms > 400").as_dict()
     top = found["findings"][0]

@@ -44,16 +44,27 @@ class Rootsift(Analyses):
     ``api_analyses.Analyses``."""
 
     def __init__(
-        self, data_dir: str | Path | None = None, *, read_only: bool = False, engine: str | None = None, **backend: Any
+        self,
+        data_dir: str | Path | None = None,
+        *,
+        read_only: bool = False,
+        engine: str | None = None,
+        clickhouse_url: str | None = None,
+        **backend: Any,
     ) -> None:
-        """Open ``data_dir`` with the backend ``engine`` (``duckdb``, the default, or ``chdb``;
-        ``$ROOTSIFT_BACKEND`` when None); ``backend`` options go to DuckDB."""
+        """Open ``data_dir`` with the backend ``engine`` (``duckdb``, the default, ``chdb``, or
+        ``clickhouse``: a server at ``clickhouse_url``; ``$ROOTSIFT_BACKEND`` and
+        ``$ROOTSIFT_CLICKHOUSE_URL`` when None, a URL alone meaning ``clickhouse``);
+        ``backend`` options go to DuckDB."""
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
         if self.data_dir.exists() and not self.data_dir.is_dir():
             raise UsageError(f"{self.data_dir} is a file, not a data directory (see --data, $ROOTSIFT_DATA)")
-        opened = open_backend(
-            engine or os.environ.get("ROOTSIFT_BACKEND"), self.data_dir, read_only=read_only, **backend
-        )
+        engine = engine or os.environ.get("ROOTSIFT_BACKEND") or None
+        if clickhouse_url is None and (engine is None or engine.strip().lower() == "clickhouse"):
+            clickhouse_url = os.environ.get("ROOTSIFT_CLICKHOUSE_URL") or None
+        if engine is None and clickhouse_url:
+            engine = "clickhouse"
+        opened = open_backend(engine, self.data_dir, read_only=read_only, clickhouse_url=clickhouse_url, **backend)
         # Typed as DuckDB's: the analyses still call its SQL-text methods, which chdb refuses
         # with a usage error at run time (docs/clickhouse.md); the query path runs on both.
         self.backend = cast("DuckDBBackend", opened)

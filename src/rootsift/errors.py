@@ -13,10 +13,13 @@
     │   │                         are counted rejects, see ``rootsift.ingest.rejects``)
     │   └── UnknownFormatError    the input is in no format rootsift reads (also a UsageError: exit 2)
     └── StoreError                the store failed; driver errors are translated into it
-        └── StoreLockedError      another process holds the store (past ROOTSIFT_LOCK_WAIT)
+        ├── StoreLockedError      another process holds the store (past ROOTSIFT_LOCK_WAIT)
+        └── StoreUnavailableError a ClickHouse server cannot be reached (refused, unknown
+                                  host, silent past --clickhouse-url's timeouts)
 
-Driver exceptions (``duckdb.Error``) never escape the store: they are re-raised as
-``StoreError`` with ``raise ... from exc`` so the cause stays visible.
+Driver exceptions (``duckdb.Error``, clickhouse-connect's and chdb's) never escape the
+store: they are re-raised as ``StoreError`` with ``raise ... from exc`` so the cause stays
+visible (``store/driver.py``, ``store/clickhouse_driver.py``).
 """
 
 from __future__ import annotations
@@ -83,3 +86,7 @@ class StoreError(RootsiftError):
 
 class StoreLockedError(StoreError):
     """Another process holds the dataset's store open for writing."""
+
+
+class StoreUnavailableError(StoreError):
+    """A ClickHouse server cannot be reached: the message names the URL (never its password)."""

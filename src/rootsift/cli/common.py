@@ -210,31 +210,44 @@ data_option = click.option(
 
 
 BACKEND_NAMES = ("duckdb", "chdb", "clickhouse")
-"""What --backend accepts (``rootsift.store.base.BACKENDS``, and the planned server)."""
+"""What --backend accepts (``rootsift.store.base.BACKENDS``)."""
 
 backend_option = click.option(
     "--backend",
     type=click.Choice(BACKEND_NAMES, case_sensitive=False),
     default=None,
     envvar="ROOTSIFT_BACKEND",
-    help="Store engine: duckdb (default) or chdb, embedded ClickHouse (also $ROOTSIFT_BACKEND).",
+    help="Store engine: duckdb (default), chdb (embedded ClickHouse) or clickhouse (a server: "
+    "--clickhouse-url) (also $ROOTSIFT_BACKEND).",
 )
 clickhouse_url_option = click.option(
     "--clickhouse-url",
     default=None,
     envvar="ROOTSIFT_CLICKHOUSE_URL",
-    help="A ClickHouse server (http://host:8123) for --backend clickhouse: not implemented yet.",
+    help="The ClickHouse server of --backend clickhouse: http(s)://user:password@host:8123/database "
+    "(?connect_timeout=10&read_timeout=300, seconds), or chdb:///dir; implies --backend clickhouse "
+    "(also $ROOTSIFT_CLICKHOUSE_URL).",
 )
 
 
-def engine_of(backend: str | None, clickhouse_url: str | None) -> str:
-    """The backend to open; a ClickHouse server is a usage error naming the flag until it exists."""
-    if clickhouse_url or (backend or "").lower() == "clickhouse":
-        raise click.UsageError(
-            "--clickhouse-url / --backend clickhouse (a ClickHouse server) is not implemented yet; "
-            "use --backend chdb (embedded ClickHouse, pip install 'rootsift[clickhouse]') or duckdb"
-        )
-    return (backend or "duckdb").lower()
+def engine_of(backend: str | None, clickhouse_url: str | None) -> tuple[str, str | None]:
+    """The backend to open and its server URL. A URL alone means ``clickhouse``; one from
+    $ROOTSIFT_CLICKHOUSE_URL is ignored by another --backend, one given as --clickhouse-url
+    is a usage error with it."""
+    from click.core import ParameterSource
+
+    engine = (backend or ("clickhouse" if clickhouse_url else "duckdb")).lower()
+    if engine == "clickhouse":
+        if not clickhouse_url:
+            raise click.UsageError(
+                "--backend clickhouse needs --clickhouse-url (or $ROOTSIFT_CLICKHOUSE_URL), e.g. "
+                "http://user:password@host:8123/rootsift"
+            )
+        return engine, clickhouse_url
+    context = click.get_current_context(silent=True)
+    if clickhouse_url and context and context.get_parameter_source("clickhouse_url") == ParameterSource.COMMANDLINE:
+        raise click.UsageError(f"--clickhouse-url is for --backend clickhouse, not --backend {engine}")
+    return engine, None
 
 
 def common(read_only: bool | Callable[[dict[str, Any]], bool]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -259,9 +272,12 @@ def common(read_only: bool | Callable[[dict[str, Any]], bool]) -> Callable[[Call
                     func(shared[0], as_json=as_json or shared[1] is not None, **kwargs)
                     return
                 reads = read_only(kwargs) if callable(read_only) else read_only
-                engine = engine_of(backend, clickhouse_url)
+                engine, url = engine_of(backend, clickhouse_url)
                 with Rootsift(
-                    data_dir or default_data_dir(), read_only=reads and _exists(data_dir), engine=engine
+                    data_dir or default_data_dir(),
+                    read_only=reads and _exists(data_dir),
+                    engine=engine,
+                    clickhouse_url=url,
                 ) as rs:
                     func(rs, as_json=as_json, **kwargs)
             except RootsiftError as exc:

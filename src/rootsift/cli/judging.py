@@ -246,7 +246,7 @@ def canary(
         if replay and not start:
             raise UsageError("--replay needs --from: the time the watch would have started")
         how = judged(**judging)
-        engine = engine_of(backend, clickhouse_url)
+        engine, url = engine_of(backend, clickhouse_url)
         began = parse_time(start) if start else began_now()
         try:
             began + total
@@ -254,7 +254,7 @@ def canary(
             raise UsageError(f"--for {duration} from {began:%Y-%m-%d} ends after year 9999") from None
 
         def run(level: float, upto: datetime | None) -> Any:
-            with Rootsift(data_dir or default_data_dir(), read_only=True, engine=engine) as rs:
+            with Rootsift(data_dir or default_data_dir(), read_only=True, engine=engine, clickhouse_url=url) as rs:
                 return rs.compare(
                     dataset,
                     a=baseline,
@@ -271,7 +271,7 @@ def canary(
             diff = None
             if profiles and look.regressed:
                 cohorts = {"a": baseline, "b": canary, "a_from": began, "b_from": began}
-                with Rootsift(data_dir or default_data_dir(), read_only=True, engine=engine) as rs:
+                with Rootsift(data_dir or default_data_dir(), read_only=True, engine=engine, clickhouse_url=url) as rs:
                     diff = profile_diff_of(rs, profiles, {**cohorts, "a_to": look.upto, "b_to": look.upto})
             if as_json:
                 extra = {"profile_diff": diff.as_dict() if diff else None} if profiles else {}

@@ -1,4 +1,5 @@
-"""The backend interface every store implements: DuckDB (embedded), chdb (embedded ClickHouse).
+"""The backend interface every store implements: DuckDB (embedded), ClickHouse (a server,
+through clickhouse-connect) and chdb (embedded ClickHouse).
 
 A backend holds datasets of wide events. Queries reach it as sqlglot expressions built
 by ``rootsift.query.compile`` against the relation the backend names for a dataset, with
@@ -28,8 +29,9 @@ RAW_SUFFIX = "#raw"
 """A column ``f#raw`` keeps, as text, values of ``f`` that did not fit ``f``'s type."""
 
 STORAGE_TYPES = ("DOUBLE", "VARCHAR", "TIMESTAMP", "BIGINT", "BOOLEAN")
-BACKENDS = ("duckdb", "chdb")
-"""The backends ``--backend`` (``$ROOTSIFT_BACKEND``) names; ``clickhouse`` (a server) is planned."""
+BACKENDS = ("duckdb", "chdb", "clickhouse")
+"""The backends ``--backend`` (``$ROOTSIFT_BACKEND``) names; ``clickhouse`` takes a URL
+(``--clickhouse-url``, ``$ROOTSIFT_CLICKHOUSE_URL``: store/clickhouse_driver.py)."""
 
 
 def check_dataset_name(name: str) -> str:
@@ -147,23 +149,37 @@ class Backend(ABC):
         """Release files and connections."""
 
 
-def open_backend(kind: str | None, data_dir: Path, *, read_only: bool = False, **options: Any) -> Backend:
-    """Open the store at ``data_dir`` with backend ``kind`` (``duckdb``, the default, or
-    ``chdb``); a name not in ``BACKENDS`` is a usage error naming ``--backend``."""
+def open_backend(
+    kind: str | None,
+    data_dir: Path,
+    *,
+    read_only: bool = False,
+    clickhouse_url: str | None = None,
+    **options: Any,
+) -> Backend:
+    """Open the store at ``data_dir`` with backend ``kind`` (``duckdb``, the default, ``chdb``
+    or ``clickhouse``, a server at ``clickhouse_url``); a name not in ``BACKENDS`` is a
+    usage error naming ``--backend``. ``options`` go to DuckDB."""
     kind = (kind or "duckdb").strip().lower()
+    if kind != "clickhouse" and clickhouse_url:
+        raise UsageError(f"--clickhouse-url is for --backend clickhouse, not {kind} (also $ROOTSIFT_CLICKHOUSE_URL)")
     if kind == "duckdb":
         from rootsift.store.duckdb import DuckDBBackend
 
         return DuckDBBackend(data_dir, read_only=read_only, **options)
+    if kind not in BACKENDS:
+        raise UsageError(f"--backend {kind!r} is not one of {', '.join(BACKENDS)} (also $ROOTSIFT_BACKEND)")
+    if options:
+        raise UsageError(f"the {kind} backend takes no option {', '.join(sorted(options))}")
     if kind == "chdb":
         from rootsift.store.chdb import ChdbBackend
 
-        if options:
-            raise UsageError(f"the chdb backend takes no option {', '.join(sorted(options))}")
         return ChdbBackend(data_dir, read_only=read_only)
-    if kind == "clickhouse":
+    if not clickhouse_url:
         raise UsageError(
-            "--backend clickhouse (a ClickHouse server, --clickhouse-url) is not implemented yet; "
-            "use --backend chdb (embedded ClickHouse) or duckdb"
+            "--backend clickhouse needs --clickhouse-url (or $ROOTSIFT_CLICKHOUSE_URL), e.g. "
+            "http://user:password@host:8123/rootsift"
         )
-    raise UsageError(f"--backend {kind!r} is not one of {', '.join(BACKENDS)} (also $ROOTSIFT_BACKEND)")
+    from rootsift.store.clickhouse import ClickHouseBackend
+
+    return ClickHouseBackend(data_dir, clickhouse_url, read_only=read_only)

@@ -1,439 +1,86 @@
-"""The embedded ClickHouse backend (chdb): one MergeTree table per dataset.
+"""The embedded ClickHouse backend (chdb): the ClickHouse backend (store/clickhouse.py) on
+chdb's in-process engine in ``DATA/clickhouse`` (database ``rootsift``), through the same
+clickhouse-connect client a server gets (a ``chdb://`` URL).
 
-Layout (docs/clickhouse.md, ADR 0022)::
+What differs from a server, and why (docs/clickhouse.md, "One backend, two connections"):
 
-    DATA/clickhouse/                 chdb's data directory (database ``rootsift``, one table a dataset;
-                                     a read-only view per OpenTelemetry exporter table: chdb_otel.py)
-    DATA/<dataset>/rejects/*.jsonl   rejected input lines, as with DuckDB
-
-A dataset's table is ``PARTITION BY toDate("timestamp") ORDER BY ("timestamp", "#sample")
-SAMPLE BY "#sample"``: retention drops whole days, time-range scans read only the granules of the range, and ``"#sample"`` (a hash of the row's ordinal,
-independent of its content: ADR 0008) is the sampling key that ``sample_relation`` reads
-as ``SAMPLE 1/64``. Fields are explicit ``Nullable`` columns, added with ``ALTER TABLE ADD
-COLUMN`` as they appear; a column's comment holds its JSON path, the table's comment the
-dataset's settings. chdb opens one data directory per process.
+- **Inserts** stream through a chdb handle of the same engine (``send_insert``, Arrow IPC):
+  clickhouse-connect's chdb transport writes an insert to a temporary file and reads it
+  back (``INSERT … FROM INFILE``): 0–4 % more ingest CPU measured, and every block written
+  to disk once more. Every other statement goes through clickhouse-connect.
+- **No timeout**: nothing is configured for an embedded store, so nothing bounds a query.
+- **Sole user**: chdb opens one data directory per process, so this process is the
+  store's only user: catalog answers are kept until it changes something, and opening
+  the store for writing clears what a crashed run left (pending tables, tables dropped
+  without ``SYNC``: chdb_retention.purge_dropped). On a server another process may be
+  using either.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import shutil
-import threading
-import uuid
-from datetime import datetime
+import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import duckdb
-
-from rootsift.errors import DatasetNotFoundError, StoreError, UsageError
-from rootsift.store.base import (
-    RAW_SUFFIX,
-    TIME_COLUMN,
-    Backend,
-    DatasetInfo,
-    FieldInfo,
-    QueryResult,
-    check_dataset_name,
-)
-from rootsift.store.dialects import DIALECTS, number_placeholders, render
-from rootsift.store.sqltext import ident, literal
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-    from sqlglot import exp
-
-    from rootsift.store.chdb_writer import ArrowWriter
-
-DATABASE = "rootsift"
-SAMPLE_KEY = "#sample"
-SAMPLE_EVERY = 64
-PENDING = "#pending-"
-"""Tables named ``<dataset>#pending-<id>`` hold an input being read (chdb_writer)."""
-FORMAT_VERSION = 1
-PARTITION_KEY = f"toDate({ident(TIME_COLUMN)})"
-"""One partition a UTC day: retention drops whole days and rewrites at most the day its
-cutoff cuts (chdb_retention.py; why a day: ADR 0022's amendment). A store written before
-partitions has one partition (``all``), which the same code handles."""
-INSERT_SETTINGS = "SETTINGS max_partitions_per_insert_block = 0"
-"""An input may span more than ClickHouse's default 100 days in one block: a part a day."""
-COLUMN_TYPES = DIALECTS["clickhouse"].storage_types
-_STORAGE = {v.removeprefix("Nullable(").removesuffix(")"): k for k, v in COLUMN_TYPES.items()}
+from rootsift.errors import StoreError, UsageError
+from rootsift.store.clickhouse import DATABASE, ClickHouseBackend, Connection
+from rootsift.store.clickhouse_driver import ClickHouseURL, ClientConnection
+from rootsift.store.sqltext import ident
 
 
-def _chdb_session(path: Path) -> Any:
-    try:
-        from chdb.session import Session
-    except ImportError:
-        raise UsageError("--backend chdb needs the chdb package: pip install 'rootsift[clickhouse]'") from None
-    try:
-        return Session(str(path))
-    except Exception as exc:  # chdb raises RuntimeError for every failure
-        raise StoreError(
-            f"opening the chdb store {path}: {_first_line(exc)} (chdb opens one store per process)"
-        ) from exc
+class ChdbConnection(ClientConnection):
+    """clickhouse-connect's chdb client, and a handle of the same engine for inserts."""
+
+    def __init__(self, url: ClickHouseURL) -> None:
+        try:
+            import chdb
+        except ImportError:
+            raise UsageError("--backend chdb needs the chdb package: pip install 'rootsift[clickhouse]'") from None
+        try:
+            super().__init__(url)
+        except StoreError as exc:
+            raise StoreError(f"{exc} (chdb opens one store per process)") from exc.__cause__
+        try:  # the path as clickhouse-connect opened it: chdb compares engine paths literally
+            self.handle = chdb.connect(os.path.realpath(url.path))
+        except Exception as exc:
+            self.client.close()
+            raise StoreError(f"opening the chdb store {url.path}: {exc} (chdb opens one store per process)") from exc
+
+    def insert_arrow(self, table: str, columns: list[str], stream: Iterator[bytes], settings: dict[str, Any]) -> None:
+        names = ", ".join(ident(c) for c in columns)
+        clause = " SETTINGS " + ", ".join(f"{k} = {v}" for k, v in settings.items()) if settings else ""
+        with self.handle.send_insert(f"INSERT INTO {table} ({names}){clause}", "ArrowStream") as ins:
+            for chunk in stream:
+                ins.append(chunk)
+            ins.finish()
+
+    def close(self) -> None:
+        self.handle.close()
+        super().close()
 
 
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().split("\n")[0]
-
-
-class ChdbBackend(Backend):
+class ChdbBackend(ClickHouseBackend):
     """Datasets as MergeTree tables of an embedded ClickHouse under ``DATA/clickhouse``."""
 
-    dialect = "clickhouse"
-    segment_rows = 1 << 62  # what the ingest runner reads of a backend: MergeTree has no segments
+    sole_user = True
 
     def __init__(self, data_dir: Path, *, read_only: bool = False) -> None:
-        self.data_dir = Path(data_dir)
-        self.read_only = read_only
-        if self.data_dir.exists() and not self.data_dir.is_dir():
-            raise UsageError(f"{self.data_dir} is a file, not a data directory (see --data, $ROOTSIFT_DATA)")
-        (self.data_dir / "clickhouse").mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
-        self.session = _chdb_session(self.data_dir / "clickhouse")
-        self._parser: duckdb.DuckDBPyConnection | None = None
-        self._known: dict[tuple[str, str], Any] = {}
-        """Catalog answers (tables, fields, settings, spans), dropped by any statement that
-        is not a SELECT: this process is the store's only user (chdb), so nothing else changes them."""
-        self.run(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
-        from rootsift.store.chdb_otel import refresh_views
+        data_dir = Path(data_dir)
+        if data_dir.exists() and not data_dir.is_dir():
+            raise UsageError(f"{data_dir} is a file, not a data directory (see --data, $ROOTSIFT_DATA)")
+        (data_dir / "clickhouse").mkdir(parents=True, exist_ok=True)
+        super().__init__(data_dir, ClickHouseURL.embedded(data_dir / "clickhouse"), read_only=read_only)
+        assert self.database == DATABASE
 
-        try:
-            refresh_views(self)  # the OpenTelemetry exporter's tables as read-only datasets
-        except BaseException:
-            self.session.close()  # chdb holds one store per process: give it back
-            raise
-        if not read_only:
+    def connect(self) -> Connection:
+        return ChdbConnection(self.url)
+
+    def open_store(self) -> None:
+        super().open_store()
+        if not self.read_only:
             for name in self.tables(pending=True):  # inputs a crashed ingest left half-read
                 self.run(f"DROP TABLE IF EXISTS {self.table_sql(name)} SYNC")
             from rootsift.store.chdb_retention import purge_dropped
 
             purge_dropped(self)
-
-    # -- running SQL --------------------------------------------------------------
-    def run(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
-        """Run ClickHouse SQL with named parameters; the result as an Arrow table."""
-        with self._lock:
-            if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
-                self.changed()
-            try:
-                return self.session.query(sql, "ArrowTable", params=params or {})
-            except Exception as exc:  # chdb raises ChdbError (a RuntimeError) for every failure
-                raise StoreError(f"query failed: {_first_line(exc)}") from exc
-
-    def changed(self) -> None:
-        """Forget the catalog answers: a statement changed tables, columns or rows."""
-        with self._lock:
-            self._known.clear()
-
-    def _memo(self, key: tuple[str, str], compute: Any) -> Any:
-        with self._lock:
-            if key not in self._known:
-                self._known[key] = compute()
-            return self._known[key]
-
-    def execute(self, query: exp.Expr, params: list[Any]) -> QueryResult:
-        """Render ``query`` for ClickHouse with its positional parameters bound by name."""
-        named_query, named = number_placeholders(query, params)
-        return rows_of(self.run(render(named_query, self.dialect), named))
-
-    def execute_sql(self, sql: str, params: list[Any]) -> QueryResult:
-        """Run SQL text written for DuckDB (what the analyses still write, until they build
-        sqlglot expressions): parsed as DuckDB's dialect and rendered as ClickHouse's. A
-        statement that does not translate is a StoreError naming the failure."""
-        import sqlglot
-
-        from rootsift.store.dialects import DuckDB
-
-        try:
-            query = sqlglot.parse_one(sql, dialect=DuckDB)
-        except sqlglot.errors.ParseError as exc:
-            raise StoreError(f"query failed: cannot read DuckDB SQL to render it for ClickHouse: {exc}") from exc
-        return self.execute(query, params)
-
-    def relation_text(
-        self, dataset: str, start: datetime | None, end: datetime | None, table: str = "events"
-    ) -> str | None:
-        """``relation`` as SQL text (for ``execute_sql``); None for the sample (``table``
-        ``events_sample``), which text cannot name: such a caller runs exact."""
-        from rootsift.store.dialects import DuckDB
-
-        return self.relation(dataset, start, end).sql(dialect=DuckDB) if table == "events" else None
-
-    def close(self) -> None:
-        with self._lock:
-            if self._parser is not None:
-                self._parser.close()
-                self._parser = None
-            self.session.close()
-
-    # -- datasets -----------------------------------------------------------------
-    def table_sql(self, name: str) -> str:
-        return f"{DATABASE}.{ident(name)}"
-
-    def tables(self, pending: bool = False) -> list[str]:
-        """The datasets' tables (or the pending tables of inputs being read), by name."""
-
-        def names() -> list[str]:
-            sql = "SELECT name FROM system.tables WHERE database = {db:String} ORDER BY name"
-            return [n for n in self.run(sql, {"db": DATABASE}).column("name").to_pylist() if not n.endswith("#retain")]
-
-        return [n for n in self._memo(("tables", ""), names) if (PENDING in n) == pending]
-
-    def dataset_dir(self, name: str) -> Path:
-        return self.data_dir / check_dataset_name(name)
-
-    def exists(self, name: str) -> bool:
-        return check_dataset_name(name) in self.tables()
-
-    def state(self, name: str, create: bool = False) -> str:
-        """Check that ``name`` exists (creating its table with ``create``; a view of the
-        OpenTelemetry exporter's tables is refused then); return it."""
-        if self.exists(name):
-            if create:
-                self.writable(name)
-            return name
-        if not create or self.read_only:
-            known = ", ".join(self.tables()) or "none yet"
-            raise DatasetNotFoundError(f"no dataset named {name!r} in {self.data_dir} (datasets: {known})")
-        settings = json.dumps({"format_version": FORMAT_VERSION, "samplerate_field": "samplerate"})
-        self.run(
-            f"CREATE TABLE IF NOT EXISTS {self.table_sql(name)} "
-            f"({ident(TIME_COLUMN)} DateTime64(6, 'UTC'), {ident(SAMPLE_KEY)} UInt32) "
-            f"ENGINE = MergeTree PARTITION BY {PARTITION_KEY} "
-            f"ORDER BY ({ident(TIME_COLUMN)}, {ident(SAMPLE_KEY)}) SAMPLE BY {ident(SAMPLE_KEY)} "
-            f"COMMENT {literal(settings)}"
-        )
-        return name
-
-    def settings(self, dataset: str) -> dict[str, Any]:
-        """The dataset's settings (samplerate and count field), kept as its table's comment."""
-
-        def read() -> dict[str, Any]:
-            rows = self.run(
-                "SELECT comment FROM system.tables WHERE database = {db:String} AND name = {t:String}",
-                {"db": DATABASE, "t": self.state(dataset)},
-            ).column("comment")
-            text = rows[0].as_py() if len(rows) else ""
-            return json.loads(text) if text else {}
-
-        return dict(self._memo(("settings", dataset), read))
-
-    def source(self, dataset: str) -> tuple[str, str] | None:
-        """(database, table) of the exporter table a read-only OTel dataset reads, else None."""
-        from rootsift.store.chdb_otel import source_of
-
-        return source_of(self.settings(dataset))
-
-    def writable(self, dataset: str) -> None:
-        """Refuse to change a dataset that is a view of the OpenTelemetry exporter's tables."""
-        from rootsift.store.chdb_otel import refuse_writes
-
-        refuse_writes(dataset, self.source(dataset))
-
-    def datasets(self) -> list[DatasetInfo]:
-        out = []
-        for name in self.tables():
-            weight = self.weight_field(name)
-            events = f"sum(if({ident(weight)} >= 1, {ident(weight)}, 1))" if weight else "count()"
-            table, t = self._time_source(name) if not weight else (self.table_sql(name), ident(TIME_COLUMN))
-            rows, total, first, last = rows_of(
-                self.run(f"SELECT count(), {events}, {_utc(f'min({t})')}, {_utc(f'max({t})')} FROM {table}")
-            ).rows[0]
-            parts, size = self._parts(name)
-            out.append(
-                DatasetInfo(
-                    name=name,
-                    events=int(total or 0),
-                    stored_rows=int(rows),
-                    first=first if rows else None,
-                    last=last if rows else None,
-                    bytes_on_disk=size + super().dataset_bytes(name),
-                    segments=parts,
-                )
-            )
-        return out
-
-    def _parts(self, dataset: str) -> tuple[int, int]:
-        """(active parts, their bytes on disk) of the dataset's table."""
-        row = rows_of(
-            self.run(
-                "SELECT count(), sum(bytes_on_disk) FROM system.parts "
-                "WHERE database = {db:String} AND table = {t:String} AND active",
-                dict(zip(("db", "t"), self.source(dataset) or (DATABASE, dataset))),
-            )
-        ).rows[0]
-        return int(row[0]), int(row[1] or 0)
-
-    def dataset_bytes(self, dataset: str) -> int:
-        return self._parts(self.state(dataset))[1] + super().dataset_bytes(dataset)
-
-    def span(self, dataset: str) -> tuple[datetime | None, datetime | None]:
-        def read() -> tuple[datetime | None, datetime | None]:
-            table, t = self._time_source(self.state(dataset))
-            sql = f"SELECT count(), {_utc(f'min({t})')}, {_utc(f'max({t})')} FROM {table}"
-            rows, lo, hi = rows_of(self.run(sql)).rows[0]
-            return (lo, hi) if rows else (None, None)
-
-        span: tuple[datetime | None, datetime | None] = self._memo(("span", dataset), read)
-        return span
-
-    def _time_source(self, dataset: str) -> tuple[str, str]:
-        """(the table, its time column) that the dataset's count and time span read."""
-        from rootsift.store.chdb_otel import time_source
-
-        return time_source(self.settings(dataset)) or (self.table_sql(dataset), ident(TIME_COLUMN))
-
-    def fields(self, dataset: str) -> dict[str, FieldInfo]:
-        return dict(self._memo(("fields", dataset), lambda: self._read_fields(dataset)))
-
-    def _read_fields(self, dataset: str) -> dict[str, FieldInfo]:
-        rows = rows_of(
-            self.run(
-                "SELECT name, type, comment FROM system.columns WHERE database = {db:String} AND table = {t:String} "
-                "ORDER BY position",
-                {"db": DATABASE, "t": self.state(dataset)},
-            )
-        ).rows
-        out = {TIME_COLUMN: FieldInfo(TIME_COLUMN, "TIMESTAMP", [TIME_COLUMN])}
-        for name, ctype, comment in rows:
-            if name in (TIME_COLUMN, SAMPLE_KEY) or name.endswith(RAW_SUFFIX):
-                continue
-            inner = ctype.removeprefix("Nullable(").removesuffix(")")
-            out[name] = FieldInfo(name, _STORAGE.get(inner, "VARCHAR"), json.loads(comment) if comment else [name])
-        return out
-
-    def weight_field(self, dataset: str) -> str | None:
-        return self._number_field(dataset, self.settings(dataset).get("samplerate_field") or "samplerate")
-
-    def count_field(self, dataset: str) -> str | None:
-        from rootsift.store.duckdb import COUNT_FIELD
-
-        return self._number_field(dataset, self.settings(dataset).get("count_field") or COUNT_FIELD)
-
-    def _number_field(self, dataset: str, name: str) -> str | None:
-        info = self.fields(dataset).get(name)
-        return name if info is not None and info.type in ("DOUBLE", "BIGINT") else None
-
-    def set_count_field(self, dataset: str, name: str) -> None:
-        settings = {**self.settings(self.state(dataset, create=True)), "count_field": name}
-        self.run(f"ALTER TABLE {self.table_sql(dataset)} MODIFY COMMENT {literal(json.dumps(settings))}")
-
-    # -- reading ------------------------------------------------------------------
-    def relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expr:
-        """The dataset's table: its primary key (time first) prunes what a range does not need."""
-        from sqlglot import exp
-
-        self.state(dataset)
-        return exp.Table(this=exp.to_identifier(dataset, quoted=True), db=exp.to_identifier(DATABASE))
-
-    def sample_relation(self, dataset: str, start: datetime | None, end: datetime | None) -> exp.Expr | None:
-        """The table read through its sampling key: about one event in ``SAMPLE_EVERY``."""
-        from sqlglot import exp
-
-        table = self.relation(dataset, start, end)
-        if self.source(dataset) is not None:
-            return None  # the exporter's tables have no sampling key: callers run exact
-        table.set("sample", exp.TableSample(size=exp.Literal.number(1 / SAMPLE_EVERY)))
-        return table
-
-    # -- retention (store/chdb_retention.py, as store/retention.py for DuckDB) --------
-    def count_before(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
-        """What ``drop_before(dataset, cutoff)`` would delete, deleting nothing (rows, bytes)."""
-        from rootsift.store import chdb_retention
-
-        return chdb_retention.count_before(self, dataset, cutoff)
-
-    def drop_before(self, dataset: str, cutoff: datetime) -> int:
-        from rootsift.store import chdb_retention
-
-        return chdb_retention.drop_before(self, dataset, cutoff)
-
-    def drop_dataset(self, dataset: str) -> None:
-        self.writable(dataset)
-        self.run(f"DROP TABLE IF EXISTS {self.table_sql(self.state(dataset))} SYNC")
-        shutil.rmtree(self.dataset_dir(dataset), ignore_errors=True)
-
-    # -- ingest -------------------------------------------------------------------
-    def cursor(self) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection to parse and check input with (DuckDB is the parser here, not the store)."""
-        with self._lock:
-            if self._parser is None:
-                from rootsift.store.duckdb import WRITER_MEMORY_LIMIT
-
-                self._parser = duckdb.connect(":memory:", config={"memory_limit": WRITER_MEMORY_LIMIT})
-                self._parser.execute("SET GLOBAL TimeZone = 'UTC'")
-            return self._parser.cursor()
-
-    def raised_memory_limit(self, limit: str) -> contextlib.AbstractContextManager[None]:
-        from rootsift.store.files import raised_memory_limit
-
-        self.cursor().close()
-        assert self._parser is not None
-        return raised_memory_limit(self._parser, self._lock, limit)
-
-    def writer(self, dataset: str, cur: duckdb.DuckDBPyConnection) -> ArrowWriter:
-        from rootsift.store.chdb_writer import ArrowWriter
-
-        return ArrowWriter(self, self.state(dataset, create=True), cur)
-
-    def release(self, dataset: str) -> None:
-        """Nothing to release: chdb keeps its directory for the process's life."""
-
-    def release_all(self) -> None:
-        """Nothing to release (see ``release``)."""
-
-    def create_pending(self, dataset: str) -> str:
-        """A new empty table shaped like the dataset's, for one input being read."""
-        name = f"{dataset}{PENDING}{uuid.uuid4().hex[:12]}"
-        self.run(f"CREATE TABLE {self.table_sql(name)} AS {self.table_sql(dataset)}")
-        return name
-
-    def publish_pending(self, dataset: str, pending: str) -> None:
-        """Move a pending table's rows into the dataset, then drop it (chdb_writer.publish)."""
-        from rootsift.store.chdb_writer import publish
-
-        with self._lock:
-            publish(self, dataset, pending)
-            self.drop_pending(pending)
-
-    def drop_pending(self, pending: str) -> None:
-        self.run(f"DROP TABLE IF EXISTS {self.table_sql(pending)} SYNC")
-
-    def columns_of(self, table: str) -> dict[str, str]:
-        rows = self.run(
-            "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = {t:String}",
-            {"db": DATABASE, "t": table},
-        )
-        return dict(zip(rows.column("name").to_pylist(), rows.column("type").to_pylist()))
-
-    def append_arrow(
-        self, dataset: str, batches: pa.RecordBatchReader, new_fields: list[FieldInfo], table: str | None = None
-    ) -> int:
-        """Insert Arrow record batches into the dataset (or its pending ``table``) in one
-        INSERT, adding a Nullable column for each field it has not seen; return the rows."""
-        from rootsift.store.chdb_arrow import append_arrow
-
-        with self._lock:
-            try:
-                return append_arrow(self, dataset, batches, new_fields, table)
-            finally:
-                self.changed()
-
-
-def _utc(expr: str) -> str:
-    return f"CAST({expr} AS DateTime64(6, 'UTC'))"
-
-
-def rows_of(table: pa.Table) -> QueryResult:
-    """Rows of an Arrow result as Python values; times as naive UTC datetimes (as DuckDB gives them)."""
-    import pyarrow as pa
-
-    columns = []
-    for col in table.columns:
-        if pa.types.is_timestamp(col.type) and col.type.tz is not None:
-            col = col.cast(pa.timestamp(col.type.unit))
-        columns.append(col.to_pylist())
-    return QueryResult(list(table.column_names), list(zip(*columns)) if columns else [])

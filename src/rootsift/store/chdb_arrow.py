@@ -1,6 +1,8 @@
-"""Moving Arrow record batches into a chdb dataset's table: the columns a batch brings
-added first (``ALTER TABLE ADD COLUMN``, Nullable, the JSON path as comment), then one
-streaming INSERT in Arrow's IPC stream format, with the sampling key of each row."""
+"""Moving Arrow record batches into a ClickHouse dataset's table (a server's or chdb's):
+the columns a batch brings added first (``ALTER TABLE ADD COLUMN``, Nullable, the JSON
+path as comment), then one streaming INSERT in Arrow's IPC stream format, with the
+sampling key of each row (the connection streams it: an HTTP body, or chdb's
+``send_insert``)."""
 
 from __future__ import annotations
 
@@ -15,13 +17,13 @@ from rootsift.store.sqltext import ident, literal
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from rootsift.store.chdb import ChdbBackend
+    from rootsift.store.clickhouse import ClickHouseBackend
 
 _ARROW = {"double": "DOUBLE", "int64": "BIGINT", "bool": "BOOLEAN", "string": "VARCHAR", "large_string": "VARCHAR"}
 
 
 def append_arrow(
-    backend: ChdbBackend,
+    backend: ClickHouseBackend,
     dataset: str,
     batches: pa.RecordBatchReader,
     new_fields: list[FieldInfo],
@@ -32,7 +34,7 @@ def append_arrow(
     The caller holds the backend's lock."""
     import pyarrow as pa
 
-    from rootsift.store.chdb import COLUMN_TYPES, INSERT_SETTINGS, SAMPLE_KEY, rows_of
+    from rootsift.store.clickhouse import COLUMN_TYPES, INSERT_SETTINGS, SAMPLE_KEY, rows_of
 
     target = table or dataset
     paths = {f.name: f.path for f in new_fields}
@@ -51,23 +53,31 @@ def append_arrow(
     if table is not None:
         first += int(rows_of(backend.run(f"SELECT count() FROM {backend.table_sql(table)}")).rows[0][0])
     out_schema = pa.schema([*(_plain(f) for f in schema), pa.field(SAMPLE_KEY, pa.uint32())])
-    columns = ", ".join(ident(f.name) for f in out_schema)
     written = 0
+
+    def stream() -> Iterator[bytes]:
+        nonlocal written
+        chunks: list[bytes] = []
+        with pa.ipc.new_stream(pa.PythonFile(_Sink(chunks.append), mode="w"), out_schema) as ipc:
+            for batch in _batches(batches):
+                keys = _sample_keys(first + written, batch.num_rows)
+                arrays = [_plain_array(a) for a in batch.columns]
+                ipc.write_batch(pa.record_batch([*arrays, keys], schema=out_schema))
+                written += batch.num_rows
+                yield b"".join(chunks)
+                chunks.clear()
+        yield b"".join(chunks)  # the end of the stream
+
     try:
-        with backend.session.send_insert(
-            f"INSERT INTO {backend.table_sql(target)} ({columns}) {INSERT_SETTINGS}", "ArrowStream"
-        ) as ins:
-            with pa.ipc.new_stream(pa.PythonFile(_Sink(ins.append), mode="w"), out_schema) as stream:
-                for batch in _batches(batches):
-                    keys = _sample_keys(first + written, batch.num_rows)
-                    arrays = [_plain_array(a) for a in batch.columns]
-                    stream.write_batch(pa.record_batch([*arrays, keys], schema=out_schema))
-                    written += batch.num_rows
-            ins.finish()
+        backend.connection.insert_arrow(
+            backend.table_sql(target), [f.name for f in out_schema], stream(), INSERT_SETTINGS
+        )
     except StoreError:
+        backend.recover()
         raise
     except Exception as exc:
-        raise StoreError(f"writing to dataset {dataset!r}: {str(exc).strip().splitlines()[0]}") from exc
+        backend.recover()
+        raise backend.translate(exc, f"writing to dataset {dataset!r}") from exc
     return written
 
 
@@ -104,7 +114,10 @@ def _sample_keys(first: int, rows: int) -> pa.Array:
     import pyarrow as pa
 
     ordinal = np.arange(first, first + rows, dtype=np.uint64)
-    return pa.array(((ordinal * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)).astype(np.uint32))
+    keys = ((ordinal * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)).astype(np.uint32)
+    # from the buffer, not pa.array(keys): that asks pandas whether keys is a Series,
+    # importing pandas (about 0.25 s of CPU) into every ingest
+    return pa.Array.from_buffers(pa.uint32(), rows, [None, pa.py_buffer(keys)])
 
 
 def _storage_type(arrow_type: pa.DataType) -> str:

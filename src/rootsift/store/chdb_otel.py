@@ -1,4 +1,5 @@
-"""Read mode for the OpenTelemetry collector's ClickHouse exporter tables (chdb).
+"""Read mode for the OpenTelemetry collector's ClickHouse exporter tables (a ClickHouse
+server or chdb: the same SQL on either).
 
 A table the exporter wrote (``otel_traces``, ``otel_logs``, by default in database
 ``otel``; ``$ROOTSIFT_OTEL_DATABASE`` names another) becomes a read-only dataset of the
@@ -29,7 +30,7 @@ from rootsift.errors import UsageError
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
-    from rootsift.store.chdb import ChdbBackend
+    from rootsift.store.clickhouse import ClickHouseBackend
 
 DEFAULT_DATABASE = "otel"
 """The exporter's default database; ``$ROOTSIFT_OTEL_DATABASE`` names another."""
@@ -170,7 +171,7 @@ def time_source(settings: dict[str, Any]) -> tuple[str, str] | None:
     return f"{ident(otel['database'])}.{ident(otel['table'])}", ident(kind.time)
 
 
-def exporter_tables(backend: ChdbBackend, database: str) -> dict[str, Kind]:
+def exporter_tables(backend: ClickHouseBackend, database: str) -> dict[str, Kind]:
     """The exporter's tables in ``database`` by name, each with its kind."""
     rows = backend.run(
         "SELECT table, groupArray(name) AS names FROM system.columns WHERE database = {db:String} GROUP BY table",
@@ -186,7 +187,7 @@ def exporter_tables(backend: ChdbBackend, database: str) -> dict[str, Kind]:
     return found
 
 
-def _keys(backend: ChdbBackend, source: str, map_column: str, rows: int) -> list[tuple[str, str]]:
+def _keys(backend: ClickHouseBackend, source: str, map_column: str, rows: int) -> list[tuple[str, str]]:
     """The most frequent keys of a Map column, each with its storage type, counted over
     about ``KEY_SAMPLE_ROWS`` of its ``rows``: runs of rows spread evenly through each
     part (the exporter's tables are sorted by service, so the first rows would be one
@@ -211,7 +212,7 @@ def _map_field(map_column: str, key: str, storage: str) -> str:
     return f"if(mapContains({ident(map_column)}, {literal(key)}), {value}, NULL)"
 
 
-def view_sql(backend: ChdbBackend, view: str, database: str, table: str, kind: Kind) -> tuple[str, str]:
+def view_sql(backend: ClickHouseBackend, view: str, database: str, table: str, kind: Kind) -> tuple[str, str]:
     """(the view's SELECT, its comment: the dataset's settings naming the source)."""
     source = f"{ident(database)}.{ident(table)}"
     # CAST keeps the time range prunable by the exporter's partition and primary keys
@@ -240,18 +241,16 @@ def view_sql(backend: ChdbBackend, view: str, database: str, table: str, kind: K
     return select, json.dumps(settings, sort_keys=True)
 
 
-def refresh_views(backend: ChdbBackend) -> list[str]:
+def refresh_views(backend: ClickHouseBackend) -> list[str]:
     """Create or update a view for each exporter table of the OTel database, and drop the
     views of tables gone (or of another database); return the views' names. A rootsift
     dataset that already has a table's name keeps it (no view)."""
-    from rootsift.store.chdb import DATABASE
-
     database = otel_database()
-    if database == DATABASE:
-        raise UsageError(f"$ROOTSIFT_OTEL_DATABASE cannot be {DATABASE!r}: that is rootsift's own database")
+    if database == backend.database:
+        raise UsageError(f"$ROOTSIFT_OTEL_DATABASE cannot be {database!r}: that is rootsift's own database")
     present = backend.run(
         "SELECT name, comment FROM system.tables WHERE database = {db:String}",
-        {"db": DATABASE},
+        {"db": backend.database},
     ).to_pylist()
     current = {r["name"]: r for r in present}
     found = exporter_tables(backend, database)

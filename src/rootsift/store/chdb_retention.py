@@ -1,4 +1,4 @@
-"""Retention on the chdb backend: counting and deleting a dataset's events before a
+"""Retention on the ClickHouse backends (a server, chdb): counting and deleting a dataset's events before a
 cutoff (``rootsift retention``), as ``store/retention.py`` does for DuckDB's segments.
 
 A dataset's table has one partition a UTC day (``chdb.PARTITION_KEY``). A day wholly
@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 
 from rootsift.errors import StoreError
 from rootsift.store.base import TIME_COLUMN
-from rootsift.store.chdb import DATABASE, rows_of
+from rootsift.store.clickhouse import rows_of
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
-    from rootsift.store.chdb import ChdbBackend
+    from rootsift.store.clickhouse import ClickHouseBackend
 
 CUTOFF = "{c:DateTime64(6, 'UTC')}"
 """The cutoff as a bound parameter (``_param``)."""
@@ -47,7 +47,7 @@ def _param(cutoff: datetime) -> dict[str, str]:
     return {"c": cutoff.strftime("%Y-%m-%d %H:%M:%S.%f")}
 
 
-def partitions(backend: ChdbBackend, dataset: str, cutoff: datetime) -> list[Partition]:
+def partitions(backend: ClickHouseBackend, dataset: str, cutoff: datetime) -> list[Partition]:
     """The dataset's partitions that hold rows, oldest first, with their rows before ``cutoff``."""
     counted = rows_of(
         backend.run(
@@ -61,14 +61,14 @@ def partitions(backend: ChdbBackend, dataset: str, cutoff: datetime) -> list[Par
             backend.run(
                 "SELECT partition_id, sum(bytes_on_disk) FROM system.parts "
                 "WHERE database = {db:String} AND table = {t:String} AND active GROUP BY partition_id",
-                {"db": DATABASE, "t": dataset},
+                {"db": backend.database, "t": dataset},
             )
         ).rows
     )
     return [Partition(str(p), int(n), int(b), int(sizes.get(p, 0))) for p, n, b in counted]
 
 
-def count_before(backend: ChdbBackend, dataset: str, cutoff: datetime) -> tuple[int, int]:
+def count_before(backend: ClickHouseBackend, dataset: str, cutoff: datetime) -> tuple[int, int]:
     """What ``drop_before`` would delete, deleting nothing: (rows, bytes; the day the cutoff
     cuts in proportion to its rows)."""
     backend.writable(dataset)
@@ -77,7 +77,7 @@ def count_before(backend: ChdbBackend, dataset: str, cutoff: datetime) -> tuple[
     return sum(p.before for p in parts), freed
 
 
-def drop_before(backend: ChdbBackend, dataset: str, cutoff: datetime) -> int:
+def drop_before(backend: ClickHouseBackend, dataset: str, cutoff: datetime) -> int:
     """Delete the events before ``cutoff``; the disk is given back before this returns.
 
     Whole days go by ``DROP PARTITION``. The day the cutoff cuts is rewritten by ``REPLACE
@@ -110,7 +110,7 @@ def drop_before(backend: ChdbBackend, dataset: str, cutoff: datetime) -> int:
     return sum(p.before for p in parts)
 
 
-def purge_dropped(backend: ChdbBackend) -> None:
+def purge_dropped(backend: ClickHouseBackend) -> None:
     """Give back the disk of tables dropped without ``SYNC`` (as rootsift dropped the
     pending table of every input read in several blocks until 2026-11): ClickHouse
     deletes a dropped table's data 8 minutes later, which a command that exits never
@@ -118,7 +118,7 @@ def purge_dropped(backend: ChdbBackend) -> None:
     dropped again with ``SYNC``; one whose name was taken again since cannot be restored
     and is left as it is. Run when a store opens for writing."""
     sql = "SELECT table, uuid FROM system.dropped_tables WHERE database = {db:String}"
-    for row in backend.run(sql, {"db": DATABASE}).to_pylist():
+    for row in backend.run(sql, {"db": backend.database}).to_pylist():
         table = backend.table_sql(row["table"])
         with contextlib.suppress(StoreError):
             backend.run(f"UNDROP TABLE {table} UUID {literal(str(row['uuid']))}")
