@@ -26,6 +26,7 @@ from typing import Any
 from sqlglot import exp
 
 from rootsift.analysis import anomaly as an
+from rootsift.analysis import edges
 from rootsift.analysis import saturation as sat
 from rootsift.analysis import seasonal as ss
 from rootsift.analysis import shifts as sh
@@ -264,9 +265,10 @@ def _headline(
 
 def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta, fine: timedelta) -> None:
     """Once the region is found, bad is redefined as slower than 99 % of the events outside
-    it (normal behaviour's tail, not the incident's), and the onset walks back over the
-    buckets already above that line or above 99.9 % of them (``an.walked_onset``): the
-    first slow requests count even when the worst come later."""
+    it (normal behaviour's tail, not the incident's); the onset walks back over the
+    buckets already above that line or above 99.9 % of them, and the end forward over
+    those still above it (``edges.py``): the first slow requests count even when the worst
+    come later, and the incident's trailing slow requests are no baseline."""
     ts, col = q.col(TIME_COLUMN), q.col(str(a.measure))
     down = direction(a) == "down"
     qs = [1 - at if down else at for at in NORMAL_QUANTILES]
@@ -280,7 +282,9 @@ def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta, fine: timedelta)
     if raw or (lines[0] > float(a.threshold or 0) if down else lines[0] < float(a.threshold or 0)):
         a.detail["scan_threshold"] = a.threshold
         a.threshold = lines[0]
-    a.start = an.walked_onset(frame, a, beyond(col.copy(), direction(a)), lines, width, fine)
+    bad_if = beyond(col.copy(), direction(a))
+    a.start = edges.walked_onset(frame, a, bad_if, lines, width, fine)
+    a.end = edges.walked_end(frame, a, bad_if, lines, width, fine)
 
 
 def beyond(value: exp.Expr, way: str) -> exp.Expr:
