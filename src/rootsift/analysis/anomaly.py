@@ -199,7 +199,7 @@ def series_of(
     frame: Frame,
     bads: list[Bad],
     width: timedelta,
-    time: str = TIME_COLUMN,
+    time: str | exp.Expr = TIME_COLUMN,
     origin: datetime | None = None,
 ) -> list[Series]:
     """One ``Series`` per definition of a bad event (``Bad``), all from one pass over the
@@ -207,7 +207,7 @@ def series_of(
     us = max(1, int(width / timedelta(microseconds=1)))
     epoch = datetime(1970, 1, 1)
     offset = 0 if origin is None else int((origin - epoch) / timedelta(microseconds=1)) % us
-    ts = q.col(time)
+    ts = q.col(time) if isinstance(time, str) else time
     total = q.event_count(weighted.count_of(frame))
     items = [q.alias(q.bucket_index(q.epoch_us(ts), us, offset), "b"), total]
     items += [q.where(total.copy(), bad.copy()) for bad, _ in bads]

@@ -40,6 +40,7 @@ from sqlglot import exp
 
 from rootsift.analysis.anomaly import Anomaly, Series, dispersion, series_of
 from rootsift.analysis.frame import Frame
+from rootsift.store.base import TIME_COLUMN
 
 EDGE_LEVEL = 0.01
 """Each bucket an edge walks over is past the line at this level (one-sided binomial),
@@ -71,12 +72,20 @@ def later_end(s: Series, first: int, last: int, level: float = EDGE_LEVEL) -> in
 
 
 def walked_onset(
-    frame: Frame, a: Anomaly, bad_if: exp.Expr, lines: list[float], width: timedelta, fine: timedelta
+    frame: Frame,
+    a: Anomaly,
+    bad_if: exp.Expr,
+    lines: list[float],
+    width: timedelta,
+    fine: timedelta,
+    began: exp.Expr | None = None,
 ) -> datetime:
     """The region's start moved earlier to where its creep began, on each of ``lines``
     (``bad_if``, a condition with one placeholder, takes each as its parameter), the
-    earliest of them (module docstring)."""
-    return _walked(frame, a, bad_if, lines, width, fine, forward=False)
+    earliest of them (module docstring). ``began``: when each event started, when its
+    timestamp is its end: the events are then placed at their start (the first slow
+    requests began before they were logged)."""
+    return _walked(frame, a, bad_if, lines, width, fine, forward=False, began=began)
 
 
 def walked_end(
@@ -105,6 +114,7 @@ def _walked(
     width: timedelta,
     fine: timedelta,
     forward: bool,
+    began: exp.Expr | None = None,
 ) -> datetime:
     lines = sorted(set(lines))
     edge = a.end if forward else a.start
@@ -113,7 +123,8 @@ def _walked(
     level = EDGE_LEVEL / len(lines)
     walked = edge
     outside: list[tuple[float, float] | None] = []  # per line: its rate outside the region, the dispersion
-    for s in series_of(frame, [(bad_if, [t]) for t in lines], width, origin=edge):
+    when: str | exp.Expr = TIME_COLUMN if began is None else began
+    for s in series_of(frame, [(bad_if, [t]) for t in lines], width, when, origin=edge):
         first = next((k for k, t in enumerate(s.starts) if t >= a.start), None)
         last = next((k for k in range(len(s.starts) - 1, -1, -1) if s.starts[k] < a.end), None)
         if first is None or last is None or first > last:
@@ -137,8 +148,10 @@ def _walked(
     m = int((hi - lo) / fine)
     if m <= 0:
         return walked
-    near = Frame(frame.backend, frame.dataset, lo, hi, frame.where, count_field=frame.count)
-    thin = series_of(near, [(bad_if, [t]) for t in lines], fine, origin=walked)
+    # events that began in [lo, hi) may be logged up to the range's end
+    logged = hi if began is None else frame.end
+    near = Frame(frame.backend, frame.dataset, lo, logged, frame.where, count_field=frame.count)
+    thin = series_of(near, [(bad_if, [t]) for t in lines], fine, when, origin=walked)
     lengths = [2**j for j in range(int(math.log2(m)) + 1)]
     best: tuple[float, int] | None = None  # (p, fine buckets from the edge to the new one)
     for f, rate_phi in zip(thin, outside, strict=True):

@@ -115,15 +115,15 @@ def investigate(
     if measure is not None and measure not in frame.fields:
         raise UsageError(f"--measure {measure!r} is not a field of {dataset}")
     out = Investigation(dataset, None, [])
-    found = _find(frame, measure, start, end, alpha, out.method, out.regions)
+    start_of = measure if timestamp_at == "end" else None
+    found = _find(frame, measure, start, end, alpha, out.method, out.regions, start_of)
     out.anomaly = found
     if changes is not None and changes not in {d.name for d in backend.datasets()}:
         from rootsift.analysis.changes import raise_unknown
 
         raise_unknown(backend, changes)
     if found is not None:
-        start_of = measure if timestamp_at == "end" and found.kind != "stall" else None
-        _explain_region(frame, found, alpha, sampled, start_of, out)
+        _explain_region(frame, found, alpha, sampled, start_of if found.kind != "stall" else None, out)
         _saturation(frame, found, measure, timestamp_at, alpha, out)
         if changes is not None:
             from rootsift.analysis.onset_suspects import onset_suspects
@@ -173,6 +173,7 @@ def _find(
     alpha: float,
     method: dict[str, Any],
     regions: list[an.Anomaly],
+    start_of: str | None = None,
 ) -> an.Anomaly | None:
     unit = ts.resolution(frame)
     # buckets are whole units of the time field's resolution: none falls between two stamps
@@ -225,7 +226,7 @@ def _find(
                 strongest.append(a)
     shift = min(strongest, key=lambda a: (a.p_value, -a.score)) if strongest else None
     stall = ts.stall_region(frame, start, end, alpha, method)
-    found = _headline(frame, shift, stall, alpha, method)
+    found = _headline(frame, shift, stall, alpha, method, start_of)
     regions.extend(_ranked(found, [*candidates, *([stall] if stall is not None else [])]))
     return found
 
@@ -246,12 +247,14 @@ def _headline(
     stall: an.Anomaly | None,
     alpha: float,
     method: dict[str, Any],
+    start_of: str | None = None,
 ) -> an.Anomaly | None:
-    """The stall or the shift (see the module docstring)."""
+    """The stall or the shift (see the module docstring); ``start_of``: the duration field
+    that gives each event's start (its timestamp is its end)."""
     if shift is not None and shift.kind == "latency":
         own = timedelta(seconds=float(shift.detail["bucket_seconds"]))  # the scale it was found at
         median_shift(frame, shift, own)  # when the typical event changed (median_shift.py)
-        _normal_line(frame, shift, own, timedelta(seconds=float(method["shift_fine_bucket_seconds"])))
+        _normal_line(frame, shift, own, timedelta(seconds=float(method["shift_fine_bucket_seconds"])), start_of)
     if stall is not None and (shift is None or _coincide(stall, shift) or stall.p_value < shift.p_value):
         return stall
     if shift is not None and shift.end - shift.start <= timedelta(seconds=an.STALL_MAX_S):
@@ -263,7 +266,7 @@ def _headline(
     return shift
 
 
-def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta, fine: timedelta) -> None:
+def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta, fine: timedelta, start_of: str | None) -> None:
     """Once the region is found, bad is redefined as slower than 99 % of the events outside
     it (normal behaviour's tail, not the incident's); the onset walks back over the
     buckets already above that line or above 99.9 % of them, and the end forward over
@@ -283,7 +286,10 @@ def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta, fine: timedelta)
         a.detail["scan_threshold"] = a.threshold
         a.threshold = lines[0]
     bad_if = beyond(col.copy(), direction(a))
-    a.start = edges.walked_onset(frame, a, bad_if, lines, width, fine)
+    # the onset in start times when the timestamp is the end (--timestamp-at end): a
+    # request stuck for a minute at the onset is logged a minute later
+    began = Frame(frame.backend, frame.dataset, frame.start, frame.end, frame.where, select_start_of=start_of)
+    a.start = edges.walked_onset(frame, a, bad_if, lines, width, fine, began.event_start() if start_of else None)
     a.end = edges.walked_end(frame, a, bad_if, lines, width, fine)
 
 
