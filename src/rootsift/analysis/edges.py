@@ -139,6 +139,8 @@ def _walked(
         outside.append((min(max(k / n, 1e-9), 1 - 1e-9), dispersion(s, first, last)) if n > 0 else None)
     if frame.end is not None and forward:
         walked = min(walked, frame.end)
+    if walked != edge:
+        walked = _placed(frame, bad_if, lines, outside, edge, walked, width, fine, when, began is not None)
     length = a.end - a.start
     lo, hi = (walked, walked + length) if forward else (walked - length, walked)
     if frame.start is not None:
@@ -178,6 +180,55 @@ def _walked(
         return walked
     moved = fine * best[1]
     return walked + moved if forward else walked - moved
+
+
+def _placed(
+    frame: Frame,
+    bad_if: exp.Expr,
+    lines: list[float],
+    outside: list[tuple[float, float] | None],
+    edge: datetime,
+    walked: datetime,
+    width: timedelta,
+    fine: timedelta,
+    when: str | exp.Expr,
+    logged_later: bool,
+) -> datetime:
+    """The walked edge placed to the fine bucket within the outermost bucket it walked
+    over: where the stretch from it to the region's edge has the highest likelihood
+    ratio against the rate outside (over the buckets' overdispersion, on any line). A
+    bucket only partly in the incident is past the line as a whole, and the walk took all
+    of it: up to a bucket of the time before, and its events, joined the region (gateway
+    seed 714: 11 s of normal traffic whose slow tail, on another service, went into the
+    onset's selection). The scan places its own edges so."""
+    forward = walked > edge
+    lo, hi = (edge, walked) if forward else (walked, edge)
+    m, outer = round((hi - lo) / fine), max(1, round(width / fine))
+    if m <= 1:
+        return walked
+    span = Frame(
+        frame.backend, frame.dataset, lo, frame.end if logged_later else hi, frame.where, count_field=frame.count
+    )
+    best: tuple[float, datetime] | None = None
+    for f, rate_phi in zip(
+        series_of(span, [(bad_if, [t]) for t in lines], fine, when, origin=edge), outside, strict=True
+    ):
+        if rate_phi is None or not f.starts:
+            continue
+        rate, phi = rate_phi
+        events, bad = _from_edge(f, edge, fine, m, forward)
+        events, bad = np.cumsum(events), np.cumsum(bad)  # the stretch from the edge, 1, 2, … buckets out
+        share = np.clip(bad / np.maximum(events, 1.0), 1e-12, 1 - 1e-12)
+        llr = np.where(
+            (events > 0) & (share > rate),
+            xlogy(bad, share / rate) + xlogy(events - bad, (1 - share) / (1 - rate)),
+            0.0,
+        )
+        candidates = range(max(0, m - outer), m)  # stretches ending in the outermost bucket walked
+        j = max(candidates, key=lambda i: llr[i])
+        if llr[j] > 0 and (best is None or llr[j] / phi > best[0]):
+            best = (float(llr[j] / phi), edge + fine * (j + 1) if forward else edge - fine * (j + 1))
+    return best[1] if best is not None else walked
 
 
 def _from_edge(f: Series, edge: datetime, fine: timedelta, m: int, forward: bool) -> tuple[np.ndarray, np.ndarray]:
