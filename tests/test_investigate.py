@@ -211,6 +211,74 @@ def test_onset_refined_at_the_finest_scale(rs: Rootsift, tmp_path: Path, seed: i
     assert 1470 <= begun <= 1530, a.start
 
 
+def draining(seed: int) -> list[dict[str, Any]]:
+    """Half an hour of requests, 20/s, around 2.5 ms. At 900 s the database stalls: a
+    request arriving then waits 1.5 s for a connection, and the backlog drains over the
+    next 3 s (the wait falls linearly to 0 at 903 s)."""
+    rng = np.random.default_rng(seed)
+    times = np.sort(rng.random(1800 * 20)) * 1800
+    base, db = rng.lognormal(np.log(2), 0.4, times.size), rng.lognormal(np.log(0.5), 0.4, times.size)
+    wait = np.where((times >= 900) & (times < 903), 1500 - 500 * (times - 900), 0.0)
+    return [
+        {
+            "timestamp": (START + timedelta(seconds=float(t))).isoformat(),
+            "pool_wait_ms": round(float(w), 3),
+            "db_time_ms": round(float(d), 3),
+            "duration_ms": round(float(b + w + d), 3),
+        }
+        for t, b, w, d in zip(times, base, wait, db, strict=True)
+    ]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_region_ends_where_the_slowdown_trails_off(rs: Rootsift, tmp_path: Path, seed: int) -> None:
+    """The scan keys on the worst of it (the first second or two); the requests that waited
+    less while the backlog drained are still far slower than normal and belong to the
+    region, not to the time it is compared with (the wait is under normal's p99, ~5 ms,
+    from about 902.99 s)."""
+    rs.ingest(write_events(tmp_path / "r.jsonl", draining(seed)), "api")
+    a = rs.investigate("api").anomaly
+    assert a is not None and a.kind == "latency"
+    start = START.replace(tzinfo=None)
+    assert 899.5 <= (a.start - start).total_seconds() <= 900.2, a.start
+    assert 902.5 <= (a.end - start).total_seconds() <= 903.5, a.end
+
+
+def logged_at_end(seed: int) -> list[dict[str, Any]]:
+    """An hour of requests, 20/s over four upstreams, each logged when it completes (as
+    nginx does). From 1200 s three in ten requests to upstream A hang until a timeout
+    (31, 63 or 127 s): the first of them is logged half a minute after it began."""
+    rng = np.random.default_rng(seed)
+    began = np.sort(rng.random(3600 * 20)) * 3600
+    upstream = rng.choice(["A", "B", "C", "D"], began.size)
+    duration = rng.lognormal(np.log(50), 0.4, began.size)
+    stuck = (began >= 1200) & (upstream == "A") & (rng.random(began.size) < 0.3)
+    duration = np.where(stuck, rng.choice([31_000.0, 63_000.0, 127_000.0], began.size), duration)
+    ended = began + duration / 1000
+    return [
+        {
+            "timestamp": (START + timedelta(seconds=float(ended[i]))).isoformat(),
+            "upstream": str(upstream[i]),
+            "duration_ms": round(float(duration[i]), 3),
+        }
+        for i in np.argsort(ended)
+    ]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_onset_in_start_times_when_the_timestamp_is_the_end(rs: Rootsift, tmp_path: Path, seed: int) -> None:
+    """With --timestamp-at end the onset walks back over the events' starts: the region
+    begins when the first stuck requests began (1200 s), not when they were logged
+    (25-45 s later, when the onset's selection, bounded by start, missed them)."""
+    rs.ingest(write_events(tmp_path / "r.jsonl", logged_at_end(seed)), "api")
+    result = rs.investigate("api", timestamp_at="end")
+    a = result.anomaly
+    assert a is not None and a.kind == "latency"
+    assert 1185 <= (a.start - START.replace(tzinfo=None)).total_seconds() <= 1205, a.start
+    first = next(f for f in result.findings if f.kind in ("dimension", "combination"))
+    assert (first.field, first.value) == ("upstream", "A"), first
+
+
 def spreading(seed: int) -> list[dict[str, Any]]:
     """An hour of requests, 20/s over four hosts and three upstreams. From 1200 s upstream
     A is slow on h1 (3 s: the cause); from 1240 s h1's pool is full and every request on it

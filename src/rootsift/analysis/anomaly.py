@@ -21,7 +21,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 from scipy.special import xlog1py, xlogy
 from sqlglot import exp
 
@@ -200,7 +199,7 @@ def series_of(
     frame: Frame,
     bads: list[Bad],
     width: timedelta,
-    time: str = TIME_COLUMN,
+    time: str | exp.Expr = TIME_COLUMN,
     origin: datetime | None = None,
 ) -> list[Series]:
     """One ``Series`` per definition of a bad event (``Bad``), all from one pass over the
@@ -208,7 +207,7 @@ def series_of(
     us = max(1, int(width / timedelta(microseconds=1)))
     epoch = datetime(1970, 1, 1)
     offset = 0 if origin is None else int((origin - epoch) / timedelta(microseconds=1)) % us
-    ts = q.col(time)
+    ts = q.col(time) if isinstance(time, str) else time
     total = q.event_count(weighted.count_of(frame))
     items = [q.alias(q.bucket_index(q.epoch_us(ts), us, offset), "b"), total]
     items += [q.where(total.copy(), bad.copy()) for bad, _ in bads]
@@ -271,91 +270,3 @@ def dispersion(s: Series, first: int, last: int) -> float:
     if used.sum() <= 2:
         return 1.0
     return max(1.0, float(np.median(residual[used])) / CHI2_1_MEDIAN)
-
-
-def earlier_onset(s: Series, first: int, last: int, level: float = 0.01) -> int:
-    """Walk the region's start back over buckets whose bad share is still above the rate
-    outside the region (one-sided binomial at ``level``): a shift often creeps in before
-    the jump the scan keys on, and the cause shows in that creep."""
-    outside_n = float(s.events.sum() - s.events[first : last + 1].sum())
-    outside_k = float(s.bad.sum() - s.bad[first : last + 1].sum())
-    if outside_n <= 0:
-        return first
-    rate = max(outside_k / outside_n, 1e-9)
-    k = first - 1
-    while k >= 0 and s.events[k] > 0 and sps.binom.sf(s.bad[k] - 1, s.events[k], rate) < level:
-        k -= 1
-    return k + 1
-
-
-ONSET_LEVEL = 0.01
-"""Each bucket the onset walks back over is above the line at this level (one-sided
-binomial), Bonferroni over the lines walked."""
-
-
-def walked_onset(
-    frame: Frame, a: Anomaly, bad_if: exp.Expr, lines: list[float], width: timedelta, fine: timedelta
-) -> datetime:
-    """The region's start moved earlier to where its creep began, on each of ``lines``
-    (``bad_if``, a condition with one placeholder, takes each as its parameter: normal behaviour's p99 and p99.9), the
-    earliest of them. A creep shows on the line its events pass and normal ones seldom
-    do: a connect retried after 3 s lies far above p99.9, while p99 may be the slow tail
-    of another service.
-
-    - **Bucket by bucket** (``earlier_onset``): back over the buckets of ``width`` (one of
-      them ending at the start) each above the line's outside rate on its own.
-    - **At the finest scale**, before that: a creep too thin for any one bucket (four slow
-      requests in half a minute against 0.3 expected) is still significant over its
-      length. The stretches ending where the walk stopped, 1, 2, 4… ``fine`` buckets long
-      (up to the region's length), are tested against the outside rate (the binomial
-      likelihood ratio over the buckets' overdispersion, ``dispersion``; one-sided;
-      Bonferroni over the lengths and lines). The most significant one, when it is, moves
-      the start: to the fine bucket, between half and twice its length, from which the
-      excess is most likely.
-
-    Each test is at ``ONSET_LEVEL`` over the lines."""
-    lines = sorted(set(lines))
-    if not lines:
-        return a.start
-    level = ONSET_LEVEL / len(lines)
-    walked = a.start
-    outside: list[tuple[float, float] | None] = []  # per line: its rate outside the region, the dispersion
-    for s in series_of(frame, [(bad_if, [t]) for t in lines], width, origin=a.start):
-        first = next((k for k, t in enumerate(s.starts) if t >= a.start), None)
-        last = next((k for k in range(len(s.starts) - 1, -1, -1) if s.starts[k] < a.end), None)
-        if first is None or last is None or first > last:
-            outside.append(None)
-            continue
-        walked = min(walked, s.starts[earlier_onset(s, first, last, level)])
-        n = float(s.events.sum() - s.events[first : last + 1].sum())
-        k = float(s.bad.sum() - s.bad[first : last + 1].sum())
-        outside.append((min(max(k / n, 1e-9), 1 - 1e-9), dispersion(s, first, last)) if n > 0 else None)
-    reach = walked - (a.end - a.start)
-    if frame.start is not None:
-        reach = max(reach, frame.start)
-    near = Frame(frame.backend, frame.dataset, reach, walked, frame.where, count_field=frame.count)
-    thin = series_of(near, [(bad_if, [t]) for t in lines], fine, origin=walked)
-    m = len(thin[0].starts) if thin else 0
-    lengths = [2**j for j in range(int(math.log2(m)) + 1)] if m else []
-    best: tuple[float, datetime] | None = None
-    for f, rate_phi in zip(thin, outside, strict=True):
-        if rate_phi is None or not f.starts:
-            continue
-        rate, phi = rate_phi
-        # events and bad events from each fine bucket up to where the walk stopped
-        events, bad = np.cumsum(f.events[::-1])[::-1], np.cumsum(f.bad[::-1])[::-1]
-        share = np.clip(bad / np.maximum(events, 1.0), 1e-12, 1 - 1e-12)
-        llr = np.where(
-            (events > 0) & (share > rate),
-            xlogy(bad, share / rate) + xlogy(events - bad, (1 - share) / (1 - rate)),
-            0.0,
-        )
-        tested = np.asarray([m - length for length in lengths])
-        p = 0.5 * sps.chi2.sf(2 * llr[tested] / phi, 1)
-        j = int(np.argmin(p))
-        if llr[tested[j]] <= 0 or p[j] * len(lengths) >= level or (best is not None and p[j] >= best[0]):
-            continue
-        lo, hi = max(0, m - 2 * lengths[j]), m - max(1, lengths[j] // 2)
-        at = lo + int(np.argmax(llr[lo : hi + 1]))
-        best = (float(p[j]), f.starts[at])
-    return min(walked, best[1]) if best is not None else walked

@@ -26,6 +26,7 @@ from typing import Any
 from sqlglot import exp
 
 from rootsift.analysis import anomaly as an
+from rootsift.analysis import edges
 from rootsift.analysis import saturation as sat
 from rootsift.analysis import seasonal as ss
 from rootsift.analysis import shifts as sh
@@ -114,15 +115,15 @@ def investigate(
     if measure is not None and measure not in frame.fields:
         raise UsageError(f"--measure {measure!r} is not a field of {dataset}")
     out = Investigation(dataset, None, [])
-    found = _find(frame, measure, start, end, alpha, out.method, out.regions)
+    start_of = measure if timestamp_at == "end" else None
+    found = _find(frame, measure, start, end, alpha, out.method, out.regions, start_of)
     out.anomaly = found
     if changes is not None and changes not in {d.name for d in backend.datasets()}:
         from rootsift.analysis.changes import raise_unknown
 
         raise_unknown(backend, changes)
     if found is not None:
-        start_of = measure if timestamp_at == "end" and found.kind != "stall" else None
-        _explain_region(frame, found, alpha, sampled, start_of, out)
+        _explain_region(frame, found, alpha, sampled, start_of if found.kind != "stall" else None, out)
         _saturation(frame, found, measure, timestamp_at, alpha, out)
         if changes is not None:
             from rootsift.analysis.onset_suspects import onset_suspects
@@ -172,6 +173,7 @@ def _find(
     alpha: float,
     method: dict[str, Any],
     regions: list[an.Anomaly],
+    start_of: str | None = None,
 ) -> an.Anomaly | None:
     unit = ts.resolution(frame)
     # buckets are whole units of the time field's resolution: none falls between two stamps
@@ -224,7 +226,7 @@ def _find(
                 strongest.append(a)
     shift = min(strongest, key=lambda a: (a.p_value, -a.score)) if strongest else None
     stall = ts.stall_region(frame, start, end, alpha, method)
-    found = _headline(frame, shift, stall, alpha, method)
+    found = _headline(frame, shift, stall, alpha, method, start_of)
     regions.extend(_ranked(found, [*candidates, *([stall] if stall is not None else [])]))
     return found
 
@@ -245,12 +247,14 @@ def _headline(
     stall: an.Anomaly | None,
     alpha: float,
     method: dict[str, Any],
+    start_of: str | None = None,
 ) -> an.Anomaly | None:
-    """The stall or the shift (see the module docstring)."""
+    """The stall or the shift (see the module docstring); ``start_of``: the duration field
+    that gives each event's start (its timestamp is its end)."""
     if shift is not None and shift.kind == "latency":
         own = timedelta(seconds=float(shift.detail["bucket_seconds"]))  # the scale it was found at
         median_shift(frame, shift, own)  # when the typical event changed (median_shift.py)
-        _normal_line(frame, shift, own, timedelta(seconds=float(method["shift_fine_bucket_seconds"])))
+        _normal_line(frame, shift, own, timedelta(seconds=float(method["shift_fine_bucket_seconds"])), start_of)
     if stall is not None and (shift is None or _coincide(stall, shift) or stall.p_value < shift.p_value):
         return stall
     if shift is not None and shift.end - shift.start <= timedelta(seconds=an.STALL_MAX_S):
@@ -262,11 +266,12 @@ def _headline(
     return shift
 
 
-def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta, fine: timedelta) -> None:
+def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta, fine: timedelta, start_of: str | None) -> None:
     """Once the region is found, bad is redefined as slower than 99 % of the events outside
-    it (normal behaviour's tail, not the incident's), and the onset walks back over the
-    buckets already above that line or above 99.9 % of them (``an.walked_onset``): the
-    first slow requests count even when the worst come later."""
+    it (normal behaviour's tail, not the incident's); the onset walks back over the
+    buckets already above that line or above 99.9 % of them, and the end forward over
+    those still above it (``edges.py``): the first slow requests count even when the worst
+    come later, and the incident's trailing slow requests are no baseline."""
     ts, col = q.col(TIME_COLUMN), q.col(str(a.measure))
     down = direction(a) == "down"
     qs = [1 - at if down else at for at in NORMAL_QUANTILES]
@@ -280,7 +285,12 @@ def _normal_line(frame: Frame, a: an.Anomaly, width: timedelta, fine: timedelta)
     if raw or (lines[0] > float(a.threshold or 0) if down else lines[0] < float(a.threshold or 0)):
         a.detail["scan_threshold"] = a.threshold
         a.threshold = lines[0]
-    a.start = an.walked_onset(frame, a, beyond(col.copy(), direction(a)), lines, width, fine)
+    bad_if = beyond(col.copy(), direction(a))
+    # the onset in start times when the timestamp is the end (--timestamp-at end): a
+    # request stuck for a minute at the onset is logged a minute later
+    began = Frame(frame.backend, frame.dataset, frame.start, frame.end, frame.where, select_start_of=start_of)
+    a.start = edges.walked_onset(frame, a, bad_if, lines, width, fine, began.event_start() if start_of else None)
+    a.end = edges.walked_end(frame, a, bad_if, lines, width, fine)
 
 
 def beyond(value: exp.Expr, way: str) -> exp.Expr:

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -160,8 +161,14 @@ def stratified_share_test(a: Array, n_sel: Array, n_base: Array, with_value: Arr
     return float(sps.norm.sf(z))
 
 
-_LEGENDRE = np.polynomial.legendre.leggauss(256)
-_NODES, _WEIGHTS = (_LEGENDRE[0] + 1) / 2, _LEGENDRE[1] / 2  # Gauss–Legendre on (0, 1)
+@functools.cache
+def _legendre() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Gauss–Legendre nodes and weights on (0, 1), 256 of them. Made when first needed, not
+    at import: an eigenvalue problem through the multi-threaded BLAS, it cost 0.5 s of CPU
+    on a loaded 2-core machine in every process that imported this module (investigate
+    too, which never needs it)."""
+    nodes, weights = np.polynomial.legendre.leggauss(256)
+    return (nodes + 1) / 2, weights / 2
 
 
 def behrens_fisher(
@@ -199,10 +206,10 @@ class _BehrensFisherTail:
 
     def __init__(self, sin: float, cos: float, df_a: float, df_b: float) -> None:
         (w, outer), (self.big, self.inner) = sorted(((sin, df_a), (cos, df_b)))
-        self.u = w * special.stdtrit(outer, _NODES) if w > 0 else None  # the quantiles of T_outer, scaled
+        self.u = w * special.stdtrit(outer, _legendre()[0]) if w > 0 else None  # the quantiles of T_outer, scaled
 
     def __call__(self, x: float) -> float:
         if self.u is None:
             return float(min(1.0, 2 * special.stdtr(self.inner, -x / self.big)))
         tail = special.stdtr(self.inner, (self.u - x) / self.big) + special.stdtr(self.inner, (-x - self.u) / self.big)
-        return float(min(1.0, float(np.dot(_WEIGHTS, tail))))
+        return float(min(1.0, float(np.dot(_legendre()[1], tail))))
