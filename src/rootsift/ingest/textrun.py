@@ -32,6 +32,7 @@ from rootsift.ingest.sources import BOM, Input, line_blocks, open_input
 from rootsift.ingest.staging import write_file
 from rootsift.ingest.streams import paced_buffers
 from rootsift.ingest.textgil import sharing_gil
+from rootsift.ingest.textodd import LineCount, lines_in
 from rootsift.ingest.textslow import SlowLines, entry_blocks
 from rootsift.ingest.textsql import RawLines
 
@@ -189,8 +190,11 @@ def text_blocks(
                 stats = RawLines(0, False, write_file(raw, tmp_dir, ".log"), first_line=first, plan=plan[1])
                 stats.compiled, stats.file_time, stats.tag, stats.fmt = plan[0], parser.options.file_time, tag, fmt.name
                 stats.whole_in_python, stats.clean, stats.last = b"\r" in raw, clean(raw), last
+                stats.lines_total = LineCount()
                 yield TextBlock(stats, [], [(0, number, label)], name_files=name_files, numbered=True,
                                 bytes_read=done_bytes + inp.position())  # fmt: skip
+                # counted once handed on, beside DuckDB's statement (textodd checks the odd lines by it)
+                stats.lines_total.tell(lines_in(raw))
             done_bytes += inp.position()
             block = TextBlock(None, [], name_files=name_files)
             continue
