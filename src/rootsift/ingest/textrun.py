@@ -94,6 +94,12 @@ class TextBlock:
     json_path: str | None = None
     """The block's JSON lines, written by the reader thread and counted by ``counted``."""
 
+    @property
+    def followed(self) -> bool:
+        """More blocks of the input are known to follow: a block of lines DuckDB parses that
+        is not its file's last (the storing thread need not wait for the next to know)."""
+        return isinstance(self.stats, RawLines) and not self.stats.last
+
     def counted(self) -> BlockStats | None:
         """The block's stats (None when no event was parsed). The JSON lines' byte counts are
         taken here, by the thread that stores the block: the reader thread, whose parser is
