@@ -204,6 +204,9 @@ class IngestRun:
         def handle(writer: SegmentWriter, block: Item) -> None:
             assert isinstance(block, TextBlock)
             where = (name, block.bytes_read, size)
+            if block.prepares:
+                reader.stage(None, 1, block.stats)  # the front of a block, probed before the block comes
+                return
             if block.counted() is None:
                 self._rejected(block.traced([]), writer, name)
                 return

@@ -33,6 +33,7 @@ from rootsift.ingest.staging import write_file
 from rootsift.ingest.streams import paced_buffers
 from rootsift.ingest.textgil import sharing_gil
 from rootsift.ingest.textodd import LineCount, lines_in
+from rootsift.ingest.textprobe import PROBE_BYTES
 from rootsift.ingest.textslow import SlowLines, entry_blocks
 from rootsift.ingest.textsql import RawLines
 
@@ -100,6 +101,11 @@ class TextBlock:
         is not its file's last (the storing thread need not wait for the next to know)."""
         return isinstance(self.stats, RawLines) and not self.stats.last
 
+    @property
+    def prepares(self) -> bool:
+        """Not a block of events: the front of the next block, handed on to be probed while it is cut."""
+        return isinstance(self.stats, RawLines) and self.stats.front
+
     def counted(self) -> BlockStats | None:
         """The block's stats (None when no event was parsed). The JSON lines' byte counts are
         taken here, by the thread that stores the block: the reader thread, whose parser is
@@ -162,6 +168,7 @@ def text_blocks(
     labels = options.labels
     block = TextBlock(None, [], name_files=name_files)
     limit = min(FIRST_BLOCK_BYTES, block_bytes)  # small first blocks: storing starts early
+    fronted: set[str] = set()  # the plans (by regex) whose first block's front was handed on
     done_bytes = 0
     for number, (inp, head) in enumerate(files):
         fmt = choose(inp, head)
@@ -192,9 +199,17 @@ def text_blocks(
                 yield _sealed(block, buf, tmp_dir, done_bytes)
                 buf = bytearray()
             paced = pace if inp.is_stream else None
-            for raw, first, last in _raw_blocks(_Joined(head.removeprefix(BOM), inp), raw_bytes, paced):
-                stats = RawLines(0, False, write_file(raw, tmp_dir, ".log"), first_line=first, plan=plan[1])
-                stats.compiled, stats.file_time, stats.tag, stats.fmt = plan[0], parser.options.file_time, tag, fmt.name
+            source = _Joined(head.removeprefix(BOM), inp)
+            front = None if paced is not None or plan[1].regex in fronted else source.front(PROBE_BYTES)
+            if front is not None:
+                # the front of the first block, probed by the storing thread while this one cuts the block
+                fronted.add(plan[1].regex)
+                ahead = _raw_lines(plan, parser, tag, fmt.name, write_file(front, tmp_dir, ".log"), 1)
+                ahead.clean, ahead.last, ahead.front = clean(front), False, True
+                yield TextBlock(ahead, [], [(0, number, label)], name_files=name_files, numbered=True,
+                                bytes_read=done_bytes)  # fmt: skip
+            for raw, first, last in _raw_blocks(source, raw_bytes, paced):
+                stats = _raw_lines(plan, parser, tag, fmt.name, write_file(raw, tmp_dir, ".log"), first)
                 stats.whole_in_python, stats.clean, stats.last = b"\r" in raw, clean(raw), last
                 stats.lines_total = LineCount()
                 yield TextBlock(stats, [], [(0, number, label)], name_files=name_files, numbered=True,
@@ -241,6 +256,15 @@ def text_blocks(
                 block = TextBlock(None, [], [(0, number, label)], name_files=name_files)
         done_bytes += inp.position()
     yield _sealed(block, buf, tmp_dir, done_bytes)
+
+
+def _raw_lines(
+    plan: tuple[Compiled, SqlPlan], parser: TextFormat, tag: str | None, fmt: str, path: str, first: int
+) -> RawLines:
+    """A block of lines DuckDB parses with ``plan``, in the file ``path``, from line ``first``."""
+    stats = RawLines(0, False, path, first_line=first, plan=plan[1])
+    stats.compiled, stats.file_time, stats.tag, stats.fmt = plan[0], parser.options.file_time, tag, fmt
+    return stats
 
 
 def _timed(items: Iterator[Item], every: float, stop: threading.Event) -> Iterator[Item | None]:
@@ -383,9 +407,19 @@ class _Joined:
 
     def read(self, n: int) -> bytes:
         if self.head:
-            data, self.head = self.head, b""
+            data, self.head = (self.head, b"") if len(self.head) <= n else (self.head[:n], self.head[n:])
             return data
         return self.inp.stream.read(n)
+
+    def front(self, size: int) -> bytes | None:
+        """The input's first ``size`` bytes (read now, and read again from here), when more follow
+        them; None for a shorter input."""
+        while len(self.head) <= size:
+            more = self.inp.stream.read(size + 1 - len(self.head))
+            if not more:
+                return None
+            self.head += more
+        return self.head[:size]
 
 
 def open_files(names: list[str]) -> Iterator[tuple[Input, bytes]]:

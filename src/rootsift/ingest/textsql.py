@@ -35,7 +35,7 @@ from rootsift.ingest.jsonl import BlockStats
 from rootsift.ingest.staging import LINE_KEY, Staged
 from rootsift.ingest.textlines import LINES, numbered, odd_lines
 from rootsift.ingest.textodd import LineCount, in_text_order, renumbered
-from rootsift.ingest.textprobe import read_front
+from rootsift.ingest.textprobe import Front, read_front
 from rootsift.ingest.textslow import SlowLines, stage_slow
 from rootsift.ingest.textstage import TextStager
 from rootsift.ingest.timefield import TimeSpec
@@ -60,6 +60,8 @@ class RawLines(BlockStats):
     """The block is ASCII without the control bytes on which RE2 and Python's ``re`` differ."""
     whole_in_python: bool = False
     """Set when the block cannot be read as text by DuckDB the way Python reads it (``\\r``)."""
+    front: bool = False
+    """Not a block but the front of the plan's first block, probed while the block is cut (``prepare``)."""
     lines_total: LineCount | None = None
     """The block's number of lines, told by the reader thread once it has handed the block on."""
     last: bool = True
@@ -86,6 +88,8 @@ class TextLinesReader(TextStager):
         self._settled: set[str] = set()
         """The plans (by regex) whose new fields were decided by a first block."""
         self._types: dict[str, list[tuple[str, str]]] = {}
+        self._fronts: dict[str, tuple[bool, Front]] = {}
+        """The front of a plan's first block probed before it (``_prepare``), with its ``clean``."""
 
     def stage(self, block: bytes | None, first_line: int, stats: Any = None) -> Staged:
         if isinstance(stats, SlowLines):
@@ -98,9 +102,25 @@ class TextLinesReader(TextStager):
             return super().stage(block, first_line, stats)
         assert stats.path is not None
         try:
+            if stats.front:
+                self._prepare(stats, stats.path)
+                return Staged("", 0, (None, None), [], committed=True)
             return self._stage_raw(stats, stats.path)
         finally:
             os.unlink(stats.path)
+
+    def _prepare(self, raw: RawLines, path: str) -> None:
+        """Probe the front of a plan's first block (``path``) before the block comes: its DuckDB
+        part, which ``_front`` then takes when the block's ``clean`` is the front's."""
+        plan = raw.plan
+        assert plan is not None
+        if plan.regex in self._settled:
+            return
+        try:
+            self._plan_types(plan, raw, path)
+            self._fronts[plan.regex] = (raw.clean, self._read_front(raw, plan, path))
+        except duckdb.InvalidInputException:
+            pass  # not text as DuckDB reads it: the block's own statement finds out
 
     def _stage_raw(self, raw: RawLines, path: str) -> Staged:
         staged = self._parsed(raw, path)
@@ -235,10 +255,9 @@ class TextLinesReader(TextStager):
         the Python parser gives, to the odd lines there (``textprobe``; in the catalog from now
         on, with the types it gave them)."""
         known = set(self.fields)
-        front = read_front(
-            self.cur, path, self.tmp_dir, [name for name, _ in plan.columns],
-            lambda probe: self._split(raw, plan, probe, number=False),
-        )  # fmt: skip
+        clean, front = self._fronts.pop(plan.regex, (raw.clean, None))
+        if front is None or clean != raw.clean:
+            front = self._read_front(raw, plan, path)
         if front.odd:
             rest = self._in_python(raw, [(raw.first_line, text) for text in front.odd])
             self.cur.execute(f"DROP TABLE IF EXISTS {rest.table}")  # its lines are parsed again with the block
@@ -250,6 +269,12 @@ class TextLinesReader(TextStager):
             else:
                 extra.append(self.fields[name])
         return front.valued, extra
+
+    def _read_front(self, raw: RawLines, plan: SqlPlan, path: str) -> Front:
+        columns = [name for name, _ in plan.columns]
+        return read_front(
+            self.cur, path, self.tmp_dir, columns, lambda probe: self._split(raw, plan, probe, number=False)
+        )
 
     def _numbered(self, raw: RawLines, path: str, texts: set[str]) -> list[tuple[int, str]]:
         """The lines of the block whose text (as DuckDB reads it) is one of ``texts``, numbered
