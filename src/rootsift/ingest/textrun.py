@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, cast
 
 import orjson
 
@@ -30,9 +29,8 @@ from rootsift.ingest.jsonl import BlockStats
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.sources import BOM, Input, line_blocks, open_input
 from rootsift.ingest.staging import write_file
-from rootsift.ingest.streams import paced_buffers
+from rootsift.ingest.textcut import Joined, Pace, growing, raw_blocks
 from rootsift.ingest.textgil import sharing_gil
-from rootsift.ingest.textodd import LineCount, lines_in
 from rootsift.ingest.textprobe import PROBE_BYTES
 from rootsift.ingest.textslow import SlowLines, entry_blocks
 from rootsift.ingest.textsql import RawLines
@@ -74,8 +72,6 @@ STOP_QUIET = 0.5
 HEAD_BYTES = 64 << 10
 """What ``open_files`` reads of each file's front (for sniffing and detection)."""
 
-Pace = tuple[float, threading.Event]
-"""A stream's commit interval in seconds and the event that ends it (SIGTERM, SIGINT)."""
 Chooser = Callable[[Input, bytes], type[TextFormat]]
 """Picks the format of one file of the input from its name and first bytes."""
 
@@ -187,8 +183,8 @@ def text_blocks(
                 yield _sealed(block, buf, tmp_dir, done_bytes)
                 buf = bytearray()
             state = parser.blocks()
-            pieces = line_blocks(_Joined(head.removeprefix(BOM), inp), FIRST_BLOCK_BYTES)
-            lines = ((raw, first) for raw, first, _ in _growing(pieces, block_bytes, FIRST_BLOCK_BYTES))
+            pieces = line_blocks(Joined(head.removeprefix(BOM), inp), FIRST_BLOCK_BYTES)
+            lines = ((raw, first) for raw, first, _ in growing(pieces, block_bytes, FIRST_BLOCK_BYTES))
             for raw, first, starts, ends, last in entry_blocks(lines, block_bytes):
                 slow = SlowLines(0, False, write_file(raw, tmp_dir, ".log"), first_line=first, state=state, tag=tag)
                 slow.fmt, slow.starts_entry, slow.ends_entry, slow.last = fmt.name, starts, ends, last
@@ -204,7 +200,7 @@ def text_blocks(
                 yield _sealed(block, buf, tmp_dir, done_bytes)
                 buf = bytearray()
             paced = pace if inp.is_stream else None
-            source = _Joined(head.removeprefix(BOM), inp)
+            source = Joined(head.removeprefix(BOM), inp)
             front = None if paced is not None or plan[1].regex in fronted else source.front(PROBE_BYTES)
             if front is not None:
                 # the front of the first block, probed by the storing thread while this one cuts the block
@@ -213,19 +209,19 @@ def text_blocks(
                 ahead.clean, ahead.last, ahead.front = clean(front), False, True
                 yield TextBlock(ahead, [], [(0, number, label)], name_files=name_files, numbered=True,
                                 bytes_read=done_bytes)  # fmt: skip
-            for raw, first, last in _raw_blocks(source, raw_bytes, paced):
-                stats = _raw_lines(plan, parser, tag, fmt.name, write_file(raw, tmp_dir, ".log"), first)
-                stats.whole_in_python, stats.clean, stats.last = b"\r" in raw, clean(raw), last
-                stats.lines_total = LineCount()
+            for cut in raw_blocks(source, raw_bytes, FIRST_BLOCK_BYTES, paced):
+                stats = _raw_lines(plan, parser, tag, fmt.name, write_file(cut.pieces, tmp_dir, ".log"), cut.first)
+                stats.whole_in_python = any(b"\r" in piece for piece in cut.pieces)
+                stats.clean, stats.last = all(map(clean, cut.pieces)), cut.last
+                # counted once handed on, beside DuckDB's statement (textodd checks the odd lines by it)
+                stats.lines_total = cut.count
                 yield TextBlock(stats, [], [(0, number, label)], name_files=name_files, numbered=True,
                                 bytes_read=done_bytes + inp.position())  # fmt: skip
-                # counted once handed on, beside DuckDB's statement (textodd checks the odd lines by it)
-                stats.lines_total.tell(lines_in(raw))
             done_bytes += inp.position()
             block = TextBlock(None, [], name_files=name_files)
             continue
         block.files.append((len(block.lines), number, label))
-        parsed = parser.read(_Joined(head.removeprefix(BOM), inp))
+        parsed = parser.read(Joined(head.removeprefix(BOM), inp))
         paced = pace if inp.is_stream else None
         # a stream's parsed lines are cut every few seconds too, while it pauses or not
         items: Iterator[Item | None] = sharing_gil(parsed if paced is None else _timed(parsed, *paced))
@@ -310,64 +306,6 @@ def _timed(items: Iterator[Item], every: float, stop: threading.Event) -> Iterat
         yield got
 
 
-def _raw_blocks(source: _Joined, most: int, pace: Pace | None) -> Iterator[tuple[bytes, int, bool]]:
-    """Blocks of whole lines for DuckDB, ``most`` bytes each, with their first line's number and
-    whether they end the input; for a stream (``pace``), what arrived every ``pace[0]`` seconds
-    (``streams.paced_buffers``), each committed at once (so each counts as the last)."""
-    if pace is None:
-        return _cut_blocks(source, most)
-    stream = cast(BinaryIO, source)  # paced_buffers only calls read()
-    return ((bytes(buf[:end]), line, True) for buf, end, line in paced_buffers(stream, most, *pace))
-
-
-def _cut_blocks(source: _Joined, most: int) -> Iterator[tuple[bytes, int, bool]]:
-    """Blocks of whole lines of ``most`` bytes or a little more (read ``FIRST_BLOCK_BYTES`` at
-    a time, one read ahead to know the last), with their first line's number. A block's
-    newlines are counted after it is handed on, and only when another block follows: a file
-    of one block is never counted (25 ms per 25 MB, while DuckDB waits for the block)."""
-    step = min(FIRST_BLOCK_BYTES, most)
-    parts: list[bytes] = []
-    size, line = 0, 1
-    data = source.read(step)
-    while data:
-        parts.append(data)
-        size += len(data)
-        data = source.read(step)
-        if size < most and data:
-            continue
-        block = b"".join(parts)
-        cut = len(block) if not data else block.rfind(b"\n") + 1
-        if cut == 0:  # no line has ended yet: read on
-            parts, size = [block], len(block)
-            continue
-        parts, size = ([block[cut:]], len(block) - cut) if cut < len(block) else ([], 0)
-        last = not data and not parts
-        yield (block if cut == len(block) else block[:cut]), line, last
-        if not last:
-            line += block.count(b"\n", 0, cut)
-
-
-def _growing(
-    pieces: Iterator[tuple[bytes, int]], most: int, first: int, step: int = 2
-) -> Iterator[tuple[bytes, int, bool]]:
-    """Pieces of whole lines joined into blocks of ``first``, ``first * step``, ... bytes up to
-    ``most``, each with its first line's number and whether it is the last (known by reading
-    one piece ahead)."""
-    parts: list[bytes] = []
-    size, number, limit = 0, 1, min(first, most)
-    ahead = next(pieces, None)
-    while ahead is not None:
-        piece, line = ahead
-        if not parts:
-            number = line
-        parts.append(piece)
-        size += len(piece)
-        ahead = next(pieces, None)
-        if size >= limit or ahead is None:
-            yield b"".join(parts), number, ahead is None
-            parts, size, limit = [], 0, min(limit * step, most)
-
-
 def sql_reading(parser: TextFormat, head: bytes) -> tuple[Compiled, SqlPlan] | None:
     """The template and DuckDB's plan for reading this input, when its format has one (access logs)."""
     if not isinstance(parser, AccessLog):
@@ -408,30 +346,6 @@ def _sealed(block: TextBlock, buf: bytearray, tmp_dir: str, bytes_read: int) -> 
 
 def named(reason: str, label: str | None) -> str:
     return f"{label}: {reason}" if label else reason
-
-
-class _Joined:
-    """The bytes already read from an input's front, then the rest of its stream."""
-
-    def __init__(self, head: bytes, inp: Input) -> None:
-        self.head = head
-        self.inp = inp
-
-    def read(self, n: int) -> bytes:
-        if self.head:
-            data, self.head = (self.head, b"") if len(self.head) <= n else (self.head[:n], self.head[n:])
-            return data
-        return self.inp.stream.read(n)
-
-    def front(self, size: int) -> bytes | None:
-        """The input's first ``size`` bytes (read now, and read again from here), when more follow
-        them; None for a shorter input."""
-        while len(self.head) <= size:
-            more = self.inp.stream.read(size + 1 - len(self.head))
-            if not more:
-                return None
-            self.head += more
-        return self.head[:size]
 
 
 def open_files(names: list[str]) -> Iterator[tuple[Input, bytes]]:
