@@ -62,11 +62,6 @@ MAX_TEXT_CHARS = 2 << 20
 _DUMP = orjson.OPT_APPEND_NEWLINE
 COUNT_WINDOW = 8 << 20
 """Bytes of a block's JSON lines counted at a time (``BlockStats.of_file``)."""
-TAIL_CHECK = 1024
-"""Events between two looks at whether the parser has read the whole file (``Input.position``
-is a system call). Once it has, the block is cut: the last block, stored by DuckDB alone after
-the parser ends, then holds only the events of the parser's last read (``numbered_lines``' 4 MiB),
-not up to ``TEXT_BLOCK_BYTES`` of JSON lines (ADR 0016, third amendment)."""
 STOP_QUIET = 0.5
 """Seconds without a parsed item after which a stopped (SIGTERM) stream's parser is left."""
 HEAD_BYTES = 64 << 10
@@ -226,7 +221,6 @@ def text_blocks(
         # a stream's parsed lines are cut every few seconds too, while it pauses or not
         items: Iterator[Item | None] = sharing_gil(parsed if paced is None else _timed(parsed, *paced))
         since = time.monotonic()
-        ending = inp.size  # see TAIL_CHECK
         for item in items:
             if item is None or (paced is not None and buf and time.monotonic() - since >= paced[0]):
                 since = time.monotonic()
@@ -251,13 +245,7 @@ def text_blocks(
                 continue
             buf += data
             block.lines.append(line)
-            if len(buf) >= limit or (
-                ending
-                and len(buf) >= FIRST_BLOCK_BYTES
-                and not len(block.lines) % TAIL_CHECK
-                and inp.position() >= ending
-            ):
-                ending = None if len(buf) < limit else ending
+            if len(buf) >= limit:
                 yield _sealed(block, buf, tmp_dir, done_bytes + inp.position())
                 limit = min(limit * 2, block_bytes)
                 buf = bytearray()
