@@ -14,7 +14,8 @@ from helpers.store import query_rows
 from rootsift import Rootsift
 from rootsift.ingest import textsql
 from rootsift.ingest.rejects import Reject
-from rootsift.ingest.textodd import in_text_order, lines_in, renumbered
+from rootsift.ingest.textcut import Cut
+from rootsift.ingest.textodd import in_text_order, renumbered
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -139,12 +140,12 @@ def test_renumbered_gives_the_kth_equal_text_the_kth_line_of_that_text() -> None
 @pytest.mark.parametrize(
     ("block", "lines"), [(b"", 0), (b"a\n", 1), (b"a", 1), (b"a\n\nb", 3), (b"\n\n", 2), (b"a\nb\n", 2)]
 )
-def test_lines_in_counts_what_duckdb_reads_as_rows(block: bytes, lines: int, tmp_path: Path) -> None:
+def test_a_blocks_lines_are_counted_as_duckdb_reads_them_as_rows(block: bytes, lines: int, tmp_path: Path) -> None:
     import duckdb
 
     from rootsift.ingest.textlines import LINES
 
-    assert lines_in(block) == lines
+    assert Cut([block] if block else [], 1, True).lines() == lines
     path = tmp_path / "block.log"
     path.write_bytes(block)
     if block:

@@ -18,7 +18,7 @@ escaped value still makes an event).
 Keeping one text per call relies on DuckDB calling ``odd_line`` once for each line where
 ``keep`` is false. That is checked: the lines the statement inserted and the texts kept
 must add up to the lines of the block (counted by the reader thread beside the
-statement, ``LineCount``); when they do not, every odd text is looked for in the block
+statement, ``LineCount``, ``textcut.Cut.lines``); when they do not, every odd text is looked for in the block
 and its lines numbered there, as before, so no line is counted twice or dropped.
 """
 
@@ -51,12 +51,6 @@ class LineCount:
         """The count, or None when it was not told within ``wait`` seconds (the reader stopped)."""
         self._done.wait(wait)
         return self._lines
-
-
-def lines_in(block: bytes) -> int:
-    """The lines of ``block`` as DuckDB's ``read_csv`` gives them rows: one per line break, and
-    one for a last line without it."""
-    return block.count(b"\n") + (1 if block and not block.endswith(b"\n") else 0)
 
 
 def in_text_order(texts: list[str | None]) -> list[str]:
