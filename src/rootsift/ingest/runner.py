@@ -204,6 +204,9 @@ class IngestRun:
         def handle(writer: SegmentWriter, block: Item) -> None:
             assert isinstance(block, TextBlock)
             where = (name, block.bytes_read, size)
+            if block.prepares:
+                reader.stage(None, 1, block.stats)  # the front of a block, probed before the block comes
+                return
             if block.counted() is None:
                 self._rejected(block.traced([]), writer, name)
                 return
@@ -253,12 +256,15 @@ class IngestRun:
             reader.writer = writer
         try:
             first = take()
-            second = take() if first is not None and not self.paced else None
-            if second is not None:
+            # A block that knows more follow (a text log's block DuckDB parses, cut by its reader
+            # thread one read ahead) is stored at once; any other waits for the next to tell.
+            followed = isinstance(first, TextBlock) and first.followed
+            second = take() if first is not None and not self.paced and not followed else None
+            if second is not None or followed:
                 # More than one block: each is its own bounded transaction, into pending
                 # segments that become part of the dataset only when the input is complete.
                 writer.begin_pending()
-            more = second is not None or (self.paced and first is not None)
+            more = second is not None or followed or (self.paced and first is not None)
             ahead: list[Item] = [i for i in (first, second) if i is not None]
             rest: Iterator[Item] = iter(take, None) if more else iter(())
             for item in itertools.chain(ahead, rest):

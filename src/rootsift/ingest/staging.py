@@ -190,9 +190,12 @@ class Stager:
         )
 
 
-def write_file(data: bytes | memoryview, tmp_dir: str, suffix: str = ".jsonl") -> str:
-    """Write ``data`` to a new temp file in ``tmp_dir``; return its path."""
+def write_file(data: bytes | memoryview | list[bytes], tmp_dir: str, suffix: str = ".jsonl") -> str:
+    """Write ``data`` (or its pieces, one after another) to a new temp file in ``tmp_dir``; return its path."""
     fd, path = tempfile.mkstemp(suffix=suffix, dir=tmp_dir)
     with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
+        if isinstance(data, list):
+            fh.writelines(data)
+        else:
+            fh.write(data)
     return path

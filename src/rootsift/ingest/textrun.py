@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, cast
 
 import orjson
 
@@ -30,8 +29,9 @@ from rootsift.ingest.jsonl import BlockStats
 from rootsift.ingest.rejects import Reject
 from rootsift.ingest.sources import BOM, Input, line_blocks, open_input
 from rootsift.ingest.staging import write_file
-from rootsift.ingest.streams import paced_buffers
+from rootsift.ingest.textcut import Joined, Pace, growing, raw_blocks
 from rootsift.ingest.textgil import sharing_gil
+from rootsift.ingest.textprobe import PROBE_BYTES
 from rootsift.ingest.textslow import SlowLines, entry_blocks
 from rootsift.ingest.textsql import RawLines
 
@@ -67,8 +67,6 @@ STOP_QUIET = 0.5
 HEAD_BYTES = 64 << 10
 """What ``open_files`` reads of each file's front (for sniffing and detection)."""
 
-Pace = tuple[float, threading.Event]
-"""A stream's commit interval in seconds and the event that ends it (SIGTERM, SIGINT)."""
 Chooser = Callable[[Input, bytes], type[TextFormat]]
 """Picks the format of one file of the input from its name and first bytes."""
 
@@ -92,6 +90,17 @@ class TextBlock:
     """The store's rejects already carry the log's line numbers (a ``RawLines`` block)."""
     json_path: str | None = None
     """The block's JSON lines, written by the reader thread and counted by ``counted``."""
+
+    @property
+    def followed(self) -> bool:
+        """More blocks of the input are known to follow: a block of lines DuckDB parses that
+        is not its file's last (the storing thread need not wait for the next to know)."""
+        return isinstance(self.stats, RawLines) and not self.stats.last
+
+    @property
+    def prepares(self) -> bool:
+        """Not a block of events: the front of the next block, handed on to be probed while it is cut."""
+        return isinstance(self.stats, RawLines) and self.stats.front
 
     def counted(self) -> BlockStats | None:
         """The block's stats (None when no event was parsed). The JSON lines' byte counts are
@@ -155,6 +164,7 @@ def text_blocks(
     labels = options.labels
     block = TextBlock(None, [], name_files=name_files)
     limit = min(FIRST_BLOCK_BYTES, block_bytes)  # small first blocks: storing starts early
+    fronted: set[str] = set()  # the plans (by regex) whose first block's front was handed on
     done_bytes = 0
     for number, (inp, head) in enumerate(files):
         fmt = choose(inp, head)
@@ -168,8 +178,8 @@ def text_blocks(
                 yield _sealed(block, buf, tmp_dir, done_bytes)
                 buf = bytearray()
             state = parser.blocks()
-            pieces = line_blocks(_Joined(head.removeprefix(BOM), inp), FIRST_BLOCK_BYTES)
-            lines = ((raw, first) for raw, first, _ in _growing(pieces, block_bytes, FIRST_BLOCK_BYTES))
+            pieces = line_blocks(Joined(head.removeprefix(BOM), inp), FIRST_BLOCK_BYTES)
+            lines = ((raw, first) for raw, first, _ in growing(pieces, block_bytes, FIRST_BLOCK_BYTES))
             for raw, first, starts, ends, last in entry_blocks(lines, block_bytes):
                 slow = SlowLines(0, False, write_file(raw, tmp_dir, ".log"), first_line=first, state=state, tag=tag)
                 slow.fmt, slow.starts_entry, slow.ends_entry, slow.last = fmt.name, starts, ends, last
@@ -185,17 +195,28 @@ def text_blocks(
                 yield _sealed(block, buf, tmp_dir, done_bytes)
                 buf = bytearray()
             paced = pace if inp.is_stream else None
-            for raw, first, last in _raw_blocks(_Joined(head.removeprefix(BOM), inp), raw_bytes, paced):
-                stats = RawLines(0, False, write_file(raw, tmp_dir, ".log"), first_line=first, plan=plan[1])
-                stats.compiled, stats.file_time, stats.tag, stats.fmt = plan[0], parser.options.file_time, tag, fmt.name
-                stats.whole_in_python, stats.clean, stats.last = b"\r" in raw, clean(raw), last
+            source = Joined(head.removeprefix(BOM), inp)
+            front = None if paced is not None or plan[1].regex in fronted else source.front(PROBE_BYTES)
+            if front is not None:
+                # the front of the first block, probed by the storing thread while this one cuts the block
+                fronted.add(plan[1].regex)
+                ahead = _raw_lines(plan, parser, tag, fmt.name, write_file(front, tmp_dir, ".log"), 1)
+                ahead.clean, ahead.last, ahead.front = clean(front), False, True
+                yield TextBlock(ahead, [], [(0, number, label)], name_files=name_files, numbered=True,
+                                bytes_read=done_bytes)  # fmt: skip
+            for cut in raw_blocks(source, raw_bytes, FIRST_BLOCK_BYTES, paced):
+                stats = _raw_lines(plan, parser, tag, fmt.name, write_file(cut.pieces, tmp_dir, ".log"), cut.first)
+                stats.whole_in_python = any(b"\r" in piece for piece in cut.pieces)
+                stats.clean, stats.last = all(map(clean, cut.pieces)), cut.last
+                # counted once handed on, beside DuckDB's statement (textodd checks the odd lines by it)
+                stats.lines_total = cut.count
                 yield TextBlock(stats, [], [(0, number, label)], name_files=name_files, numbered=True,
                                 bytes_read=done_bytes + inp.position())  # fmt: skip
             done_bytes += inp.position()
             block = TextBlock(None, [], name_files=name_files)
             continue
         block.files.append((len(block.lines), number, label))
-        parsed = parser.read(_Joined(head.removeprefix(BOM), inp))
+        parsed = parser.read(Joined(head.removeprefix(BOM), inp))
         paced = pace if inp.is_stream else None
         # a stream's parsed lines are cut every few seconds too, while it pauses or not
         items: Iterator[Item | None] = sharing_gil(parsed if paced is None else _timed(parsed, *paced))
@@ -233,6 +254,15 @@ def text_blocks(
     yield _sealed(block, buf, tmp_dir, done_bytes)
 
 
+def _raw_lines(
+    plan: tuple[Compiled, SqlPlan], parser: TextFormat, tag: str | None, fmt: str, path: str, first: int
+) -> RawLines:
+    """A block of lines DuckDB parses with ``plan``, in the file ``path``, from line ``first``."""
+    stats = RawLines(0, False, path, first_line=first, plan=plan[1])
+    stats.compiled, stats.file_time, stats.tag, stats.fmt = plan[0], parser.options.file_time, tag, fmt
+    return stats
+
+
 def _timed(items: Iterator[Item], every: float, stop: threading.Event) -> Iterator[Item | None]:
     """``items`` (a parser reading a stream) pulled by a daemon thread, with None whenever
     nothing came for ``every`` seconds, so the caller can cut a block while the stream
@@ -262,64 +292,6 @@ def _timed(items: Iterator[Item], every: float, stop: threading.Event) -> Iterat
         if isinstance(got, BaseException):
             raise got
         yield got
-
-
-def _raw_blocks(source: _Joined, most: int, pace: Pace | None) -> Iterator[tuple[bytes, int, bool]]:
-    """Blocks of whole lines for DuckDB, ``most`` bytes each, with their first line's number and
-    whether they end the input; for a stream (``pace``), what arrived every ``pace[0]`` seconds
-    (``streams.paced_buffers``), each committed at once (so each counts as the last)."""
-    if pace is None:
-        return _cut_blocks(source, most)
-    stream = cast(BinaryIO, source)  # paced_buffers only calls read()
-    return ((bytes(buf[:end]), line, True) for buf, end, line in paced_buffers(stream, most, *pace))
-
-
-def _cut_blocks(source: _Joined, most: int) -> Iterator[tuple[bytes, int, bool]]:
-    """Blocks of whole lines of ``most`` bytes or a little more (read ``FIRST_BLOCK_BYTES`` at
-    a time, one read ahead to know the last), with their first line's number. A block's
-    newlines are counted after it is handed on, and only when another block follows: a file
-    of one block is never counted (25 ms per 25 MB, while DuckDB waits for the block)."""
-    step = min(FIRST_BLOCK_BYTES, most)
-    parts: list[bytes] = []
-    size, line = 0, 1
-    data = source.read(step)
-    while data:
-        parts.append(data)
-        size += len(data)
-        data = source.read(step)
-        if size < most and data:
-            continue
-        block = b"".join(parts)
-        cut = len(block) if not data else block.rfind(b"\n") + 1
-        if cut == 0:  # no line has ended yet: read on
-            parts, size = [block], len(block)
-            continue
-        parts, size = ([block[cut:]], len(block) - cut) if cut < len(block) else ([], 0)
-        last = not data and not parts
-        yield (block if cut == len(block) else block[:cut]), line, last
-        if not last:
-            line += block.count(b"\n", 0, cut)
-
-
-def _growing(
-    pieces: Iterator[tuple[bytes, int]], most: int, first: int, step: int = 2
-) -> Iterator[tuple[bytes, int, bool]]:
-    """Pieces of whole lines joined into blocks of ``first``, ``first * step``, ... bytes up to
-    ``most``, each with its first line's number and whether it is the last (known by reading
-    one piece ahead)."""
-    parts: list[bytes] = []
-    size, number, limit = 0, 1, min(first, most)
-    ahead = next(pieces, None)
-    while ahead is not None:
-        piece, line = ahead
-        if not parts:
-            number = line
-        parts.append(piece)
-        size += len(piece)
-        ahead = next(pieces, None)
-        if size >= limit or ahead is None:
-            yield b"".join(parts), number, ahead is None
-            parts, size, limit = [], 0, min(limit * step, most)
 
 
 def sql_reading(parser: TextFormat, head: bytes) -> tuple[Compiled, SqlPlan] | None:
@@ -362,20 +334,6 @@ def _sealed(block: TextBlock, buf: bytearray, tmp_dir: str, bytes_read: int) -> 
 
 def named(reason: str, label: str | None) -> str:
     return f"{label}: {reason}" if label else reason
-
-
-class _Joined:
-    """The bytes already read from an input's front, then the rest of its stream."""
-
-    def __init__(self, head: bytes, inp: Input) -> None:
-        self.head = head
-        self.inp = inp
-
-    def read(self, n: int) -> bytes:
-        if self.head:
-            data, self.head = self.head, b""
-            return data
-        return self.inp.stream.read(n)
 
 
 def open_files(names: list[str]) -> Iterator[tuple[Input, bytes]]:

@@ -5,10 +5,10 @@ file (``RawLines``); ``TextLinesReader`` reads the file with ``read_csv`` as one
 column, splits the lines with the plan's regex and converts the values: one statement
 per block (``_one_pass``) without line numbers, so DuckDB runs it on every thread: a
 checked insert into the store of the lines the SQL reads, while the texts of the others
-reach ``odd_line``; those lines are then found and numbered in the block (``odd_lines``)
-and parsed by the format's Python parser (staged as JSON lines, committed once after the
-input's last block), so every line gives the event or the reject it gave before, with its
-line number. Before a plan's first block, its front tells which new fields to add
+reach ``odd_line``; those are parsed by the format's Python parser (staged as JSON lines,
+committed once after the input's last block) and numbered in the block only when one is
+rejected (``textodd``), so every line gives the event or the reject it gave before, with
+its line number. Before a plan's first block, its front tells which new fields to add
 (``textprobe``). Blocks whose fields have other types in the catalog go through a numbered
 temp table (``_two_passes``). A block DuckDB cannot read as text (invalid UTF-8, a stray
 control byte, ``\\r`` line ends) is parsed in Python whole. Slow logs: ``textslow``.
@@ -19,23 +19,25 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import duckdb
+from duckdb.func import SPECIAL
 
 from rootsift.ingest import convert
 from rootsift.ingest.formats.access_common import Compiled
 from rootsift.ingest.formats.access_sql import NO_BACKSLASH, PRINTABLE, SqlPlan
-from rootsift.ingest.formats.base import TIME_KEY, Item, numbered_lines
-from rootsift.ingest.jsonl import BlockStats, JsonLinesReader
-from rootsift.ingest.rejects import Reject
+from rootsift.ingest.formats.base import TIME_KEY, numbered_lines
+from rootsift.ingest.jsonl import BlockStats
 from rootsift.ingest.staging import LINE_KEY, Staged
 from rootsift.ingest.textlines import LINES, numbered, odd_lines
-from rootsift.ingest.textprobe import read_front
+from rootsift.ingest.textodd import LineCount, in_text_order, renumbered
+from rootsift.ingest.textprobe import Front, read_front
 from rootsift.ingest.textslow import SlowLines, stage_slow
+from rootsift.ingest.textstage import TextStager
 from rootsift.ingest.timefield import TimeSpec
 from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal
@@ -58,6 +60,10 @@ class RawLines(BlockStats):
     """The block is ASCII without the control bytes on which RE2 and Python's ``re`` differ."""
     whole_in_python: bool = False
     """Set when the block cannot be read as text by DuckDB the way Python reads it (``\\r``)."""
+    front: bool = False
+    """Not a block but the front of the plan's first block, probed while the block is cut (``prepare``)."""
+    lines_total: LineCount | None = None
+    """The block's number of lines, told by the reader thread once it has handed the block on."""
     last: bool = True
     """The input's last block, or a stream's (each committed at once). Before it, the rows of
     the odd lines wait (``DEFER_ROWS``): the input's blocks go into pending segments, visible
@@ -71,19 +77,19 @@ before a big one, which made the segment's checkpoint rewrite its row groups (0.
 1M lines); this many rows are a big transaction themselves (DuckDB's row group is 122,880)."""
 
 
-class TextLinesReader(JsonLinesReader):
+class TextLinesReader(TextStager):
     """The JSON-lines reader, which also stages ``RawLines`` blocks (see the module)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._odd: set[str | None] | None = None
-        """Where ``odd_line`` puts the texts of the odd lines of the statement running now."""
+        self._odd: list[str | None] | None = None
+        """Where ``odd_line`` puts the text of each odd line of the statement running now."""
         self._odd_name: str | None = None
         self._settled: set[str] = set()
         """The plans (by regex) whose new fields were decided by a first block."""
         self._types: dict[str, list[tuple[str, str]]] = {}
-        self._deferred: list[Staged] = []
-        """The staged rows of odd lines kept back until the input's last block (``DEFER_ROWS``)."""
+        self._fronts: dict[str, tuple[bool, Front]] = {}
+        """The front of a plan's first block probed before it (``_prepare``), with its ``clean``."""
 
     def stage(self, block: bytes | None, first_line: int, stats: Any = None) -> Staged:
         if isinstance(stats, SlowLines):
@@ -96,9 +102,25 @@ class TextLinesReader(JsonLinesReader):
             return super().stage(block, first_line, stats)
         assert stats.path is not None
         try:
+            if stats.front:
+                self._prepare(stats, stats.path)
+                return Staged("", 0, (None, None), [], committed=True)
             return self._stage_raw(stats, stats.path)
         finally:
             os.unlink(stats.path)
+
+    def _prepare(self, raw: RawLines, path: str) -> None:
+        """Probe the front of a plan's first block (``path``) before the block comes: its DuckDB
+        part, which ``_front`` then takes when the block's ``clean`` is the front's."""
+        plan = raw.plan
+        assert plan is not None
+        if plan.regex in self._settled:
+            return
+        try:
+            self._plan_types(plan, raw, path)
+            self._fronts[plan.regex] = (raw.clean, self._read_front(raw, plan, path))
+        except duckdb.InvalidInputException:
+            pass  # not text as DuckDB reads it: the block's own statement finds out
 
     def _stage_raw(self, raw: RawLines, path: str) -> Staged:
         staged = self._parsed(raw, path)
@@ -112,41 +134,49 @@ class TextLinesReader(JsonLinesReader):
         if raw.whole_in_python:
             return self._in_python(raw, self._all_lines(raw, path))
         odd: list[tuple[int, str]] = []
-        staged = self._one_pass(raw, plan, path, odd)
+        texts: list[str | None] = []
+        staged = self._one_pass(raw, plan, path, texts)
         if staged is None:
-            odd = []
+            texts = []
             try:
                 staged = self._two_passes(raw, plan, path, odd)
             except duckdb.InvalidInputException:
                 # not text as DuckDB reads it (invalid UTF-8, a \x01, a line over its limit);
                 # any other error is a bug to show, not to hide behind the slower path
                 return self._in_python(raw, self._all_lines(raw, path))
+        if texts:
+            return self._with_rest(staged, self._odd_rest(raw, path, texts, staged.rows))
         if not odd:
             return staged
         return self._with_rest(staged, self._in_python(raw, sorted(odd)))
 
-    def _with_rest(self, staged: Staged, rest: Staged) -> Staged:
-        """``staged`` and ``rest`` (the rows the Python parser gave for the same block) together."""
-        if staged.committed:
-            # the rest waits for the input's last block (``_flush``)
-            staged.rejects = sorted(staged.rejects + rest.rejects, key=lambda r: r.line)
-            staged.new_fields += rest.new_fields
-            if rest.rows and self.writer is not None:
-                self._deferred.append(rest)
-            else:
-                self.cur.execute(f"DROP TABLE IF EXISTS {rest.table}")
-            return staged
-        try:
-            return self._absorbed(staged, rest)
-        finally:
+    def _odd_rest(self, raw: RawLines, path: str, texts: list[str | None], inserted: int) -> Staged:
+        """The Python parser's rows and rejects for the block's odd lines, one per text in
+        ``texts``: parsed in text order, numbered in the block only for their rejects
+        (``textodd``), or all of them when the statement's ``inserted`` rows and the texts do
+        not add up to the block's lines."""
+        counted = raw.lines_total.lines() if raw.lines_total is not None else None
+        order = in_text_order(texts)
+        if counted == inserted + len(texts):
+            rest = self._in_python(raw, list(enumerate(order, 1)))
+            if not rest.rejects:
+                return rest
+            rejects = renumbered(rest.rejects, order, lambda wanted: self._found(raw, path, wanted))
+            if rejects is not None:
+                rest.rejects = rejects
+                return rest
             self.cur.execute(f"DROP TABLE IF EXISTS {rest.table}")
+        return self._in_python(raw, self._found(raw, path, set(order)))
 
-    def _flush(self) -> None:
-        """Queue the odd lines' rows kept back on the writer (committed after this block)."""
-        deferred, self._deferred = self._deferred, []
-        for rest in deferred:
-            assert self.writer is not None  # only deferred with a writer
-            self.writer.append(rest.table, rest.new_fields, rest.rows, rest.span)
+    def _found(self, raw: RawLines, path: str, texts: set[str]) -> list[tuple[int, str]]:
+        """The lines of the block whose text is one of ``texts`` ("": an empty line), numbered,
+        in file order."""
+        found = odd_lines(path, raw.first_line, set(texts))
+        missing = texts - {""} - {line for _, line in found}
+        if missing:
+            # not found as DuckDB read it (never seen): numbered by DuckDB instead, in order
+            found += self._numbered(raw, path, missing)
+        return sorted(found)
 
     def _split(self, raw: RawLines, plan: SqlPlan, path: str, number: bool = True) -> str:
         """SQL: every line of the block (``n``, numbered in the log, when ``number``; ``line``),
@@ -162,9 +192,10 @@ class TextLinesReader(JsonLinesReader):
         select = f"SELECT line, {columns}, {ok} AS ok FROM ({split})"
         return numbered(select, raw.first_line) if number else select
 
-    def _one_pass(self, raw: RawLines, plan: SqlPlan, path: str, odd: list[tuple[int, str]]) -> Staged | None:
+    def _one_pass(self, raw: RawLines, plan: SqlPlan, path: str, odd: list[str | None]) -> Staged | None:
         """The block in one statement: split, convert and insert into the store (checked,
-        committed) the lines the SQL reads, while ``odd_line`` hands the others to ``odd``.
+        committed) the lines the SQL reads, while ``odd_line`` hands the text of each of the
+        others to ``odd`` (not in order: ``_odd_rest`` numbers them).
 
         Only the fields the catalog has are inserted, with its types, and in the plan's first
         block the new ones that have a value at its front (``_front``, ``textprobe``):
@@ -202,8 +233,7 @@ class TextLinesReader(JsonLinesReader):
 
         if self.time is None:
             self.time = TimeSpec(TIME_KEY, "rfc3339")
-        texts: set[str | None] = set()
-        self._odd = texts
+        self._odd = odd
         try:
             verified = self.writer.write_checked(
                 f"{select} FROM {source} WHERE keep OR {self._odd_line()}(line, keep)",
@@ -218,13 +248,6 @@ class TextLinesReader(JsonLinesReader):
                 del self.fields[info.name]
             return None
         self._settled.add(plan.regex)
-        if texts:
-            found = odd_lines(path, raw.first_line, texts)
-            missing = {text for text in texts if text is not None} - {line for _, line in found}
-            if missing:
-                # not found as DuckDB read it (never seen): numbered by DuckDB instead, in order
-                found += self._numbered(raw, path, missing)
-            odd += found
         return self._done(Staged("", verified.rows, verified.span, added + extra, committed=True))
 
     def _front(self, raw: RawLines, plan: SqlPlan, path: str) -> tuple[set[str], list[FieldInfo]]:
@@ -232,10 +255,9 @@ class TextLinesReader(JsonLinesReader):
         the Python parser gives, to the odd lines there (``textprobe``; in the catalog from now
         on, with the types it gave them)."""
         known = set(self.fields)
-        front = read_front(
-            self.cur, path, self.tmp_dir, [name for name, _ in plan.columns],
-            lambda probe: self._split(raw, plan, probe, number=False),
-        )  # fmt: skip
+        clean, front = self._fronts.pop(plan.regex, (raw.clean, None))
+        if front is None or clean != raw.clean:
+            front = self._read_front(raw, plan, path)
         if front.odd:
             rest = self._in_python(raw, [(raw.first_line, text) for text in front.odd])
             self.cur.execute(f"DROP TABLE IF EXISTS {rest.table}")  # its lines are parsed again with the block
@@ -247,6 +269,12 @@ class TextLinesReader(JsonLinesReader):
             else:
                 extra.append(self.fields[name])
         return front.valued, extra
+
+    def _read_front(self, raw: RawLines, plan: SqlPlan, path: str) -> Front:
+        columns = [name for name, _ in plan.columns]
+        return read_front(
+            self.cur, path, self.tmp_dir, columns, lambda probe: self._split(raw, plan, probe, number=False)
+        )
 
     def _numbered(self, raw: RawLines, path: str, texts: set[str]) -> list[tuple[int, str]]:
         """The lines of the block whose text (as DuckDB reads it) is one of ``texts``, numbered
@@ -262,16 +290,20 @@ class TextLinesReader(JsonLinesReader):
     def _odd_line(self) -> str:
         """The name of this cursor's ``odd_line(line, keep)``: false, and the line's text kept
         for Python when ``keep`` is false. It runs only where ``keep`` is false (``keep OR ...``),
-        on any of DuckDB's threads, in any order: the lines are numbered afterwards (``odd_lines``)."""
+        on any of DuckDB's threads, in any order: the lines are numbered afterwards when needed
+        (``_odd_rest``), and that it ran once per line is checked there."""
         if self._odd_name is None:
             self._odd_name = f"rootsift_odd_line_{id(self):x}"
 
             def odd_line(line: str | None, keep: bool) -> bool:
                 if not keep and self._odd is not None:
-                    self._odd.add(line)  # set.add is atomic: DuckDB's threads may call it
+                    self._odd.append(line)  # list.append is atomic: DuckDB's threads may call it
                 return False
 
-            self.cur.create_function(self._odd_name, odd_line, ["VARCHAR", "BOOLEAN"], "BOOLEAN", side_effects=True)
+            # called for NULL too (an empty line): every line the statement does not insert is counted
+            self.cur.create_function(
+                self._odd_name, odd_line, ["VARCHAR", "BOOLEAN"], "BOOLEAN", null_handling=SPECIAL, side_effects=True
+            )
         return self._odd_name
 
     def _plan_types(self, plan: SqlPlan, raw: RawLines, path: str) -> list[tuple[str, str]]:
@@ -305,64 +337,6 @@ class TextLinesReader(JsonLinesReader):
         finally:
             self.cur.execute(f"DROP TABLE IF EXISTS {table}")
 
-    def _written(self, table: str, columns: list[str], source: str | None = None) -> Staged | None:
-        """The ``columns`` of the rows of ``table`` where ``ok`` (events DuckDB read), inserted
-        into the store in one checked statement (committed), when every column has its catalog
-        type already or is new; None otherwise (or when there is no writer), and
-        ``_stage_relation`` converts them instead. ``source``, a relation with the columns of
-        ``table`` and more, is what is inserted when given; a column only it has is never all NULL."""
-        if self.writer is None or (self.time_field, self.time_format) != (TIME_KEY, "rfc3339"):
-            return None
-        source = source or table
-        types = {r[0]: r[1] for r in self.cur.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-        leaves = [([name], convert.storage_type(types[name])) for name in columns if name != TIME_KEY]
-        names = self._names(leaves)
-        if any(n in self.fields and self.fields[n].type != t for (_, t), n in zip(leaves, names)):
-            return None
-        have = {r[0] for r in self.cur.execute(f"DESCRIBE {table}").fetchall()}
-        counted = [p[0] for p, _ in leaves if p[0] in have]
-        row = self.cur.execute(
-            "SELECT " + ", ".join([f"count({ident(c)})" for c in counted] or ["0"]) + f" FROM {table} WHERE ok"
-        ).fetchone()
-        counts = dict(zip(counted, row or ()))
-        kept = [(p, t, n) for (p, t), n in zip(leaves, names) if counts.get(p[0], 1) or n in self.fields]
-        ts = ident(TIME_COLUMN)
-        select = f"SELECT CAST({ident(TIME_KEY)} AS TIMESTAMP) AS {ts}" + "".join(
-            f", CAST({ident(p[0])} AS {t}) AS {ident(n)}" for p, t, n in kept
-        )
-        new = [FieldInfo(n, t, p) for p, t, n in kept if n not in self.fields]
-
-        def verify(rel: str) -> Verified | None:
-            row = self.cur.execute(f"SELECT count(*), min({ts}), max({ts}) FROM {rel} AS r").fetchone()
-            return Verified(int(row[0]), (row[1], row[2])) if row else None
-
-        if self.time is None:
-            self.time = TimeSpec(TIME_KEY, "rfc3339")
-        verified = self.writer.write_checked(
-            f"{select} FROM {source} WHERE ok", {TIME_COLUMN: "TIMESTAMP", **{n: t for _, t, n in kept}}, new, verify
-        )
-        if verified is None:
-            return None
-        return self._done(Staged("", verified.rows, verified.span, new, committed=True))
-
-    def _absorbed(self, staged: Staged, rest: Staged) -> Staged:
-        """``staged`` with the (few) rows of ``rest`` added: its columns first, then its rows by name."""
-        staged.rejects = sorted(staged.rejects + rest.rejects, key=lambda r: r.line)
-        if not rest.rows:
-            return staged
-        have = {name for name, *_ in self.cur.execute(f"DESCRIBE {staged.table}").fetchall()}
-        for name, kind, *_ in self.cur.execute(f"DESCRIBE {rest.table}").fetchall():
-            if name not in have:
-                self.cur.execute(f"ALTER TABLE {staged.table} ADD COLUMN {ident(name)} {kind}")
-        self.cur.execute(f"INSERT INTO {staged.table} BY NAME SELECT * FROM {rest.table}")
-        known = {f.name for f in staged.new_fields}
-        staged.new_fields += [f for f in rest.new_fields if f.name not in known]
-        staged.rows += rest.rows
-        lo = min((t for t in (staged.span[0], rest.span[0]) if t is not None), default=None)
-        hi = max((t for t in (staged.span[1], rest.span[1]) if t is not None), default=None)
-        staged.span = (lo, hi)
-        return staged
-
     def _all_lines(self, raw: RawLines, path: str) -> list[tuple[int, str]]:
         with open(path, "rb") as fh:
             return [(n + raw.first_line - 1, line) for n, line in numbered_lines(io.BytesIO(fh.read()))]
@@ -371,25 +345,3 @@ class TextLinesReader(JsonLinesReader):
         """Parse ``lines`` with the format's Python parser and stage its events as JSON lines."""
         assert raw.compiled is not None and raw.file_time is not None
         return self.staged_items(raw.compiled.parse(lines, raw.file_time), raw.tag, raw.fmt)
-
-    def staged_items(self, items: Iterable[Item], tag: str | None, fmt: str) -> Staged:
-        """A parser's events (staged as JSON lines) and rejects (``tag``: the file's name for them)."""
-        from rootsift.ingest.textrun import dumped, named  # textrun imports this module
-
-        rejects: list[Reject] = []
-        out: list[bytes] = []
-        for item in items:
-            if isinstance(item, Reject):
-                rejects.append(Reject(item.line, named(item.reason, tag), item.text))
-                continue
-            number, event = item
-            data = dumped(event, fmt)
-            if isinstance(data, str):
-                rejects.append(Reject(number, named(data, tag), ""))
-                continue
-            inner = data[1:].rstrip(b"\n")
-            sep = b"" if inner.startswith(b"}") else b","
-            out.append(b'{"' + LINE_KEY.encode() + b'":' + str(number).encode() + sep + inner)
-        staged = self._exact_lines(out, rejects)
-        staged.rejects = sorted(rejects + staged.rejects, key=lambda r: r.line)
-        return staged
