@@ -109,11 +109,8 @@ class Applier:
         self._claimed: set[Path] = set()
         self._converting = False
         self._ingesting = False
-        self._caught_up = False
-        """The last look found no sealed log left to convert (with ``_moved_at``: a move need
-        not wait for more)."""
-        self._moved_at = 0.0
-        """When the last move ended (``time.monotonic``)."""
+        self._caught_up = False  # the last look found no sealed log left to convert
+        self._moved_at = 0.0  # when the last move ended (time.monotonic)
         self._converted_all = False
         self._ingest_gone = False  # stopped while the store refused: nothing more is taken
         self._stop = threading.Event()
@@ -318,12 +315,10 @@ class Applier:
                 self._cond.notify_all()
 
     def _movable(self) -> bool:
-        """Whether the open generation is to be ingested now (under ``_cond``): it has files and
-        no conversion into it is running, and it holds ``MOVE_EVENTS`` or is full; or nothing
-        more is to come soon (a stop, a recovered generation, or the conversion caught up
-        with the log and the store idle for ``every`` seconds: a light load); or its first
-        events have waited ``MOVE_WAIT`` seconds. Under load, then, moves are large (and at
-        most one every ``every`` seconds while the conversion keeps up)."""
+        """Whether to ingest the open generation now (under ``_cond``): no conversion into it
+        runs, and it holds ``MOVE_EVENTS`` or is full, or more is not worth waiting for (a
+        stop, a recovered generation, a light load: the conversion caught up with the log and
+        the store rested ``every`` s), or its first events waited ``MOVE_WAIT`` s."""
         gen = self._open
         if not gen.files or self._converting:
             return False
