@@ -4,15 +4,16 @@ and with one DuckDB worker thread or its default (bench/README.md, "serve").
     .venv/bin/python bench/serve_stages.py                 # 470k spans, 3 rounds
     .venv/bin/python bench/serve_stages.py --spans 940000 --rounds 5
 
-The spans of ``bench/serve.py`` are logged and converted as the server does
-(``convert.convert_files``) before the clock starts. Then, alternating, medians of CPU
+The spans of ``bench/serve.py`` are logged and converted as the server does (8 MiB log
+files, ``convert.convert_files`` on each) before the clock starts. Then, alternating, medians of CPU
 seconds (user + system, every thread):
 
 - DuckDB alone: the table inserted into one database file in moves of each size, the
   file detached (checkpointed) and attached again after each, as the server releases
   the store's files after each move;
-- ``Backend.ingest_arrow`` in moves of 235k, a release after each, with DuckDB's
-  default threads and with ``INGEST_THREADS`` (what the server does).
+- ``Backend.ingest_arrow``, a release after each move: in moves of 47k (what the server
+  moved before) and of 235k, with ``INGEST_THREADS`` (what the server does) and, for
+  235k, DuckDB's default threads.
 """
 
 from __future__ import annotations
@@ -34,18 +35,30 @@ def cpu() -> float:
 
 
 def converted(spans: int, work: Path) -> Any:
+    """The spans as the server's ingest gets them: logged in 8 MiB files, each converted on
+    its own (one Arrow file, one chunk of the table, per conversion)."""
     import pyarrow as pa
     import pyarrow.ipc
 
+    from rootsift.server.applier import BATCH_BYTES
     from rootsift.server.convert import ARROW, convert_files
     from rootsift.server.wal import OTLP_TRACES, encode
     from serve import make_requests
 
-    log, out = work / "00000001.log", work / "out"
+    out = work / "out"
     out.mkdir()
-    log.write_bytes(b"".join(encode("traces", body, OTLP_TRACES) for body in make_requests(spans, 1000)))
-    path = convert_files([log], out)[ARROW + "traces"].path
-    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    logs: list[bytearray] = [bytearray()]
+    for body in make_requests(spans, 1000):
+        if len(logs[-1]) >= BATCH_BYTES:
+            logs.append(bytearray())
+        logs[-1] += encode("traces", body, OTLP_TRACES)
+    tables = []
+    for i, data in enumerate(logs, 1):
+        log = work / f"{i:08d}.log"
+        log.write_bytes(data)
+        path = convert_files([log], out)[ARROW + "traces"].path
+        tables.append(pa.ipc.open_file(pa.memory_map(str(path))).read_all())
+    return pa.concat_tables(tables)
 
 
 def duckdb_alone(table: Any, move: int, work: Path) -> float:
@@ -68,7 +81,7 @@ def duckdb_alone(table: Any, move: int, work: Path) -> float:
     return spent
 
 
-def through_the_store(table: Any, threads: int | None, work: Path) -> float:
+def through_the_store(table: Any, threads: int | None, work: Path, move: int = 235_000) -> float:
     from rootsift import Rootsift
     from rootsift.store import arrow_ingest
 
@@ -78,8 +91,8 @@ def through_the_store(table: Any, threads: int | None, work: Path) -> float:
     rs.backend.ingest_arrow("traces", table.slice(0, 1000))
     rs.backend.release("traces")
     start = cpu()
-    for lo in range(0, table.num_rows, 235_000):
-        rs.backend.ingest_arrow("traces", table.slice(lo, 235_000))
+    for lo in range(0, table.num_rows, move):
+        rs.backend.ingest_arrow("traces", table.slice(lo, move))
         rs.backend.release("traces")
     spent = cpu() - start
     rs.close()
@@ -97,20 +110,25 @@ def main() -> None:
         work = Path(tmp)
         table = converted(args.spans, work)
         alone: dict[int, list[float]] = {m: [] for m in moves}
-        store: dict[str, list[float]] = {"default": [], "one": []}
+        store: dict[str, list[float]] = {"default": [], "one": [], "small": []}
         for r in range(args.rounds):
             for m in moves if r % 2 == 0 else moves[::-1]:
                 alone[m].append(duckdb_alone(table, m, work))
-            for name in ("default", "one") if r % 2 == 0 else ("one", "default"):
-                store[name].append(through_the_store(table, None if name == "default" else 1, work))
+            for name in ("default", "one", "small") if r % 2 == 0 else ("small", "one", "default"):
+                move = 47_000 if name == "small" else 235_000
+                store[name].append(through_the_store(table, None if name == "default" else 1, work, move))
     n = table.num_rows
     print(f"{n:,} spans, {args.rounds} rounds, medians of CPU seconds")
     for m in moves:
         spent = statistics.median(alone[m])
         print(f"  DuckDB alone, moves of {m:>7,}: {spent:6.3f} s  {spent / n * 1e6:5.2f} µs a span")
-    for name, label in (("default", "DuckDB's default threads"), ("one", "one thread (the server)")):
+    for name, label in (
+        ("small", "moves of  47,000, one thread (an 8 MiB log file a move: the server before)"),
+        ("default", "moves of 235,000, DuckDB's default threads"),
+        ("one", "moves of 235,000, one thread (the server)"),
+    ):
         spent = statistics.median(store[name])
-        print(f"  ingest_arrow, moves of 235,000, {label}: {spent:6.3f} s  {spent / n * 1e6:5.2f} µs a span")
+        print(f"  ingest_arrow, {label}: {spent:6.3f} s  {spent / n * 1e6:5.2f} µs a span")
 
 
 if __name__ == "__main__":
