@@ -1,5 +1,5 @@
 """When the applier moves the write-ahead log into the store: large moves under load (small
-ones cost the store 2-3x the CPU a row), at once under a light load (applier.py)."""
+ones cost the store about 2x the CPU a row), at once under a light load (applier.py)."""
 
 from __future__ import annotations
 

@@ -49,8 +49,8 @@ MOVE_EVENTS = 2 * 122_880
 """Under load a move waits for this many events (two of DuckDB's row groups): rows that do
 not fill a row group go through DuckDB's own log and are compressed when the files are
 released after the move, and again when the next move adds to their row group, so small
-moves cost the store 2-3x the CPU a row of large ones do (≈ 5.5 µs a span at 47k spans a
-move, ≈ 2.4 µs at 245k: bench/README.md, "serve")."""
+moves cost the store about 2x the CPU a row of large ones do (≈ 4.8 µs a span at 47k spans
+a move, ≈ 2.5 µs at 235k: bench/serve_stages.py)."""
 MOVE_WAIT = 2.0
 """Seconds a converted event waits at most for a move under load (``MOVE_EVENTS``)."""
 BATCH_BYTES = 8 << 20

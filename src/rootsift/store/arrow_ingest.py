@@ -41,7 +41,7 @@ JSON_TEXT = b"rootsift.json_text"
 SAMPLE_ROWS = 2048
 """Values of a new text field checked for what the JSON reader would detect (its sample)."""
 INGEST_THREADS = 1
-"""DuckDB's worker threads while the rows are written: one writes them with 15-25 % less CPU
+"""DuckDB's worker threads while the rows are written: one writes them with 7-16 % less CPU
 than two (measured on 2 cores: the same rows, compressed by one thread, without the
 workers' hand-offs), and the server that calls this converts its next batch on the other
 core meanwhile (bench/README.md, "serve")."""
