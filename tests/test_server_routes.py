@@ -4,6 +4,7 @@ JSON lines posted to ``/1/batch/<dataset>``, as a script sends them."""
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,6 +49,19 @@ def test_every_route_is_in_the_openapi_document_and_docs(tmp_path: Path) -> None
         written = re.sub(r"\{(\w+)\}", r"<\1>", path)
         assert re.search(re.escape(written) + r"(?![\w/<])", doc), f"docs/server.md does not name {written}"
     assert "/api/<command>" in doc
+
+
+def test_serve_says_whether_requests_need_a_key(tmp_path: Path) -> None:
+    from rootsift.server.keys import create
+
+    data = tmp_path / "data"
+    for expected in ("no keys: requests are not checked, so it listens on this machine only", "1 key(s)"):
+        s = start(data)
+        s.proc.send_signal(signal.SIGTERM)
+        _, err = s.proc.communicate(timeout=60)
+        said = " ".join(err.decode().split())  # the console wraps long lines
+        assert s.proc.returncode == 0 and expected in said, said
+        create(data, dataset="shop", scope="ingest")
 
 
 def test_json_lines_posted_to_the_batch_route(server: Server) -> None:
