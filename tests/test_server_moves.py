@@ -3,6 +3,7 @@ ones cost the store about 2x the CPU a row), at once under a light load (applier
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from pathlib import Path
@@ -24,10 +25,14 @@ def test_a_move_under_load_waits_until_it_is_large_and_not_under_a_light_load(tm
         gen.events, gen.since = 1000, now + 3600  # converted "just now", whatever the clock does here
         applier._moved_at = now  # the store has just moved: it is busy
         assert not applier._movable()  # small, and more is being converted
+        asyncio.run(wal.append("shop", b'{"n": 1}\n'))  # a request arrived since
         applier._caught_up = True
-        assert not applier._movable()  # caught up with the log, but the store rested less than `every`
+        assert not applier._movable()  # caught up with the log, but more came and the store is busy
+        gen.log_bytes = wal.backlog_bytes
+        assert applier._movable()  # a burst's end: the log holds nothing more
+        gen.log_bytes = 0
         applier._moved_at = now - 7200
-        assert applier._movable()  # a light load: nothing to wait for
+        assert applier._movable()  # a light load: the store rested
         applier._caught_up = False
         gen.events = MOVE_EVENTS
         assert applier._movable()  # two row groups

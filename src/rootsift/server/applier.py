@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from rootsift.errors import RootsiftError
 from rootsift.server.convert import ARROW, Converted, Converter, Poison
-from rootsift.server.wal import Wal
+from rootsift.server.wal import Wal, write_synced
 from rootsift.store.base import Backend
 
 if TYPE_CHECKING:
@@ -78,6 +78,8 @@ class Generation:
     """Bytes of JSON lines and Arrow files converted into it."""
     events: int = 0
     """Events converted into it."""
+    log_bytes: int = 0
+    """Bytes of the log files converted into it."""
     since: float = 0.0
     """When its first conversion ended (``time.monotonic``)."""
 
@@ -109,6 +111,7 @@ class Applier:
         self._claimed: set[Path] = set()
         self._converting = False
         self._ingesting = False
+        self._ingesting_bytes = 0  # the log bytes of the generation being ingested
         self._caught_up = False  # the last look found no sealed log left to convert
         self._moved_at = 0.0  # when the last move ended (time.monotonic)
         self._converted_all = False
@@ -220,6 +223,7 @@ class Applier:
             self._converting = True
             self._caught_up = False
         sizes = {d: out.path.stat().st_size for d, out in gen.outputs.items()}
+        log_bytes = sum(path.stat().st_size for path in files)
         kept = {c.path for parts in gen.arrows.values() for c in parts}
         try:
             converted = self.converter.convert(files, gen.directory, arrow=self._arrow)
@@ -254,6 +258,7 @@ class Applier:
                     c.path.stat().st_size for parts in gen.arrows.values() for c in parts
                 )
                 gen.events += sum(out.lines for out in converted.values())
+                gen.log_bytes += log_bytes
                 gen.since = gen.since or time.monotonic()
             self._cond.notify_all()
         return converted is not None
@@ -293,7 +298,7 @@ class Applier:
                         return
                     continue
                 gen, self._open = self._open, self._generation()
-                self._ingesting = True
+                self._ingesting, self._ingesting_bytes = True, gen.log_bytes
                 self._cond.notify_all()
             while not self._ingest(gen):
                 if self._stop.is_set():  # the store refuses: the log stays for the next start
@@ -317,17 +322,19 @@ class Applier:
     def _movable(self) -> bool:
         """Whether to ingest the open generation now (under ``_cond``): no conversion into it
         runs, and it holds ``MOVE_EVENTS`` or is full, or more is not worth waiting for (a
-        stop, a recovered generation, a light load: the conversion caught up with the log and
-        the store rested ``every`` s), or its first events waited ``MOVE_WAIT`` s."""
+        stop, a recovered generation; the conversion caught up with the log and nothing
+        arrived since, or the store rested ``every`` s: a light load, a burst's end), or its
+        first events waited ``MOVE_WAIT`` s."""
         gen = self._open
         if not gen.files or self._converting:
             return False
-        now = time.monotonic()
+        now, moving = time.monotonic(), self._ingesting_bytes if self._ingesting else 0
+        nothing_new = self.wal.backlog_bytes <= gen.log_bytes + moving  # the log holds no more
         return (
             gen.events >= MOVE_EVENTS
             or gen.size >= GENERATION_BYTES
             or gen.closed
-            or (self._caught_up and now - self._moved_at >= self.every)
+            or (self._caught_up and (now - self._moved_at >= self.every or nothing_new))
             or self._converted_all
             or self._stop.is_set()
             or now - gen.since >= MOVE_WAIT
@@ -337,7 +344,7 @@ class Applier:
         state = self.wal.directory / "apply.state"
         try:
             if not state.exists():
-                _write_synced(state, " ".join(f.name for f in gen.files) + "\n")
+                write_synced(state, (" ".join(f.name for f in gen.files) + "\n").encode())
             for part in gen.parts():
                 if part in gen.done:
                     continue
@@ -390,10 +397,3 @@ class Applier:
         summary = self.rs.ingest(lines, dataset, format="jsonl", time_field=TIME_FIELD)
         lines.unlink()
         return summary.events, summary.rejects
-
-
-def _write_synced(path: Path, text: str) -> None:
-    with path.open("w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
