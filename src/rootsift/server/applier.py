@@ -81,6 +81,8 @@ class Generation:
     """Events converted into it."""
     log_bytes: int = 0
     """Bytes of the log files converted into it."""
+    ready: bool = False
+    """The conversion stopped for the ingest to take it."""
     since: float = 0.0
     """When its first conversion ended (``time.monotonic``)."""
 
@@ -215,6 +217,8 @@ class Applier:
             while self._open.closed or self._open.size >= GENERATION_BYTES or (not self._ingesting and self._movable()):
                 if self._ingest_gone:
                     return False
+                self._open.ready = True  # decided: the ingest takes it (a light load's signs flicker)
+                self._cond.notify_all()
                 self._cond.wait()
             gen = self._open
         return self._convert(files, gen)
@@ -329,6 +333,8 @@ class Applier:
         gen = self._open
         if not gen.files or self._converting:
             return False
+        if gen.ready:
+            return True
         now, moving = time.monotonic(), self._ingesting_bytes if self._ingesting else 0
         nothing_new = self.wal.backlog_bytes <= gen.log_bytes + moving  # the log holds no more
         return (
