@@ -45,6 +45,8 @@ def test_a_move_under_load_waits_until_it_is_large_and_not_under_a_light_load(tm
         assert applier._movable()  # full
         gen.size, gen.since = 0, now - MOVE_WAIT - 1
         assert applier._movable()  # its first events waited long enough
+        gen.since, gen.ready = now + 3600, True
+        assert applier._movable()  # the conversion decided to hand it over: whatever the log does now
         applier._converting = True
         assert not applier._movable()  # never while a conversion into it runs
     finally:

@@ -75,16 +75,11 @@ class Generation:
     under its name, its Arrow files under ``ARROW + dataset``."""
     closed: bool = False
     """Nothing more is converted into it (it is the one a crash cut short)."""
-    size: int = 0
-    """Bytes of JSON lines and Arrow files converted into it."""
-    events: int = 0
-    """Events converted into it."""
-    log_bytes: int = 0
-    """Bytes of the log files converted into it."""
-    ready: bool = False
-    """The conversion stopped for the ingest to take it."""
-    since: float = 0.0
-    """When its first conversion ended (``time.monotonic``)."""
+    size: int = 0  # bytes of JSON lines and Arrow files converted into it
+    events: int = 0  # events converted into it
+    log_bytes: int = 0  # bytes of the log files converted into it
+    ready: bool = False  # the conversion stopped for the ingest to take it
+    since: float = 0.0  # when its first conversion ended (time.monotonic)
 
     def parts(self) -> list[str]:
         return [*self.outputs, *self.arrows]
