@@ -45,8 +45,7 @@ POISON_TRIES = 3
 """Conversions a record may fail (``convert.Poison``) before it is moved out of the log into
 ``DATA/.server/quarantine/`` (counted in /healthz as ``quarantined_batches``): a record the
 converter rejects every time would otherwise hold back the log behind it forever."""
-ROW_GROUP = 122_880  # rows in a DuckDB row group: when nothing arrives, one moves while the rest converts
-MOVE_EVENTS = 2 * ROW_GROUP
+MOVE_EVENTS = 2 * 122_880
 """Under load a move waits for this many events (two of DuckDB's row groups): rows that do
 not fill a row group go through DuckDB's own log and are compressed when the files are
 released after the move, and again when the next move adds to their row group, so small
@@ -323,8 +322,8 @@ class Applier:
         """Whether to ingest the open generation now (under ``_cond``): no conversion into it
         runs, and it holds ``MOVE_EVENTS`` or is full, or more is not worth waiting for (a
         stop, a recovered generation; the conversion caught up with the log and nothing
-        arrived since, or the store rested ``every`` s: a light load, a burst's end; a row
-        group while nothing arrives), or its first events waited ``MOVE_WAIT`` s."""
+        arrived since, or the store rested ``every`` s: a light load, a burst's end), or its
+        first events waited ``MOVE_WAIT`` s."""
         gen = self._open
         if not gen.files or self._converting:
             return False
@@ -337,7 +336,6 @@ class Applier:
             or gen.size >= GENERATION_BYTES
             or gen.closed
             or (self._caught_up and (now - self._moved_at >= self.every or nothing_new))
-            or (gen.events >= ROW_GROUP and self.wal.quiet)
             or self._converted_all
             or self._stop.is_set()
             or now - gen.since >= MOVE_WAIT

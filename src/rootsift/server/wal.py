@@ -249,15 +249,6 @@ class Wal:
     def backlog_bytes(self) -> int:
         return self._backlog
 
-    @property
-    def quiet(self) -> bool:
-        """Nothing is arriving: no request waits to be written and the file being written
-        is empty (a burst is over, or no load)."""
-        try:
-            return not self._queue and self._file.tell() == 0
-        except ValueError:  # closed: being rolled, or the log is closing
-            return False
-
     def files(self) -> list[Path]:
         return sorted(self.directory.glob("*.log"), key=lambda p: int(p.stem))
 
