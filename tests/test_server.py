@@ -386,9 +386,15 @@ def test_overload_gets_429_from_the_queue_limit_loses_nothing_and_rss_stays_flat
     """Clients that send as fast as they can, many at once, offer more than twice what the
     server stores per second; with a small ingest queue the fsync'ing writer falls behind them
     first: 429 with Retry-After (the queue), not 503 (the backlog). Every acknowledged
-    event is stored, and the server's memory does not grow (median RSS of the last third of
-    the run within 1.2x of the first third's, after 2 s of warming up)."""
+    event is stored, and the server's memory is bounded and does not grow: its peak stays
+    under idle + the store's writer memory limit + 64 MiB (docs/server.md, "Limits"), and
+    its floor (the 10th percentile) in the last third of the run is within 1.2x of the
+    first third's, after 2 s of warming up."""
+    from rootsift.store.duckdb import WRITER_MEMORY_LIMIT
+    from rootsift.store.files import _size_bytes
+
     s = start(tmp_path / "data", "--max-queue", str(64 << 10), "--apply-every", "0.2")
+    idle = s.rss()
     flood = Path(__file__).parent / "helpers" / "flood.py"
     clients = [  # three processes of 8 threads: one interpreter's lock would bound the offer
         subprocess.Popen([sys.executable, str(flood), s.url, str(8 * k), "8", "8", str(tmp_path / f"flood{k}.json")])
@@ -421,15 +427,25 @@ def test_overload_gets_429_from_the_queue_limit_loses_nothing_and_rss_stays_flat
     assert {status for status, _, _ in refusals} == {429}, refusals[:3]
     assert all(after and int(after) > 0 and "queue is full" in text for _, after, text in refusals)
     assert set(acked) <= {row[0] for row in got["rows"]}
-    # Memory does not grow: a leak moves the typical RSS, so compare medians. (Single
-    # samples spike to ~2x while the store applies a batch and DuckDB checkpoints; a
-    # 60 s flood measured at 115-130 MB typical with one 247 MB spike, flat when idle,
-    # so maxima of two short windows are decided by where a spike falls.)
+    # Bounded: what a move of the log into the store holds is DuckDB's working memory
+    # (its limit for a store opened for writing), besides the queue and the bodies read.
+    assert peak <= idle + _size_bytes(WRITER_MEMORY_LIMIT) + (64 << 20), (peak, idle)
+    # Flat: a leak raises the floor between moves. Not the median: under this overload
+    # the store is moving 50-95 % of the time, and the release after a move checkpoints
+    # DuckDB's partial row group (+~115 MB for a few hundred ms with these events), so
+    # a median over 2 s is decided by where those checkpoints fall (it failed 2 of 189
+    # 8 s windows of a flat 120 s flood, at 1.30x; the floor at most 1.12x). Measured
+    # over 120-150 s floods: no trend between moves; malloc's arenas settle by ~25 s,
+    # within 10 MB of where they are after 2 s (docs/server.md, "Limits").
     rss = rss[20:]  # after 2 s of warming up (the store's first moves)
     third = len(rss) // 3
-    first, last = statistics.median(rss[:third]), statistics.median(rss[-third:])
+    first, last = _floor(rss[:third]), _floor(rss[-third:])
     assert last <= 1.2 * first, (first, last)
-    assert peak <= 4 * first, (peak, first)  # spikes are bounded, too
+
+
+def _floor(samples: list[int]) -> float:
+    """The 10th percentile: RSS between the moves' checkpoints."""
+    return statistics.quantiles(samples, n=10)[0]
 
 
 def test_cli_and_file_ingest_run_beside_the_server(server: Server, tmp_path: Path) -> None:

@@ -85,6 +85,21 @@ def serve(
         f"rootsift serve: API on http://{host}:{port}, OTLP/HTTP on http://{host}:{otlp_port}; data in {data_dir}"
     )
     try:
+        err.print(_keys_note(data_dir))
         run(ServerConfig(data_dir, max_body, max_queue, max_backlog, apply_every), host, [port, otlp_port])
     except RootsiftError as exc:
         fail(exc, False)
+
+
+def _keys_note(data_dir: Path) -> str:
+    """What the server asks of a request: a key, or nothing (and then it listens on this
+    machine only: docs/server.md, "Keys")."""
+    from rootsift.server.keys import load
+
+    keys = load(data_dir)
+    if not keys:
+        return (
+            "rootsift serve: no keys: requests are not checked, so it listens on this machine only "
+            "(`rootsift keys create --dataset NAME --scope ingest|read` to serve beyond it)"
+        )
+    return f"rootsift serve: {len(keys)} key(s): every ingest and /api request needs one (not /healthz)"

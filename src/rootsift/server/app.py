@@ -42,7 +42,10 @@ FIXED_PATHS = {
         "post": {"summary": "Honeycomb events API: one event", "responses": {"200": {"description": "durable"}}}
     },
     "/1/batch/{dataset}": {
-        "post": {"summary": "Honeycomb batch API", "responses": {"200": {"description": "one status per item"}}}
+        "post": {
+            "summary": "Honeycomb batch API; or JSON lines (Content-Type: application/x-ndjson), an event a line",
+            "responses": {"200": {"description": "one status per item"}},
+        }
     },
     "/api/datasets": {
         "get": {"summary": "rootsift datasets --json", "responses": {"200": {"description": "datasets"}}}
@@ -50,6 +53,7 @@ FIXED_PATHS = {
     "/api/schema/{dataset}": {
         "get": {"summary": "rootsift schema DATASET --json", "responses": {"200": {"description": "fields"}}}
     },
+    "/api/openapi.json": {"get": {"summary": "this document", "responses": {"200": {"description": "OpenAPI 3.1"}}}},
     "/api/flamegraph": {
         "get": {
             "summary": "profile-diff's differential flame graph (HTML) for dataset, a, b, type, focus",

@@ -1,19 +1,18 @@
 """Moving the write-ahead log into the store, in two stages that overlap:
 
-- **convert**: seal the log file being written and convert the sealed files to JSON lines
-  (OTLP requests are logged as received: convert.py), appending to the open
-  *generation*'s one file per dataset; under load back to back, idle every ``every`` s
-  or as soon as the log holds ``BATCH_BYTES``;
+- **convert**: seal the log file being written and convert the sealed files (OTLP requests
+  are logged as received: convert.py) into the open *generation*: Arrow files of OTLP
+  events, JSON lines per dataset; under load back to back, idle every ``every`` s or as
+  soon as the log holds ``BATCH_BYTES``;
 - **ingest**: close the open generation (conversion goes on into the next) and ingest each
   of its datasets (the same checked ingest as a file: docs/storage.md), then delete its
-  log files.
+  log files. Under load a move waits until it is large (``MOVE_EVENTS``, ``_movable``).
 
-So the store ingests one batch while the next is converted, on the other core; a batch is
-what arrived during the previous ingest (it grows with the ingest's time, as group commit
-does). Delivery into the store is at least once. ``apply.state`` lists the log files of
-the generation being ingested and each dataset as its ingest commits, so a crash between
-two datasets re-ingests neither; only a crash inside the instant between one dataset's
-commit and that record re-ingests that dataset's part on restart (docs/server.md).
+So the store ingests one batch while the next is converted, on the other core. Delivery
+into the store is at least once. ``apply.state`` lists the log files of the generation
+being ingested and each dataset as its ingest commits, so a crash between two datasets
+re-ingests neither; only a crash inside the instant between one dataset's commit and that
+record re-ingests that dataset's part on restart (docs/server.md).
 """
 
 from __future__ import annotations
@@ -22,13 +21,14 @@ import logging
 import os
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rootsift.errors import RootsiftError
 from rootsift.server.convert import ARROW, Converted, Converter, Poison
-from rootsift.server.wal import Wal
+from rootsift.server.wal import Wal, write_synced
 from rootsift.store.base import Backend
 
 if TYPE_CHECKING:
@@ -45,6 +45,14 @@ POISON_TRIES = 3
 """Conversions a record may fail (``convert.Poison``) before it is moved out of the log into
 ``DATA/.server/quarantine/`` (counted in /healthz as ``quarantined_batches``): a record the
 converter rejects every time would otherwise hold back the log behind it forever."""
+MOVE_EVENTS = 2 * 122_880
+"""Under load a move waits for this many events (two of DuckDB's row groups): rows that do
+not fill a row group go through DuckDB's own log and are compressed when the files are
+released after the move, and again when the next move adds to their row group, so small
+moves cost the store about 2x the CPU a row of large ones do (≈ 4.8 µs a span at 47k spans
+a move, ≈ 2.5 µs at 235k: bench/serve_stages.py)."""
+MOVE_WAIT = 2.0
+"""Seconds a converted event waits at most for a move under load (``MOVE_EVENTS``)."""
 BATCH_BYTES = 8 << 20
 """A log this large is moved at once, without waiting for ``every`` seconds (a burst's
 first batch; under load the moves run back to back anyway); and about the most log
@@ -66,8 +74,11 @@ class Generation:
     under its name, its Arrow files under ``ARROW + dataset``."""
     closed: bool = False
     """Nothing more is converted into it (it is the one a crash cut short)."""
-    size: int = 0
-    """Bytes of JSON lines and Arrow files converted into it."""
+    size: int = 0  # bytes of JSON lines and Arrow files converted into it
+    events: int = 0  # events converted into it
+    log_bytes: int = 0  # bytes of the log files converted into it
+    ready: bool = False  # the conversion stopped for the ingest to take it
+    since: float = 0.0  # when its first conversion ended (time.monotonic)
 
     def parts(self) -> list[str]:
         return [*self.outputs, *self.arrows]
@@ -96,6 +107,10 @@ class Applier:
         self._open = self._generation()
         self._claimed: set[Path] = set()
         self._converting = False
+        self._ingesting = False
+        self._ingesting_bytes = 0  # the log bytes of the generation being ingested
+        self._caught_up = False  # the last look found no sealed log left to convert
+        self._moved_at = 0.0  # when the last move ended (time.monotonic)
         self._converted_all = False
         self._ingest_gone = False  # stopped while the store refused: nothing more is taken
         self._stop = threading.Event()
@@ -187,11 +202,17 @@ class Applier:
                     continue
                 files.append(path)
         if not files:
+            with self._cond:
+                self._caught_up = True
+                self._cond.notify_all()
             return False
-        with self._cond:  # a full one (or the recovered one) waits for the ingest to take it
-            while self._open.closed or self._open.size >= GENERATION_BYTES:
+        with self._cond:  # a full one (or the recovered one, or one ready while the ingest
+            self._caught_up = False  # is idle) waits for the ingest to take it
+            while self._open.closed or self._open.size >= GENERATION_BYTES or (not self._ingesting and self._movable()):
                 if self._ingest_gone:
                     return False
+                self._open.ready = True  # decided: the ingest takes it (a light load's signs flicker)
+                self._cond.notify_all()
                 self._cond.wait()
             gen = self._open
         return self._convert(files, gen)
@@ -199,7 +220,9 @@ class Applier:
     def _convert(self, files: list[Path], gen: Generation) -> bool:
         with self._cond:
             self._converting = True
+            self._caught_up = False
         sizes = {d: out.path.stat().st_size for d, out in gen.outputs.items()}
+        log_bytes = sum(path.stat().st_size for path in files)
         kept = {c.path for parts in gen.arrows.values() for c in parts}
         try:
             converted = self.converter.convert(files, gen.directory, arrow=self._arrow)
@@ -233,6 +256,9 @@ class Applier:
                 gen.size = sum(out.path.stat().st_size for out in gen.outputs.values()) + sum(
                     c.path.stat().st_size for parts in gen.arrows.values() for c in parts
                 )
+                gen.events += sum(out.lines for out in converted.values())
+                gen.log_bytes += log_bytes
+                gen.since = gen.since or time.monotonic()
             self._cond.notify_all()
         return converted is not None
 
@@ -264,13 +290,14 @@ class Applier:
     def _ingest_loop(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: (self._open.files and not self._converting) or self._converted_all)
-                if not self._open.files or self._converting:
-                    if self._converted_all:
+                self._cond.wait_for(lambda: self._movable() or self._converted_all, min(self.every, MOVE_WAIT) / 2)
+                if not self._movable():
+                    if self._converted_all and not self._open.files:
                         self._cond.notify_all()
                         return
                     continue
                 gen, self._open = self._open, self._generation()
+                self._ingesting, self._ingesting_bytes = True, gen.log_bytes
                 self._cond.notify_all()
             while not self._ingest(gen):
                 if self._stop.is_set():  # the store refuses: the log stays for the next start
@@ -287,13 +314,38 @@ class Applier:
             shutil.rmtree(gen.directory, ignore_errors=True)
             with self._cond:
                 self._claimed.difference_update(gen.files)
+                self._ingesting = False
+                self._moved_at = time.monotonic()
                 self._cond.notify_all()
+
+    def _movable(self) -> bool:
+        """Whether to ingest the open generation now (under ``_cond``): no conversion into it
+        runs, and it holds ``MOVE_EVENTS`` or is full, or more is not worth waiting for (a
+        stop, a recovered generation; the conversion caught up with the log and nothing
+        arrived since, or the store rested ``every`` s: a light load, a burst's end), or its
+        first events waited ``MOVE_WAIT`` s."""
+        gen = self._open
+        if not gen.files or self._converting:
+            return False
+        if gen.ready:
+            return True
+        now, moving = time.monotonic(), self._ingesting_bytes if self._ingesting else 0
+        nothing_new = self.wal.backlog_bytes <= gen.log_bytes + moving  # the log holds no more
+        return (
+            gen.events >= MOVE_EVENTS
+            or gen.size >= GENERATION_BYTES
+            or gen.closed
+            or (self._caught_up and (now - self._moved_at >= self.every or nothing_new))
+            or self._converted_all
+            or self._stop.is_set()
+            or now - gen.since >= MOVE_WAIT
+        )
 
     def _ingest(self, gen: Generation) -> bool:
         state = self.wal.directory / "apply.state"
         try:
             if not state.exists():
-                _write_synced(state, " ".join(f.name for f in gen.files) + "\n")
+                write_synced(state, (" ".join(f.name for f in gen.files) + "\n").encode())
             for part in gen.parts():
                 if part in gen.done:
                     continue
@@ -346,10 +398,3 @@ class Applier:
         summary = self.rs.ingest(lines, dataset, format="jsonl", time_field=TIME_FIELD)
         lines.unlink()
         return summary.events, summary.rejects
-
-
-def _write_synced(path: Path, text: str) -> None:
-    with path.open("w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())

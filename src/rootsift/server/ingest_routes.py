@@ -1,6 +1,7 @@
 """Routes that take events: OTLP/HTTP (``/v1/traces``, ``/v1/logs``, ``/v1/metrics``) and
 Honeycomb's events API (``/1/events/<dataset>``, ``/1/batch/<dataset>``), so OpenTelemetry
-exporters and libhoney clients send here unmodified. Every one answers only once its
+exporters and libhoney clients send here unmodified; ``/1/batch/<dataset>`` also takes JSON
+lines (``Content-Type: application/x-ndjson``), for scripts. Every one answers only once its
 events are in the fsync'd write-ahead log (wal.py); otherwise it refuses the request:
 
     400  a body that cannot be decoded      413  a body past the limit (after inflating)
@@ -129,6 +130,11 @@ class IngestRoutes:
         dataset = check_dataset_name(request.path_params["dataset"])
         self._allow(request, dataset)
         body = await _body(request, self.wal, self.limit)
+        if batch and _is_json_lines(request):
+            events, statuses = _json_lines_events(body)
+            if events:
+                await self.wal.append(dataset, lines(events))
+            return JSONResponse(statuses)
         try:
             data = json.loads(body)
         except ValueError as exc:
@@ -150,6 +156,40 @@ class IngestRoutes:
         if statuses[0]["status"] != 202:
             return error(400, "BadEvent", statuses[0]["error"])
         return Response(status_code=200)
+
+
+JSON_LINES = frozenset(
+    {"application/x-ndjson", "application/jsonl", "application/x-jsonlines", "application/jsonlines"}
+)
+"""Media types of a JSON-lines body (one event per line) on ``/1/batch/<dataset>``."""
+
+
+def _is_json_lines(request: Request) -> bool:
+    return (request.headers.get("content-type") or "").split(";")[0].strip().lower() in JSON_LINES
+
+
+def _json_lines_events(body: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """JSON lines, each line one event as ``rootsift ingest --format jsonl`` reads it (its
+    ``timestamp`` field, else the time it arrived), and one status per non-empty line."""
+    items: list[Any] = []
+    bad: dict[int, str] = {}
+    for number, line in enumerate(body.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            event = exc
+        if not isinstance(event, dict):
+            bad[len(items)] = f"line {number}: " + (
+                f"not JSON: {event}" if isinstance(event, Exception) else "not a JSON object"
+            )
+            event = None
+        items.append({"data": event, "time": event.get("timestamp") if event else None})
+    events, statuses = _honeycomb_events(items)
+    for i, why in bad.items():
+        statuses[i] = {"status": 400, "error": why}
+    return events, statuses
 
 
 def _is_protobuf(request: Request) -> bool:

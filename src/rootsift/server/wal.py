@@ -237,8 +237,8 @@ class Wal:
             raise ValueError(f"{path.name} has no record ending at byte {end}")
         into.mkdir(parents=True, exist_ok=True)
         kept = into / f"{path.stem}-{start:010d}.rec"
-        _write_synced(kept, data[start:end])
-        _write_synced(path.with_suffix(".rewrite"), data[:start] + data[end:])
+        write_synced(kept, data[start:end])
+        write_synced(path.with_suffix(".rewrite"), data[:start] + data[end:])
         os.replace(path.with_suffix(".rewrite"), path)
         fsync_dir(self.directory)
         with self._cond:
@@ -268,7 +268,8 @@ class Wal:
         return f
 
 
-def _write_synced(path: Path, data: bytes) -> None:
+def write_synced(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` and fsync it."""
     with path.open("wb") as f:
         f.write(data)
         f.flush()

@@ -27,6 +27,7 @@ import tempfile
 from typing import TYPE_CHECKING
 
 from rootsift.store.base import TIME_COLUMN, FieldInfo
+from rootsift.store.files import threads_set
 from rootsift.store.sqltext import ident, literal
 from rootsift.store.writer import Verified
 
@@ -39,6 +40,11 @@ JSON_TEXT = b"rootsift.json_text"
 """Field metadata key: the column holds each value's JSON text (its values mix kinds)."""
 SAMPLE_ROWS = 2048
 """Values of a new text field checked for what the JSON reader would detect (its sample)."""
+INGEST_THREADS = 1
+"""DuckDB's worker threads while the rows are written: one writes them with 7-16 % less CPU
+than two (measured on 2 cores: the same rows, compressed by one thread, without the
+workers' hand-offs), and the server that calls this converts its next batch on the other
+core meanwhile (bench/README.md, "serve")."""
 FITS = {("DOUBLE", "DOUBLE"), ("VARCHAR", "VARCHAR"), ("BOOLEAN", "VARCHAR")}
 """(the column's kind, the field's stored type) written as they are."""
 
@@ -102,7 +108,8 @@ def ingest_arrow(backend: DuckDBBackend, dataset: str, table: pa.Table) -> int |
             return Verified(int(row[0]), (row[1], row[2]))
 
         writer = backend.writer(dataset, cur)
-        verified = writer.write_checked(select, columns, new, verify)
+        with threads_set(backend._con, backend._lock, INGEST_THREADS):
+            verified = writer.write_checked(select, columns, new, verify)
         cur.unregister(view)
         if verified is None and writer.error is not None:
             from rootsift.store.driver import translate

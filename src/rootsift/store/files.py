@@ -1,5 +1,6 @@
 """Small durable-file and setting helpers of the store: a JSON file replaced atomically
-(and its folder fsync'd), and DuckDB's memory limit raised for a block."""
+(and its folder fsync'd), DuckDB's memory limit raised for a block, and DuckDB's threads
+set for a block."""
 
 from __future__ import annotations
 
@@ -46,6 +47,23 @@ def raised_memory_limit(con: duckdb.DuckDBPyConnection, lock: threading.RLock, l
         if raise_it:
             with lock:
                 con.execute(f"SET GLOBAL memory_limit = {literal(old)}")
+
+
+@contextlib.contextmanager
+def threads_set(con: duckdb.DuckDBPyConnection, lock: threading.RLock, threads: int) -> Iterator[None]:
+    """Run a block with DuckDB's worker threads set to ``threads`` (a setting of the whole
+    instance: queries that run meanwhile have as many), restoring the setting after."""
+    with lock:
+        row = con.execute("SELECT current_setting('threads')").fetchone()
+        old = int(row[0]) if row else 0
+        if old != threads:
+            con.execute(f"SET GLOBAL threads = {int(threads)}")
+    try:
+        yield
+    finally:
+        if old != threads:
+            with lock:
+                con.execute(f"SET GLOBAL threads = {old}")
 
 
 _UNITS = {
