@@ -338,3 +338,17 @@ def test_times_without_offset_are_read_in_the_given_zone_not_cached_across_zones
     assert parse_clf_time("10/Oct/2000:13:55:36 -0700", berlin).utcoffset() == timedelta(hours=-7)
     ev = one("apache", "[2026-01-15 08:00:00] 200", log_format="[%{%Y-%m-%d %H:%M:%S}t] %>s", tz="America/New_York")
     assert ev["timestamp"] == "2026-01-15T08:00:00-05:00"
+
+
+def test_a_tail_pair_never_overwrites_the_lines_own_fields() -> None:
+    """Found by test_parser_properties: ``timestamp=uct="0.001"`` in a tail replaced the
+    request's time with the text ``uct=``."""
+    line = (
+        '10.0.0.5 - - [21/Nov/2026:10:00:00 +0000] "GET /a HTTP/1.1" 200 51 "-" "curl" '
+        'rt=0.125 timestamp=uct="0.001" status=7 urt="0.124"'
+    )
+    ((_, ev),), rejects = parse("nginx", line)
+    assert not rejects
+    assert ev["timestamp"].isoformat() == "2026-11-21T10:00:00+00:00" and ev["status"] == 200  # type: ignore[union-attr]
+    assert ev["request_time_ms"] == 125.0 and ev["upstream_response_time_ms"] == 124.0
+    assert ev["extra"] == 'timestamp=uct= "0.001" status=7'

@@ -62,13 +62,21 @@ def read_tail(ev: Event, text: str) -> None:
     """``rt=0.1 urt="0.002, 0.004" "1.2.3.4"`` → fields.
 
     A first quoted list of addresses is ``$http_x_forwarded_for``; other unnamed values
-    are kept as they are, space-separated, in ``extra``.
+    are kept as they are, space-separated, in ``extra``. A pair never overwrites a field the
+    line's fixed part gave (``timestamp=…`` in a tail is not the request's time): it is
+    kept as written in ``extra`` too.
     """
     extra: list[str] = []
+    fixed = set(ev)
     for m in _TAIL.finditer(text):
         key, quoted, bare, lone_quoted, word = m.groups()
         if key is not None:
-            _tail_handler(key)(ev, quoted if quoted is not None else bare)
+            fields: Event = {}
+            _tail_handler(key)(fields, quoted if quoted is not None else bare)
+            if fixed.isdisjoint(fields):
+                ev.update(fields)
+            else:
+                extra.append(m.group(0))
         elif lone_quoted is not None and not extra and _ADDRESSES.match(lone_quoted):
             if lone_quoted != "-":  # as in nginx's "main": "$http_x_forwarded_for"
                 ev["http_x_forwarded_for"] = lone_quoted
