@@ -25,8 +25,9 @@ import math
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import optimize, special
-from scipy import stats as sps
+from scipy import special
+
+from rootsift.analysis import distributions as dist
 
 Z95 = 1.959963984540054
 Array = NDArray[np.float64]
@@ -51,8 +52,8 @@ def share_test(a: Array, b: Array, n_sel: float | Array, n_base: float | Array) 
     b_i = np.clip(b_i, 0, n0)
     total = n1 + n0
     with_value = a_i + b_i
-    upper = sps.hypergeom.sf(a_i - 1, total, with_value, n1)
-    lower = sps.hypergeom.cdf(a_i, total, with_value, n1)
+    upper = dist.hypergeom_sf(a_i - 1, total, with_value, n1)
+    lower = dist.hypergeom_cdf(a_i, total, with_value, n1)
     p = np.minimum(1.0, 2.0 * np.minimum(upper, lower))
     return np.asarray(np.where(with_value > 0, p, 1.0), dtype=np.float64)
 
@@ -100,7 +101,7 @@ def binned_rank_test(sel: Array, base: Array) -> tuple[float, float, float]:
     if var_u <= 0:
         return delta, 1.0, 1.0
     z = (abs(u - n1 * n0 / 2) - 0.5) / np.sqrt(var_u)  # continuity correction
-    p = float(2 * sps.norm.sf(max(z, 0.0)))
+    p = float(2 * dist.norm_sf(max(z, 0.0)))
     return delta, min(p, 1.0), float(2 * np.sqrt(var_u) / (n1 * n0))
 
 
@@ -137,8 +138,8 @@ def t_interval(diff: float, se: float, df: float, level: float) -> tuple[float, 
     of freedom, the interval at 1 − ``level``; a difference with no error is certain."""
     if se == 0:
         return (0.0 if diff else 1.0), diff, diff
-    t = float(sps.t.ppf(1 - level / 2, df))
-    return float(2 * sps.t.sf(abs(diff) / se, df)), diff - t * se, diff + t * se
+    t = float(dist.t_ppf(1 - level / 2, df))
+    return float(2 * dist.t_sf(abs(diff) / se, df)), diff - t * se, diff + t * se
 
 
 def stratified_share_test(a: Array, n_sel: Array, n_base: Array, with_value: Array) -> float:
@@ -158,7 +159,7 @@ def stratified_share_test(a: Array, n_sel: Array, n_base: Array, with_value: Arr
     if var <= 0:
         return 1.0
     z = (float(np.sum(a - expected)) - 0.5) / math.sqrt(var)
-    return float(sps.norm.sf(z))
+    return float(dist.norm_sf(z))
 
 
 @functools.cache
@@ -193,9 +194,11 @@ def behrens_fisher(
         return (0.0 if diff else 1.0), diff, diff
     tail = _BehrensFisherTail(se_a / se, se_b / se, df_a, df_b)
     p = tail(abs(diff) / se)
-    low, top = 0.0, float(sps.t.isf(level / 2, min(df_a, df_b)))  # about the heavier t's point
+    low, top = 0.0, float(dist.t_isf(level / 2, min(df_a, df_b)))  # about the heavier t's point
     while tail(top) > level:
         low, top = top, top * 2
+    from scipy import optimize  # 0.5 s of CPU to import: only compare's per-unit means need it
+
     crit = float(optimize.brentq(lambda x: tail(x) - level, low, top, xtol=1e-9))
     return p, diff - crit * se, diff + crit * se
 

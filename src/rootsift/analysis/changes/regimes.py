@@ -44,7 +44,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from rootsift.analysis.changes import series as ser
 from rootsift.query.engine import run_query
@@ -182,6 +181,8 @@ def judge(field: str, values: np.ndarray, modes: list[object], shares: np.ndarra
     ]
     if len(inside) < MIN_SWITCHES:
         return None
+    from scipy import stats as sps  # only with change events (module doc): spared to every other run
+
     p = float(sps.mannwhitneyu(at, np.abs(inside), alternative="greater").pvalue)
     return Regime(field, modes, switches, p) if p < P_JUMP else None
 

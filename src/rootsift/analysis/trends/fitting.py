@@ -36,7 +36,6 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 from scipy import special
-from scipy import stats as sps
 
 Array = NDArray[np.float64]
 
@@ -212,7 +211,12 @@ def block_mann_kendall(y: Array) -> tuple[float, float]:
     if score == 0:
         return 1.0, 0.0
     tied = bool((signs == 0).any())  # ties among the block means (a flat series): scipy's tie-corrected test
-    p = float(sps.kendalltau(np.arange(k), means).pvalue) if tied else _kendall_exact(k, abs(score))
+    if tied:
+        from scipy import stats as sps  # 0.5–1 s of CPU to import: only for a flat series
+
+        p = float(sps.kendalltau(np.arange(k), means).pvalue)
+    else:
+        p = _kendall_exact(k, abs(score))
     return p, math.copysign(float(special.ndtri(1 - max(p, 1e-300) / 2)), score)
 
 
