@@ -120,6 +120,39 @@ def test_ranks(values: list[float]) -> None:
     same(dist.rankdata(x), stats.rankdata(x))
 
 
+def _noise_problems(count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """causes.fit_noise's least-squares problems on cells of many shapes: bins of cells
+    sorted by size, each bin's size against its variance (1 to 20 bins)."""
+    rng = np.random.default_rng(2)
+    out = []
+    for _ in range(count):
+        n, k, over = int(rng.integers(40, 2000)), rng.uniform(0.05, 3), rng.uniform(1e-3, 0.3)
+        base = rng.gamma(0.3, rng.uniform(1, 500), n)
+        sel = rng.poisson(k * base * rng.gamma(1 / over, over, n))
+        m, d2 = (sel + k * base) / 2, (sel - k * base) ** 2
+        order = np.argsort(m, kind="stable")
+        bins = np.array_split(order, max(1, min(20, n // 40)))
+        size = np.array([m[b].mean() for b in bins])
+        var = np.array([np.median(d2[b]) / 0.454936423119572 for b in bins])
+        scale = 1.0 / np.maximum(var, 1e-12 * max(float(var.max()), 1e-300))
+        out.append((np.column_stack([size * scale, size * size * scale]), np.ones(len(size))))
+    edge = [np.array([[1.0, 2.0]]), np.array([[2.0, 1.0], [1.0, 0.5]]), np.array([[1.0, -1.0], [2.0, -3.0]])]
+    out += [(a, np.ones(len(a))) for a in edge] + [(np.array([[1.0, 2.0], [3.0, 1.0]]), np.array([-1.0, 1.0]))]
+    return out
+
+
+def test_nonnegative_least_squares() -> None:
+    """causes.fit_noise's fit: scipy.optimize.nnls's solution, the same zeros, to 1e-12."""
+    from scipy.optimize import nnls
+
+    from rootsift.analysis.stats import nonnegative_least_squares
+
+    for a, b in _noise_problems(1500):
+        theirs, ours = nnls(a, b)[0], nonnegative_least_squares(a, b)
+        assert np.array_equal(theirs == 0, ours == 0), (a, b, theirs, ours)
+        assert np.allclose(ours, theirs, rtol=1e-12, atol=0), (theirs, ours)
+
+
 def test_analyses_do_not_import_scipy_stats() -> None:
     """investigate, explain and changes (and their modules) leave scipy.stats and
     scipy.optimize unimported: 0.5–1 s of CPU per process (bench/README.md)."""

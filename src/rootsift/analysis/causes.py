@@ -220,8 +220,6 @@ def fit_noise(sel: np.ndarray, base: np.ndarray, k: float, events: bool) -> Nois
     medians are the normal cells'. ``events``: the counts are whole events, which vary at
     least as independent events do (``a ≥ 1 + k``); other counts (rollups of rates, any unit)
     vary as much as they are seen to."""
-    from scipy.optimize import nnls
-
     m = (sel + k * base) / 2
     d2 = (sel - k * base) ** 2
     have = m > 0
@@ -234,7 +232,7 @@ def fit_noise(sel: np.ndarray, base: np.ndarray, k: float, events: bool) -> Nois
     size = np.array([float(np.mean(m[b])) for b in bins])
     var = np.array([float(np.median(d2[b])) / CHI2_MEDIAN for b in bins])
     scale = 1.0 / np.maximum(var, 1e-12 * max(float(var.max()), 1e-300))
-    fitted, _ = nnls(np.column_stack([size * scale, size * size * scale]), np.ones(len(size)))
+    fitted = stats.nonnegative_least_squares(np.column_stack([size * scale, size * size * scale]), np.ones(len(size)))
     a, c = float(fitted[0]), float(fitted[1])
     if a < floor:  # refit the relative part with the independent events' part fixed
         a = floor
