@@ -120,6 +120,50 @@ def test_ranks(values: list[float]) -> None:
     same(dist.rankdata(x), stats.rankdata(x))
 
 
+@pytest.mark.parametrize("alternative", ["two-sided", "less", "greater"])
+def test_mann_whitney(alternative: str) -> None:
+    """Every size from 1 (the exact distribution up to 8 a side without ties), ties,
+    shifted and equal samples, large ones: scipy's p-value, bit for bit."""
+    from rootsift.analysis.mannwhitney import mannwhitneyu_p
+
+    rng = np.random.default_rng(13)
+    sizes = [(1, 1), (1, 5), (3, 3), (3, 8), (8, 8), (5, 40), (8, 300), (9, 9), (12, 7), (30, 30), (200, 150)]
+    for n1, n2 in sizes:
+        for shift in (0.0, 0.5, 3.0):
+            for tied in (False, True):
+                x, y = rng.normal(shift, 1, n1), rng.normal(0, 1, n2)
+                if tied:
+                    x, y = np.round(x), np.round(y)
+                for a, b in ((x, y), (y, x)):
+                    theirs = float(stats.mannwhitneyu(a, b, alternative=alternative).pvalue)
+                    same(mannwhitneyu_p(a, b, alternative), theirs)
+    same(
+        mannwhitneyu_p([1.0, 2.0], [1.0, 2.0], alternative),
+        float(stats.mannwhitneyu([1.0, 2.0], [1.0, 2.0], alternative=alternative).pvalue),
+    )
+    same(
+        mannwhitneyu_p(np.ones(5), np.ones(4), alternative),
+        float(stats.mannwhitneyu(np.ones(5), np.ones(4), alternative=alternative).pvalue),
+    )
+
+
+def test_kendall_tied() -> None:
+    """trends' block Mann–Kendall on tied block means: scipy's kendalltau p-value, bit for bit."""
+    from rootsift.analysis.trends.fitting import kendall_tied
+
+    rng = np.random.default_rng(17)
+    for k in [3, 4, 5, 8, 12, 20, 33, 34, 60]:
+        for levels in (2, 3, 5, 20):
+            means = rng.integers(0, levels, k).astype(np.float64) + np.arange(k) * rng.choice([0.0, 0.1])
+            means[rng.integers(0, k)] = means[0]  # at least one tie
+            i, j = np.triu_indices(k, 1)
+            signs = np.sign(means[j] - means[i])
+            score = int(signs.sum())
+            if score == 0 or not (signs == 0).any():  # used only when means tie
+                continue
+            same(kendall_tied(means, score), float(stats.kendalltau(np.arange(k), means).pvalue))
+
+
 def _noise_problems(count: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """causes.fit_noise's least-squares problems on cells of many shapes: bins of cells
     sorted by size, each bin's size against its variance (1 to 20 bins)."""
@@ -160,6 +204,7 @@ def test_analyses_do_not_import_scipy_stats() -> None:
         "import sys\n"
         "import rootsift.analysis.investigate, rootsift.analysis.explain, rootsift.analysis.changes\n"
         "import rootsift.analysis.compare, rootsift.analysis.trends, rootsift.api_analyses, rootsift.cli\n"
+        "import rootsift.analysis.onset_suspects\n"
         "print(sorted(m for m in sys.modules if m.startswith(('scipy.stats', 'scipy.optimize'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

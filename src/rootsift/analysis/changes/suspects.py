@@ -31,6 +31,7 @@ import numpy as np
 from rootsift.analysis import distributions as dist
 from rootsift.analysis import sql as q
 from rootsift.analysis.changes.detect import MIN_SIZE
+from rootsift.analysis.mannwhitney import mannwhitneyu_p
 from rootsift.store.base import TIME_COLUMN
 from rootsift.store.duckdb import DuckDBBackend
 
@@ -181,10 +182,8 @@ def rank(
         before, after = before[np.isfinite(before)], after[np.isfinite(after)]
         z, p = 0.0, 1.0
         if len(before) >= MIN_WINDOW_POINTS and len(after) >= MIN_WINDOW_POINTS:
-            from scipy import stats as sps  # only with change events: spared to every other run
-
             alt = "greater" if direction > 0 else "less"
-            p = float(sps.mannwhitneyu(after, before, alternative=alt).pvalue)
+            p = mannwhitneyu_p(after, before, alt)
             z = float(dist.norm_isf(max(p, 1e-300)))
         relation = "before" if e.time < change else "at"
         # the onset's timing is evidence when the series moved at the event the shift's way
