@@ -164,6 +164,22 @@ def test_kendall_tied() -> None:
             same(kendall_tied(means, score), float(stats.kendalltau(np.arange(k), means).pvalue))
 
 
+def test_fisher_exact() -> None:
+    """compare's rate test: scipy's two-sided Fisher p-value, bit for bit, zeros, one-sided
+    tables and thousands of events included."""
+    rng = np.random.default_rng(19)
+    tables = [[[0, 0], [3, 4]], [[0, 5], [0, 7]], [[1, 0], [0, 1]], [[5, 5], [5, 5]], [[0, 100], [9, 91]]]
+    for _ in range(600):
+        n_a, n_b = rng.integers(1, [60, 5000])
+        k_a, k_b = rng.binomial(n_a, rng.random() ** 2), rng.binomial(n_b, rng.random() ** 2)
+        tables.append([[int(k_b), int(n_b - k_b)], [int(k_a), int(n_a - k_a)]])
+    for t in tables:
+        same(dist.fisher_exact_p(t), float(stats.fisher_exact(t)[1]))
+    k = np.array([-1, 0, 1, 2.5, 3, 5, 7, 8, np.nan])
+    for m, n, d in [(12, 5, 7), (12, 0, 7), (0, 0, 0), (10, 11, 2), (5000, 60, 900)]:
+        same(dist.hypergeom_pmf(k, m, n, d), stats.hypergeom.pmf(k, m, n, d))
+
+
 def _noise_problems(count: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """causes.fit_noise's least-squares problems on cells of many shapes: bins of cells
     sorted by size, each bin's size against its variance (1 to 20 bins)."""

@@ -27,9 +27,9 @@ import numpy as np
 from scipy import special
 
 try:  # Boost's tails, as scipy.stats.binom and .hypergeom call them (scipy ≥ 1.15)
-    from scipy.special._ufuncs import _binom_sf, _hypergeom_cdf, _hypergeom_sf
+    from scipy.special._ufuncs import _binom_sf, _hypergeom_cdf, _hypergeom_pmf, _hypergeom_sf
 except ImportError:  # pragma: no cover - older scipy: through scipy.stats
-    _binom_sf = _hypergeom_cdf = _hypergeom_sf = None
+    _binom_sf = _hypergeom_cdf = _hypergeom_pmf = _hypergeom_sf = None
 
 ArrayLike = Any
 Kernel = Callable[..., Any]
@@ -196,6 +196,71 @@ def hypergeom_cdf(k: ArrayLike, total: ArrayLike, good: ArrayLike, draws: ArrayL
 
         return stats.hypergeom.cdf(k, total, good, draws)
     return _hypergeometric("cdf", k, total, good, draws)
+
+
+def hypergeom_pmf(k: ArrayLike, total: ArrayLike, good: ArrayLike, draws: ArrayLike) -> Any:
+    """``scipy.stats.hypergeom.pmf(k, M, n, N)``: P(X = k), X as in ``hypergeom_sf``."""
+    if _hypergeom_pmf is None:  # pragma: no cover
+        from scipy import stats
+
+        return stats.hypergeom.pmf(k, total, good, draws)
+    k_, m, n, d = _arrays(k, total, good, draws)
+    valid = (m > 0) & (n >= 0) & (d >= 0) & (n <= m) & (d <= m) & _integral(m) & _integral(n) & _integral(d)
+    inside = valid & (k_ >= np.maximum(d - (m - n), 0)) & (k_ <= np.minimum(n, d)) & (np.floor(k_) == k_)
+    out = np.zeros(k_.shape)
+    out[~valid | np.isnan(k_)] = np.nan
+    if inside.any():
+        out[inside] = np.clip(_hypergeom_pmf(k_[inside], n[inside], d[inside], m[inside]), 0, 1)
+    return _done(out)
+
+
+def fisher_exact_p(table: ArrayLike) -> float:
+    """``scipy.stats.fisher_exact(table)[1]`` for a 2×2 table of counts: the two-sided
+    p-value, the tables at most as likely as this one summed, as scipy finds them."""
+    c = np.asarray(table, dtype=np.int64)
+    if c.shape != (2, 2) or np.any(c < 0) or _hypergeom_pmf is None:
+        from scipy import stats  # what scipy does with anything else: its own business
+
+        return float(stats.fisher_exact(table)[1])
+    if 0 in c.sum(axis=0) or 0 in c.sum(axis=1):
+        return 1.0
+    n1, n2, n = c[0, 0] + c[0, 1], c[1, 0] + c[1, 1], c[0, 0] + c[1, 0]
+
+    def pmf(x: Any) -> Any:
+        return hypergeom_pmf(x, n1 + n2, n1, n)
+
+    mode = int((n + 1) * (n1 + 1) / (n1 + n2 + 2))
+    exact, at_mode = pmf(c[0, 0]), pmf(mode)
+    gamma = 1 + 1e-14
+    if np.abs(exact - at_mode) / np.maximum(exact, at_mode) <= 1e-14:
+        return 1.0
+    if c[0, 0] < mode:
+        lower = hypergeom_cdf(c[0, 0], n1 + n2, n1, n)
+        if pmf(n) > exact * gamma:
+            return float(lower)
+        guess = _search(lambda x: -pmf(x), -exact * gamma, int(mode), int(n))
+        p = lower + hypergeom_sf(guess, n1 + n2, n1, n)
+    else:
+        upper = hypergeom_sf(c[0, 0] - 1, n1 + n2, n1, n)
+        if pmf(0) > exact * gamma:
+            return float(upper)
+        guess = _search(pmf, exact * gamma, 0, int(mode))
+        p = upper + hypergeom_cdf(guess, n1 + n2, n1, n)
+    return float(min(p, 1.0))
+
+
+def _search(f: Callable[[int], Any], d: float, lo: int, hi: int) -> int:
+    """The i in [lo, hi] with f(i) ≤ d < f(i + 1), f increasing there (scipy's binary search)."""
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        value = f(mid)
+        if value < d:
+            lo = mid + 1
+        elif value > d:
+            hi = mid - 1
+        else:
+            return mid
+    return lo if f(lo) <= d else lo - 1
 
 
 def _poisson(kind: str, kernel: Kernel, k: ArrayLike, mu: ArrayLike) -> Any:
