@@ -180,6 +180,33 @@ def test_fisher_exact() -> None:
         same(dist.hypergeom_pmf(k, m, n, d), stats.hypergeom.pmf(k, m, n, d))
 
 
+def test_brentq() -> None:
+    """compare's Behrens–Fisher critical value: scipy.optimize.brentq's root, bit for bit."""
+    from scipy import optimize
+
+    from rootsift.analysis import stats as st
+
+    rng = np.random.default_rng(23)
+    problems = [
+        (lambda x: x**3 - 2, 0.0, 3.0),
+        (lambda x: np.cos(x) - x, 0.0, 1.0),
+        (lambda x: np.exp(x) - 5, -3.0, 10.0),
+    ]
+    for _ in range(150):
+        sa, sb = rng.uniform(0.01, 3, 2)
+        da, db = rng.integers(1, 30, 2).astype(float)
+        level = float(rng.choice([0.05, 0.01, 0.0025]))
+        tail = st._BehrensFisherTail(sa / np.hypot(sa, sb), sb / np.hypot(sa, sb), da, db)
+        top = float(dist.t_isf(level / 2, min(da, db)))
+        low = 0.0
+        while tail(top) > level:
+            low, top = top, top * 2
+        problems.append((lambda x, t=tail, lv=level: t(x) - lv, low, top))
+    for f, a, b in problems:
+        for xtol in (1e-9, 2e-12):
+            same(st.brentq(f, a, b, xtol=xtol), float(optimize.brentq(f, a, b, xtol=xtol)))
+
+
 def _noise_problems(count: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """causes.fit_noise's least-squares problems on cells of many shapes: bins of cells
     sorted by size, each bin's size against its variance (1 to 20 bins)."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -225,10 +226,52 @@ def behrens_fisher(
     low, top = 0.0, float(dist.t_isf(level / 2, min(df_a, df_b)))  # about the heavier t's point
     while tail(top) > level:
         low, top = top, top * 2
-    from scipy import optimize  # 0.5 s of CPU to import: only compare's per-unit means need it
-
-    crit = float(optimize.brentq(lambda x: tail(x) - level, low, top, xtol=1e-9))
+    crit = brentq(lambda x: tail(x) - level, low, top, xtol=1e-9)
     return p, diff - crit * se, diff + crit * se
+
+
+def brentq(f: Callable[[float], float], a: float, b: float, xtol: float = 2e-12) -> float:
+    """The root of ``f`` in [a, b] (signs differing at the ends) by Brent's method, step for
+    step as ``scipy.optimize.brentq`` takes them (its C loop, rtol 4ε, 100 iterations), so
+    the same float, without importing scipy.optimize (0.5 s of CPU)."""
+    rtol = 4 * np.finfo(float).eps
+    xpre, xcur = float(a), float(b)
+    xblk = fblk = spre = scur = 0.0
+    fpre, fcur = float(f(xpre)), float(f(xcur))
+    if fpre == 0:
+        return xpre
+    if fcur == 0:
+        return xcur
+    if math.copysign(1, fpre) == math.copysign(1, fcur):
+        raise ValueError("f(a) and f(b) must have different signs")
+    for _ in range(100):
+        if fpre != 0 and fcur != 0 and math.copysign(1, fpre) != math.copysign(1, fcur):
+            xblk, fblk = xpre, fpre
+            spre = scur = xcur - xpre
+        if abs(fblk) < abs(fcur):  # the best guess is the end nearer the root
+            xpre, xcur, xblk = xcur, xblk, xcur
+            fpre, fcur, fblk = fcur, fblk, fcur
+        delta = (xtol + rtol * abs(xcur)) / 2
+        sbis = (xblk - xcur) / 2
+        if fcur == 0 or abs(sbis) < delta:
+            return xcur
+        if abs(spre) > delta and abs(fcur) < abs(fpre):
+            if xpre == xblk:  # secant
+                stry = -fcur * (xcur - xpre) / (fcur - fpre)
+            else:  # inverse quadratic
+                dpre = (fpre - fcur) / (xpre - xcur)
+                dblk = (fblk - fcur) / (xblk - xcur)
+                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
+            if 2 * abs(stry) < min(abs(spre), 3 * abs(sbis) - delta):
+                spre, scur = scur, stry
+            else:
+                spre = scur = sbis
+        else:
+            spre = scur = sbis
+        xpre, fpre = xcur, fcur
+        xcur += scur if abs(scur) > delta else (delta if sbis > 0 else -delta)
+        fcur = float(f(xcur))
+    raise RuntimeError("brentq: no convergence in 100 iterations")
 
 
 class _BehrensFisherTail:
