@@ -14,8 +14,8 @@ edges and calls one ``scipy.special`` function; this module does the same, step 
 The binomial and hypergeometric tails are Boost's, which scipy exposes only as private
 ufuncs of ``scipy.special`` (``bdtrc`` is another algorithm: it differs by up to 10²³
 relatively in the far tail); with a scipy that lacks them, those two go through
-``scipy.stats`` itself. Tests used rarely (Mann–Whitney, Kendall's tau, Fisher's exact
-test) import ``scipy.stats`` where they are used.
+``scipy.stats`` itself. Mann–Whitney is in mannwhitney.py, Kendall's tau with ties in
+trends/fitting.py, Brent's root and the two-column NNLS in stats.py, each the same way.
 """
 
 from __future__ import annotations
