@@ -3,13 +3,16 @@ same run (target: every command ≤ 2× the baseline).
 
     .venv/bin/python bench/startup.py                  # 9 rounds
     .venv/bin/python bench/startup.py --runs 15
+    .venv/bin/python bench/startup.py --analyses          # investigate, explain and changes too
     git archive 8fc6715 src | tar -x -C /tmp/before && .venv/bin/python bench/startup.py --src src --src /tmp/before/src
 
 Each round runs every command once in a fresh process, in turn (so a noisy moment hits
 them all alike); the table gives each one's median wall time and its ratio to the
 median of ``import duckdb``. ``datasets``, ``query``, ``schema`` and ``retention`` read a small store (1,000 events)
 written once in a temporary folder. ``--src`` (repeatable) measures other source trees,
-e.g. an older commit's, in the same rounds against the same baseline.
+e.g. an older commit's, in the same rounds against the same baseline. ``--analyses`` adds
+``investigate``, ``explain`` and ``changes`` on the same store: their start-up is mostly
+imports (numpy, scipy.special), the store's 1,000 events cost little.
 """
 
 from __future__ import annotations
@@ -30,6 +33,34 @@ DATASET = "api"
 
 
 BASELINE = "python -c 'import duckdb' (baseline)"
+
+
+def analyses(data: Path) -> dict[str, list[str]]:
+    """The analysis commands timed with ``--analyses``, by name."""
+    rootsift = [sys.executable, "-m", "rootsift"]
+    return {
+        "rootsift investigate": [*rootsift, "investigate", DATASET, "--data", str(data), "--json"],
+        "rootsift explain": [
+            *rootsift,
+            "explain",
+            DATASET,
+            "--select",
+            "duration_ms > 90",
+            "--data",
+            str(data),
+            "--json",
+        ],
+        "rootsift changes": [
+            *rootsift,
+            "changes",
+            DATASET,
+            "--measure",
+            "p50(duration_ms)",
+            "--data",
+            str(data),
+            "--json",
+        ],
+    }
 
 
 def commands(data: Path) -> dict[str, list[str]]:
@@ -66,6 +97,7 @@ def main() -> None:
     parser.add_argument(
         "--src", type=Path, action="append", help="A source tree whose rootsift to time (repeatable; default src/)."
     )
+    parser.add_argument("--analyses", action="store_true", help="Time investigate, explain and changes too.")
     args = parser.parse_args()
     trees = [p.resolve() for p in args.src or [SRC]]
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,7 +109,8 @@ def main() -> None:
         }
         for tree in trees:
             env = {**os.environ, "PYTHONPATH": str(tree)}
-            todo.update({(str(tree), name): (argv, env) for name, argv in commands(data).items()})
+            timed = commands(data) | (analyses(data) if args.analyses else {})
+            todo.update({(str(tree), name): (argv, env) for name, argv in timed.items()})
         times: dict[tuple[str, str], list[float]] = {key: [] for key in todo}
         cpu: dict[tuple[str, str], list[float]] = {key: [] for key in todo}
         for _ in range(args.runs):

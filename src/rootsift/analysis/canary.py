@@ -37,8 +37,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
+from rootsift.analysis import distributions as dist
 from rootsift.analysis.compare import Comparison
 from rootsift.analysis.defaults import BOUNDARIES
 from rootsift.errors import StoreLockedError, UsageError
@@ -69,7 +69,7 @@ def levels(looks: int, alpha: float, boundary: str = "pocock") -> list[float]:
     # the boundary is c / w_k in z: pocock a constant, O'Brien-Fleming c * sqrt(looks / k)
     w = np.ones(looks) if boundary == "pocock" else np.sqrt(k / looks)
     c = float(np.quantile(_max_statistic(looks, w), 1 - alpha))
-    return [float(2 * sps.norm.sf(c / wk)) for wk in w]
+    return [float(2 * dist.norm_sf(c / wk)) for wk in w]
 
 
 def _max_statistic(looks: int, w: np.ndarray) -> np.ndarray:

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import stats as sps
 from sqlglot import exp
 
+from rootsift.analysis import distributions as dist
 from rootsift.analysis import sql as q
 from rootsift.analysis import stats
 from rootsift.analysis.cells import count_coded
@@ -177,7 +177,7 @@ def normal_ratio(cells: Cells, open_cells: np.ndarray, alpha: float) -> tuple[fl
     codes = cells.codes[open_cells]
     kept = np.ones(len(sel_all), dtype=bool)
     n_values = sum(len(v) for v in cells.values)
-    critical = float(sps.chi2.isf(alpha / max(n_values, 1), 1))
+    critical = float(dist.chi2_isf(alpha / max(n_values, 1), 1))
     for _ in range(5):
         k = float(sel_all[kept].sum()) / max(float(base_all[kept].sum()), 1e-300)
         flagged = np.zeros(len(sel_all), dtype=bool)
@@ -220,8 +220,6 @@ def fit_noise(sel: np.ndarray, base: np.ndarray, k: float, events: bool) -> Nois
     medians are the normal cells'. ``events``: the counts are whole events, which vary at
     least as independent events do (``a ≥ 1 + k``); other counts (rollups of rates, any unit)
     vary as much as they are seen to."""
-    from scipy.optimize import nnls
-
     m = (sel + k * base) / 2
     d2 = (sel - k * base) ** 2
     have = m > 0
@@ -234,7 +232,7 @@ def fit_noise(sel: np.ndarray, base: np.ndarray, k: float, events: bool) -> Nois
     size = np.array([float(np.mean(m[b])) for b in bins])
     var = np.array([float(np.median(d2[b])) / CHI2_MEDIAN for b in bins])
     scale = 1.0 / np.maximum(var, 1e-12 * max(float(var.max()), 1e-300))
-    fitted, _ = nnls(np.column_stack([size * scale, size * size * scale]), np.ones(len(size)))
+    fitted = stats.nonnegative_least_squares(np.column_stack([size * scale, size * size * scale]), np.ones(len(size)))
     a, c = float(fitted[0]), float(fitted[1])
     if a < floor:  # refit the relative part with the independent events' part fixed
         a = floor
@@ -250,8 +248,8 @@ def _greedy(cells: Cells, scale: Scale, alpha: float) -> list[Finding]:
     tried = sum(len(first) for _, first in groups)
     if tried == 0:
         return []
-    critical = float(sps.chi2.isf(alpha / tried, 1))
-    split_critical = float(sps.chi2.isf(alpha, 1))
+    critical = float(dist.chi2_isf(alpha / tried, 1))
+    split_critical = float(dist.chi2_isf(alpha, 1))
     open_cells = np.ones(len(cells.sel), dtype=bool)
     chosen: list[tuple[tuple[int, ...], tuple[int, ...], float]] = []
     for _ in range(MAX_CAUSES):
@@ -371,7 +369,7 @@ def _finding(
     b = float(cells.base[members].sum())
     p_sel, p_base = a / scale.sel_eff, b / scale.base_eff
     diff, score = stats.share_score(np.array([p_sel]), np.array([p_base]), scale.sel_eff, scale.base_eff)
-    p = min(1.0, float(sps.chi2.sf(gain, 1)) * tried)
+    p = min(1.0, float(dist.chi2_sf(gain, 1)) * tried)
     conditions = [{"field": cells.fields[f], "value": cells.values[f][c]} for f, c in zip(subset, key)]
     common: dict[str, Any] = {
         "selection_fraction": p_sel,

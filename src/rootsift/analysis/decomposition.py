@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scipy import stats as sps
 from sqlglot import exp
 
+from rootsift.analysis import distributions as dist
 from rootsift.analysis import sql as q
 from rootsift.analysis import stats
 from rootsift.analysis.anomaly import Anomaly
@@ -202,7 +202,7 @@ def _rise(s: tuple[Any, ...]) -> tuple[float, float, float, float] | None:
     diff = float(m1) - float(m0)
     if se == 0:
         return diff, 0.0 if diff > 0 else 1.0, float(n1), float(n0)
-    return diff, float(sps.t.sf(diff / se, df)), float(n1), float(n0)
+    return diff, float(dist.t_sf(diff / se, df)), float(n1), float(n0)
 
 
 def _r(x: float | None) -> float | None:

@@ -34,10 +34,10 @@ import math
 from datetime import datetime, timedelta
 
 import numpy as np
-from scipy import stats as sps
 from scipy.special import xlogy
 from sqlglot import exp
 
+from rootsift.analysis import distributions as dist
 from rootsift.analysis.anomaly import Anomaly, Series, dispersion, series_of
 from rootsift.analysis.frame import Frame
 from rootsift.store.base import TIME_COLUMN
@@ -103,7 +103,7 @@ def _outside_rate(s: Series, first: int, last: int) -> float | None:
 
 
 def _past(s: Series, k: int, rate: float, level: float) -> bool:
-    return bool(s.events[k] > 0 and sps.binom.sf(s.bad[k] - 1, s.events[k], rate) < level)
+    return bool(s.events[k] > 0 and dist.binom_sf(s.bad[k] - 1, s.events[k], rate) < level)
 
 
 def _walked(
@@ -170,7 +170,7 @@ def _walked(
             0.0,
         )
         tested = np.asarray(lengths) - 1
-        p = 0.5 * sps.chi2.sf(2 * llr[tested] / phi, 1)
+        p = 0.5 * dist.chi2_sf(2 * llr[tested] / phi, 1)
         j = int(np.argmin(p))
         if llr[tested[j]] <= 0 or p[j] * len(lengths) >= level or (best is not None and p[j] >= best[0]):
             continue

@@ -124,7 +124,7 @@ def _restates(name: str, measure: str, x: np.ndarray, m: np.ndarray) -> Restatem
 
 def _spearman(x: np.ndarray, m: np.ndarray) -> float | None:
     """Spearman's rank correlation (ties at their mean rank); None when either is constant."""
-    from scipy.stats import rankdata
+    from rootsift.analysis.distributions import rankdata  # scipy.stats' numbers, not its import
 
     if np.all(x == x[0]) or np.all(m == m[0]):
         return None

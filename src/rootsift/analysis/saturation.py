@@ -29,9 +29,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 from sqlglot import exp
 
+from rootsift.analysis import distributions as dist
 from rootsift.analysis import sql as q
 from rootsift.analysis import weighted
 from rootsift.analysis.anomaly import COMPLETION, Anomaly
@@ -214,7 +214,7 @@ def _rise(level: np.ndarray, i0: int, i1: int) -> Rise | None:
     if se == 0:
         return Rise(m_in, m_out, n_in, n_out, 0.0)
     df = (v_in + v_out) ** 2 / ((v_in**2 / (n_in - 1) if v_in else 0.0) + (v_out**2 / (n_out - 1) if v_out else 0.0))
-    return Rise(m_in, m_out, n_in, n_out, float(sps.t.sf((m_in - m_out) / se, df)))
+    return Rise(m_in, m_out, n_in, n_out, float(dist.t_sf((m_in - m_out) / se, df)))
 
 
 def effective_samples(x: np.ndarray) -> float:

@@ -28,9 +28,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 from sqlglot import exp
 
+from rootsift.analysis import distributions as dist
 from rootsift.analysis import sql as q
 from rootsift.analysis import weighted
 from rootsift.analysis.anomaly import BUCKETS, Series, binomial_llr, dispersion
@@ -171,7 +171,7 @@ def scan(events: np.ndarray, bad: np.ndarray, width: timedelta) -> Shift | None:
     _, first, end, k = best
     first, end, raw = _place(events, bad, first, end, k)
     value = raw / dispersion(coarse, first // top, (end - 1) // top)
-    p = min(1.0, float(sps.chi2.sf(2 * value, 1)) * tests)
+    p = min(1.0, float(dist.chi2_sf(2 * value, 1)) * tests)
     return Shift(first, end, value, p, width * k)
 
 

@@ -26,9 +26,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 from sqlglot import exp
 
+from rootsift.analysis import distributions as dist
 from rootsift.analysis import sql as q
 from rootsift.analysis import weighted
 from rootsift.analysis.anomaly import Anomaly, completion_column
@@ -183,9 +183,9 @@ def scan(fine: np.ndarray, width_s: float, unit_s: float) -> tuple[int, int, flo
         return None
     col = {name: c[:, i] for i, name in enumerate(COLUMNS)}
     log_burst = math.log(2) + np.minimum(
-        sps.poisson.logsf(col["b1"] - 1, col["rate"]), sps.poisson.logsf(col["b2"] - 1, 2 * col["rate"])
+        dist.poisson_logsf(col["b1"] - 1, col["rate"]), dist.poisson_logsf(col["b2"] - 1, 2 * col["rate"])
     )
-    log_p = sps.poisson.logcdf(col["obs"], col["expected"]) + np.minimum(0.0, log_burst)
+    log_p = dist.poisson_logcdf(col["obs"], col["expected"]) + np.minimum(0.0, log_burst)
     best = int(np.lexsort((-col["score"], log_p))[0])
     k, length = int(col["k"][best]), int(col["length"][best])
     # The burst's significance says a stall happened, not how long it lasted: the gap ends

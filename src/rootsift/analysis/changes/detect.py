@@ -50,8 +50,8 @@ from typing import Any
 
 import numpy as np
 from scipy import special
-from scipy import stats as sps
 
+from rootsift.analysis import distributions as dist
 from rootsift.analysis.changes.readings import (
     MAX_RHO,
     deseason,
@@ -373,7 +373,7 @@ def _points(z: np.ndarray, x: np.ndarray, cuts: list[int], lrv: float, summary: 
         diff = float(z[k:b].mean() - z[a:k].mean())
         se = math.sqrt(lrv * (1 / (k - a) + 1 / (b - k)))
         zz = diff / se if se > 0 else 0.0
-        p = min(1.0, 2 * float(sps.norm.sf(abs(zz))) * (n - 1))
+        p = min(1.0, 2 * float(dist.norm_sf(abs(zz))) * (n - 1))
         points.append(
             Point(
                 index=k,

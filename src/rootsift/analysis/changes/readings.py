@@ -10,7 +10,8 @@ import functools
 import math
 
 import numpy as np
-from scipy import stats
+
+from rootsift.analysis import distributions as dist
 
 MAX_RHO = 0.9
 """The bound on the AR(1) coefficient of the noise: the detector's and the BIC's."""
@@ -44,7 +45,7 @@ def ranks(values: np.ndarray) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64)
     n = len(v)
     if n == 0 or np.isnan(v).any():
-        return np.asarray(stats.rankdata(v), dtype=np.float64)
+        return dist.rankdata(v)
     order = np.argsort(v, kind="stable")
     s = v[order]
     starts = np.flatnonzero(np.concatenate([[True], s[1:] != s[:-1]]))

@@ -44,9 +44,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from rootsift.analysis.changes import series as ser
+from rootsift.analysis.mannwhitney import mannwhitneyu_p
 from rootsift.query.engine import run_query
 from rootsift.query.spec import Calculation, QuerySpec
 from rootsift.store.duckdb import DuckDBBackend
@@ -182,7 +182,7 @@ def judge(field: str, values: np.ndarray, modes: list[object], shares: np.ndarra
     ]
     if len(inside) < MIN_SWITCHES:
         return None
-    p = float(sps.mannwhitneyu(at, np.abs(inside), alternative="greater").pvalue)
+    p = mannwhitneyu_p(at, np.abs(inside), "greater")
     return Regime(field, modes, switches, p) if p < P_JUMP else None
 
 

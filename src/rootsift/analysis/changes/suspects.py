@@ -27,10 +27,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
+from rootsift.analysis import distributions as dist
 from rootsift.analysis import sql as q
 from rootsift.analysis.changes.detect import MIN_SIZE
+from rootsift.analysis.mannwhitney import mannwhitneyu_p
 from rootsift.store.base import TIME_COLUMN
 from rootsift.store.duckdb import DuckDBBackend
 
@@ -182,8 +183,8 @@ def rank(
         z, p = 0.0, 1.0
         if len(before) >= MIN_WINDOW_POINTS and len(after) >= MIN_WINDOW_POINTS:
             alt = "greater" if direction > 0 else "less"
-            p = float(sps.mannwhitneyu(after, before, alternative=alt).pvalue)
-            z = float(sps.norm.isf(max(p, 1e-300)))
+            p = mannwhitneyu_p(after, before, alt)
+            z = float(dist.norm_isf(max(p, 1e-300)))
         relation = "before" if e.time < change else "at"
         # the onset's timing is evidence when the series moved at the event the shift's way
         found = Suspect(e, relation, lead, z, p, scoped, how, near and z > 0)
@@ -222,7 +223,7 @@ def corroborate(suspects: list[Suspect], points: list[tuple[str, datetime, float
         near = [(name, p) for name, at, p in points if s.event.time - step <= at <= s.event.time + MIN_SIZE * step]
         if near:
             s.related = sorted({name for name, _ in near})
-            s.related_z = float(sps.norm.isf(max(min(p for _, p in near), 1e-300)))
+            s.related_z = float(dist.norm_isf(max(min(p for _, p in near), 1e-300)))
     return ordered(suspects)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as sps
 from sqlglot import exp
 
+from rootsift.analysis import distributions as dist
 from rootsift.analysis import sql as q
 from rootsift.analysis import stats
 from rootsift.analysis.compare.cohorts import squares_of, weight_of
@@ -83,6 +83,6 @@ def log_interval(ratio: float, boot: np.ndarray, level: float) -> tuple[float, f
     rounding = 2 * (math.log(2) / STEPS) ** 2 / 12
     se = math.sqrt(float(logs.var(ddof=1)) + rounding)
     x = math.log(ratio)
-    z = float(sps.norm.ppf(1 - level / 2))
-    p = float(2 * sps.norm.sf(abs(x) / se))
+    z = float(dist.norm_ppf(1 - level / 2))
+    p = float(2 * dist.norm_sf(abs(x) / se))
     return math.expm1(x - z * se), math.expm1(x + z * se), float(f"{p:.4g}")

@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
+from rootsift.analysis import distributions as dist
 from rootsift.analysis.compare.bins import log_interval
 from rootsift.analysis.compare.cohorts import relative, rounded
 from rootsift.analysis.compare.fields import CURVE, SPREAD, Fields
@@ -112,5 +112,5 @@ def _shape(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -
         cdf.append(np.cumsum(counts) / counts.sum())
     d = float(np.abs(cdf[0] - cdf[1]).max())
     n_a, n_b = float(a[1].sum()), float(b[1].sum())
-    p = float(sps.kstwobign.sf(d * math.sqrt(n_a * n_b / (n_a + n_b))))
+    p = float(dist.kstwobign_sf(d * math.sqrt(n_a * n_b / (n_a + n_b))))
     return {"test": "Kolmogorov-Smirnov (binned)", "statistic": rounded(d), "p_value": float(f"{p:.4g}")}

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from scipy import stats as sps
-
+from rootsift.analysis import distributions as dist
 from rootsift.analysis.compare.cohorts import and_filters, rounded, totals
 from rootsift.analysis.compare.fields import Fields
 from rootsift.analysis.compare.metrics import Metric
@@ -40,7 +39,7 @@ def rate(fields: Fields, metric: Metric, level: float) -> dict[str, Any]:
         out.update(effective_n_a=rounded(e_a), effective_n_b=rounded(e_b))
     else:
         ka_e, na_e, kb_e, nb_e = k_a, n_a, k_b, n_b
-    p = float(sps.fisher_exact([[kb_e, nb_e - kb_e], [ka_e, na_e - ka_e]])[1])
+    p = dist.fisher_exact_p([[kb_e, nb_e - kb_e], [ka_e, na_e - ka_e]])
     lo, hi = _newcombe(p_a * na_e, na_e, p_b * nb_e, nb_e, level)
     if p_a > 0:
         change, ci = (p_b - p_a) / p_a, [lo / p_a, hi / p_a]
@@ -60,7 +59,7 @@ def rate(fields: Fields, metric: Metric, level: float) -> dict[str, Any]:
 
 def _newcombe(k_a: float, n_a: float, k_b: float, n_b: float, level: float) -> tuple[float, float]:
     """Newcombe's hybrid score interval for p_b − p_a (Wilson intervals of each)."""
-    z = float(sps.norm.ppf(1 - level / 2))
+    z = float(dist.norm_ppf(1 - level / 2))
 
     def wilson(k: float, n: float) -> tuple[float, float]:
         p = k / n
@@ -86,7 +85,7 @@ def _from_zero(lo: float, hi: float, level: float) -> dict[str, Any]:
     (Wilson's upper bound of 0 in n is z² / (n + z²), below the tolerance from
     n ≥ z² (1 / tolerance − 1))."""
     bound = ZERO_BASE_TOLERANCE
-    z = float(sps.norm.ppf(1 - level / 2))
+    z = float(dist.norm_ppf(1 - level / 2))
     needed = math.ceil(z * z * (1 / bound - 1))
     within = -bound < lo and hi < bound
     return {

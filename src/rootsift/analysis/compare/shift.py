@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
+from rootsift.analysis import distributions as dist
 from rootsift.analysis import stats
 from rootsift.analysis.compare.bins import STEPS
 from rootsift.analysis.compare.cohorts import rounded
@@ -40,7 +40,7 @@ def shift(fields: Fields, metric: Metric, level: float) -> dict[str, Any]:
     def at(count: float) -> float:  # the difference, in bins, at this rank
         return float(np.searchsorted(cum, min(max(count, 1.0), total)) - (size - 1))
 
-    z = float(sps.norm.ppf(1 - level / 2))
+    z = float(dist.norm_ppf(1 - level / 2))
     k = n_a * n_b / 2 - z * math.sqrt(n_a * n_b * (n_a + n_b + 1) / 12)
     middle, low, high = at(total / 2), at(k), at(total - k + 1)
     ratio = lambda bins: math.exp2(bins / STEPS) - 1  # noqa: E731

@@ -53,7 +53,7 @@ def p_values(xa: Array, na: Array, xb: Array, nb: Array) -> Array:
 
 
 def _welch(sa: Array, na: Array, sb: Array, nb: Array) -> Array:
-    from scipy import stats as sps
+    from rootsift.analysis import distributions as dist
 
     ma, mb = sa.mean(axis=1), sb.mean(axis=1)
     va = np.maximum(sa.var(axis=1, ddof=1), _sampling_floor(ma, na))
@@ -63,7 +63,7 @@ def _welch(sa: Array, na: Array, sb: Array, nb: Array) -> Array:
     df = (ea + eb) ** 2 / (ea**2 / (len(na) - 1) + eb**2 / (len(nb) - 1))
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(se > 0, (mb - ma) / se, 0.0)
-    p = 2 * sps.t.sf(np.abs(t), np.where(np.isfinite(df), df, 1.0))
+    p = 2 * dist.t_sf(np.abs(t), np.where(np.isfinite(df), df, 1.0))
     return np.asarray(np.where(se > 0, p, 1.0), dtype=np.float64)
 
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from scipy import stats as sps
-
+from rootsift.analysis import distributions as dist
 from rootsift.analysis.trends.fitting import Fit
 
 DEFAULT_PARTS = {
@@ -72,7 +71,7 @@ def shares(
                 "slope_per_day": slope * 24 / len(own),
                 "groups": len(own),
                 "groups_moving": growing,
-                "p_value": float(sps.norm.sf(z)),
+                "p_value": float(dist.norm_sf(z)),
                 "relation": "consumes" if consumers else "adds to",
             }
         )

@@ -18,8 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from scipy import stats as sps
-
+from rootsift.analysis import distributions as dist
 from rootsift.analysis.trends.fitting import Fit
 
 LEVEL = 0.95
@@ -77,7 +76,7 @@ def _band_crossings(f: Fit, limit: float, hours: float, level: float) -> tuple[f
     line's band: the roots of ``(D + b u)² = z² k σ² (1/n + u²/Sxx)`` in ``u = τ − t̄``.
     A slope not clearly away from zero leaves the band open: the high end is infinite."""
     df = max(2.0, f.n / f.inflation - 2)  # the effective number of independent samples, less the line's two
-    z = float(sps.t.ppf(0.5 + level / 2, df))
+    z = float(dist.t_ppf(0.5 + level / 2, df))
     var = z * z * f.inflation * f.resid_sd**2
     d = float(f.at(f.t_mean)) - limit
     a = f.slope**2 - var / f.sxx

@@ -36,7 +36,6 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 from scipy import special
-from scipy import stats as sps
 
 Array = NDArray[np.float64]
 
@@ -212,8 +211,21 @@ def block_mann_kendall(y: Array) -> tuple[float, float]:
     if score == 0:
         return 1.0, 0.0
     tied = bool((signs == 0).any())  # ties among the block means (a flat series): scipy's tie-corrected test
-    p = float(sps.kendalltau(np.arange(k), means).pvalue) if tied else _kendall_exact(k, abs(score))
+    p = kendall_tied(means, score) if tied else _kendall_exact(k, abs(score))
     return p, math.copysign(float(special.ndtri(1 - max(p, 1e-300) / 2)), score)
+
+
+def kendall_tied(means: Array, score: int) -> float:
+    """``scipy.stats.kendalltau(np.arange(k), means).pvalue`` when some of the ``k`` means
+    tie (``score``: concordant less discordant pairs): its normal approximation with the
+    tie correction, step for step (the order has no ties), without importing scipy.stats."""
+    k = len(means)
+    cnt = np.unique(means, return_counts=True)[1]
+    cnt = cnt[cnt > 1].astype(np.int64)
+    ties_term = int((cnt * (cnt - 1.0) * (2 * cnt + 5)).sum())
+    m = k * (k - 1.0)
+    var = (m * (2 * k + 5) - ties_term) / 18  # scipy's other terms hold the order's ties: 0
+    return float(2 * special.ndtr(-np.abs(score / np.sqrt(var))))
 
 
 @lru_cache(maxsize=32)
