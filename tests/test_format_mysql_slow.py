@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -284,3 +285,82 @@ def test_fuzz_mutated_golden_lines(lines: list[str]) -> None:
     data = "\n".join(lines)
     events, rejects = parse("mysql-slow", data)
     check_items(events, rejects, data.count("\n") + 1)
+
+
+# -- common entries read whole (MySQLSlowLog.read) against the line-by-line reader ---------
+
+_COMMON_ENTRY = (
+    "# Time: 2024-03-01T10:00:0{s}.339563Z\n"
+    "# User@Host: app[app] @ web{s} [10.0.0.1{s}]  Id: 7{s}\n"
+    "# Query_time: 0.01664{s}  Lock_time: 0.001665 Rows_sent: {s}  Rows_examined: 5991\n"
+    "SET timestamp=170928720{s};\n"
+    "SELECT * FROM t WHERE id = {s};\n"
+)
+# Entries that look common to the whole-entry match but are not, or not quite: each must
+# be read as the line-by-line reader reads it.
+_NEAR_MISSES = [
+    "use shop;\n",  # a `use` line before SET: the entry takes the database
+    "SELECT 1 FROM dual\n",  # a statement line after the one ending in ';': the body goes on
+    "/usr/sbin/mysqld, Version: 8.0.36 (MySQL Community Server - GPL). started with:\n",
+    "# Time: 2024-03-01T10:00:09Z\n",  # a header without Query_time: the next one joins it
+    "# User@Host: app[app] @ web [10.0.0.1]  Id: 5  Id: 6\n",
+    "# User@Host: app[app] @ web [10.0.0.1]  Id:\n",
+    "# Query_time: 0.5  Lock_time: 0.0 Rows_sent: 1  Rows_examined: 1\n",
+    "SET timestamp=99999999999999999999;\n",
+    "# User@Host: app[app] @ web [10.0.0.1] Start: 2024-03-01T10:00:00.5Z  Id: 3\n",
+    "use db;\n",
+    "   \n",
+    "\r\n",
+    "",
+]
+# Statements in the common entry's place that change what its lines mean.
+_ODD_STATEMENTS = ["use shop;", "SELECT 1;  ", " ;", "x, Version: 1 started with:", "SELECT \u00e9;", "-- c"]
+
+
+def _line_reader_items(data: bytes) -> list[object]:
+    from rootsift.ingest.formats.base import numbered_lines
+
+    parser = formats.get("mysql-slow")(formats.FormatOptions(mtime=1.7e9))
+    return list(parser.parse(numbered_lines(io.BytesIO(data))))
+
+
+def _block_reader_items(data: bytes, block_bytes: int | None = None) -> list[object]:
+    from rootsift.ingest.formats import mysql_slow
+    from rootsift.ingest.sources import line_blocks
+
+    parser = formats.get("mysql-slow")(formats.FormatOptions(mtime=1.7e9))
+    if block_bytes is None:
+        return list(parser.read(io.BytesIO(data)))
+    reader = mysql_slow._Reader(parser.options)
+    blocks = line_blocks(io.BytesIO(data), block_bytes)
+    return list(mysql_slow.backfill(reader.run_blocks(blocks), parser.options.file_time))
+
+
+def test_common_entries_read_whole_as_line_by_line(corpus: Path) -> None:
+    inputs = [_sample(p.name) for p in sorted(corpus.iterdir())]
+    inputs += [p.read_bytes() for p in sorted((GOLDEN / "mysql_slow").glob("*.log"))]
+    inputs.append("".join(_COMMON_ENTRY.format(s=i % 10) for i in range(200)).encode())
+    for data in inputs:
+        expected = _line_reader_items(data)
+        for block_bytes in (None, 61, 400, 4096):
+            assert _block_reader_items(data, block_bytes) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(0, 9).map(lambda s: _COMMON_ENTRY.format(s=s)),
+            st.sampled_from(_NEAR_MISSES),
+            st.integers(0, 9).map(lambda s: _COMMON_ENTRY.format(s=s).replace("\n", "\r\n", 1)),
+            st.sampled_from(_ODD_STATEMENTS).map(
+                lambda q: _COMMON_ENTRY.format(s=3).replace("SELECT * FROM t WHERE id = 3;", q)
+            ),
+        ),
+        max_size=25,
+    ),
+    st.sampled_from([None, 50, 300, 1000]),
+)
+def test_common_entries_among_near_misses(pieces: list[str], block_bytes: int | None) -> None:
+    data = "".join(pieces).encode()
+    assert _block_reader_items(data, block_bytes) == _line_reader_items(data)

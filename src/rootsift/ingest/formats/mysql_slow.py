@@ -10,7 +10,7 @@ describes every field and rule.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
 from rootsift.ingest.fingerprint_cache import MySQLCache
@@ -20,6 +20,7 @@ from rootsift.ingest.formats.mysql_slow_entry import Backfill, Entry, EntryBuild
 from rootsift.ingest.formats.mysql_slow_fields import FieldReader
 from rootsift.ingest.formats.mysql_slow_time import TimeReader
 from rootsift.ingest.rejects import Reject
+from rootsift.ingest.sources import Readable, line_blocks
 
 # "/usr/sbin/mysqld, Version: 8.0.36 (MySQL Community Server - GPL). started with:"
 _BANNER = re.compile(r".*, Version: .*started with:\s*")
@@ -29,6 +30,23 @@ _KEY_LINE = re.compile(r"#\s*[A-Za-z_]\w*:(?:\s|$)")
 _SKIP = ("# No InnoDB statistics", "# explain:", "# Explain:")
 _IDLE, _HEAD, _BODY = 0, 1, 2
 _OUTSIDE = "text outside any slow-log entry (no '# Time:'/'# User@Host:'/'# Query_time:' header before it)"
+# The entry MySQL 5.7 and 8.0 write by default, read whole by one match when the next line
+# starts the next entry: "# Time:", "# User@Host:", the four classic numbers exactly as
+# MySQL spaces them, "SET timestamp=N;" and a one-line statement; matched where a line
+# starts (``match``, not ``search``: scanning for ``^`` cost more than the match). ``_Reader.run_text`` gives
+# what the line-by-line reader gives for it (tests/test_format_mysql_slow.py compares both).
+_COMMON = re.compile(
+    r"# Time: [^#\n]*\n"
+    r"(# User@Host: [^\n]*)\n"
+    r"# Query_time: (\d{1,6})\.(\d{6})  Lock_time: (\d+)\.(\d{6}) Rows_sent: (\d+)  Rows_examined: (\d+)\n"
+    r"SET timestamp=(\d+);\n"
+    r"([^#\n][^\n]*)\n"
+    r"(?=# Time: )",
+    re.ASCII,
+)
+_COMMON_LINES = 5
+READ_BLOCK_BYTES = 4 << 20
+"""Bytes of input decoded and matched at a time by ``MySQLSlowLog.read``."""
 
 
 @register
@@ -55,6 +73,10 @@ class MySQLSlowLog(TextFormat):
     def parse(self, lines: Lines) -> Iterator[Item]:
         """Yield one event per entry (numbered by its first header line) and rejects."""
         return backfill(_Reader(self.options).run(lines), self.options.file_time)
+
+    def read(self, stream: Readable) -> Iterator[Item]:
+        """``parse`` of the stream's lines, the common entries read whole (``_COMMON``)."""
+        return backfill(_Reader(self.options).run_blocks(line_blocks(stream, READ_BLOCK_BYTES)), self.options.file_time)
 
     def blocks(self) -> SlowLogBlocks:
         """A reader of one input given in blocks of lines, some read by the parser, some by DuckDB."""
@@ -194,6 +216,73 @@ class _Reader:
             yield finish(entry)
             state = _IDLE
         self.state, self.entry = state, entry
+
+    def run_blocks(self, blocks: Iterable[tuple[bytes, int]]) -> Iterator[Item]:
+        """The items of an input given as blocks of whole lines (``line_blocks``), decoded as
+        ``numbered_lines`` decodes them."""
+        for block, number in blocks:
+            text = block[:-1].decode("utf-8", "replace")
+            if "\r" in text:
+                lines = ((n, line.removesuffix("\r")) for n, line in enumerate(text.split("\n"), number))
+                yield from self.run(lines, final=False)
+            else:
+                yield from self.run_text(text, number)
+        yield from self.run((), final=True)
+
+    def run_text(self, text: str, number: int) -> Iterator[Item]:
+        """The items of ``text`` (lines from line ``number``, no final newline) as ``run`` gives
+        them with ``final`` false: each common entry by one match, the lines between by ``run``."""
+        pos = 0
+        builder, template, match, find = self.builder, self.fields.template, _COMMON.match, text.find
+        epoch, event = builder.times.epoch, builder.event
+        while True:
+            m = match(text, pos)
+            if m is None:  # the lines up to the next "# Time:" line, by ``run``
+                nxt = find("\n# Time: ", pos)
+                if nxt < 0:
+                    break
+                yield from self._lines(text[pos:nxt], number)
+                number += text.count("\n", pos, nxt + 1)
+                pos = nxt + 1
+                continue
+            start, end = m.span()
+            pos = end
+            user_host, qt, qt_frac, lt, lt_frac, sent, examined, stamp, statement = m.groups()
+            head, cut, thread = user_host.partition("  Id:")
+            thread = thread.strip()
+            when = epoch(stamp)
+            fields = template(head)
+            if (
+                self.state == _HEAD  # an open header takes these lines as its own
+                or not (cut and thread.isdigit())  # FieldReader.entry_fields reads these
+                or when is None
+                or ", Version: " in statement  # a banner ends a statement
+                or statement[:4] == "use "
+                or "start_time" in fields
+                or not (sql := statement.strip())
+            ):
+                yield from self._lines(text[start : end - 1], number)
+                number += _COMMON_LINES
+                continue
+            if self.state == _BODY:  # the open entry ends at this "# Time:" line
+                yield builder.finish(self.entry)
+                self.state = _IDLE
+            # what the line-by-line reader makes of these lines: EntryBuilder.finish's
+            # usual body and FieldReader's entry_fields and query_time
+            fields = fields.copy()
+            fields["thread_id"] = int(thread)
+            fields["query_time_ms"] = int(qt + qt_frac) / 1000
+            fields["lock_time_ms"] = int(lt + lt_frac) / 1000
+            fields["rows_sent"] = int(sent)
+            fields["rows_examined"] = int(examined)
+            if sql[-1] == ";":
+                sql = sql[:-1].rstrip()
+            yield number, event(fields, sql, when, "set_timestamp", None)
+            number += _COMMON_LINES
+        yield from self._lines(text[pos:], number)
+
+    def _lines(self, text: str, number: int) -> Iterator[Item]:
+        return self.run(enumerate(text.split("\n"), number), final=False)
 
     def _start(self, number: int, line: str) -> Entry:
         entry = Entry(number)

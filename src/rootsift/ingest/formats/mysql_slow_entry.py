@@ -116,10 +116,14 @@ class EntryBuilder:
     def _event(
         self, entry: Entry, statement: str, when: datetime | None, source: str, use_db: str | None
     ) -> tuple[int, Event]:
-        event = entry.fields
+        return entry.line, self.event(entry.fields, statement, when, source, use_db)
+
+    def event(self, event: Event, statement: str, when: datetime | None, source: str, use_db: str | None) -> Event:
+        """An entry's fields made its event: its time (None: ``backfill`` dates it) and where
+        it came from, its database, statement and fingerprint."""
         if when is not None:
             self.last_time = when
-        event[TIME_KEY] = when  # None: ``backfill`` dates it
+        event[TIME_KEY] = when
         event["timestamp_source"] = source
         if use_db:
             event["db"] = use_db
@@ -130,7 +134,7 @@ class EntryBuilder:
             event["db"] = self.db
         event["statement"] = statement
         event["fingerprint"] = self.fingerprint(statement)
-        return entry.line, event
+        return event
 
     def _time(self, entry: Entry, set_time: datetime | None) -> tuple[datetime | None, str]:
         """The most precise start time known and where it came from (or None and why not)."""

@@ -126,19 +126,24 @@ class FieldReader:
             thread = thread.strip()
         else:
             head, thread = line, ""
-        template = self._templates.get(head)
-        if template is None:
-            if len(self._templates) > _CACHE_LIMIT:
-                self._templates.clear()
-            template = self._templates[head] = {TIME_KEY: None, "timestamp_source": None}
-            self._user_host(head[12:], template)
-        into = template.copy()
+        into = self.template(head).copy()
         if thread:
             if thread.isdigit():
                 into["thread_id"] = int(thread)
             else:
                 self.pairs("Id: " + thread, into)
         return into
+
+    def template(self, head: str) -> dict[str, object]:
+        """The fields of a ``# User@Host:`` line without its ``  Id:`` (the time keys first,
+        unset), cached: the caller copies it."""
+        template = self._templates.get(head)
+        if template is None:
+            if len(self._templates) > _CACHE_LIMIT:
+                self._templates.clear()
+            template = self._templates[head] = {TIME_KEY: None, "timestamp_source": None}
+            self._user_host(head[12:], template)
+        return template
 
     def _user_host(self, text: str, into: dict[str, object]) -> None:
         m = _USER_HOST.match(text)
