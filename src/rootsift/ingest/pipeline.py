@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from rootsift.errors import InputFormatError, UsageError
-from rootsift.ingest import COMMIT_EVERY, formats
+from rootsift.ingest import COMMIT_EVERY, formats, textchild
 from rootsift.ingest.formats.base import TIME_KEY, FormatOptions, TextFormat
 from rootsift.ingest.jsonl import JsonLinesReader
 from rootsift.ingest.rejects import Reject, RejectLog
 from rootsift.ingest.runner import BLOCK_BYTES, IngestRun
 from rootsift.ingest.sniff import sniff_directory, sniff_file, sniff_head
 from rootsift.ingest.sources import FORMATS, Input, open_input
-from rootsift.ingest.textrun import input_files, open_files, text_blocks
+from rootsift.ingest.textchild import child_blocks
+from rootsift.ingest.textrun import input_files, open_files, parsed_in_python, text_blocks
 from rootsift.ingest.textsql import TextLinesReader
 from rootsift.ingest.timefield import normalise_format
 from rootsift.store.duckdb import DuckDBBackend
@@ -204,16 +205,21 @@ def ingest_file(
                     return fmt
                 return formats.get(sniff_file(front, one.name, opts.parse, kind))
 
-            blocks = text_blocks(
-                itertools.chain([(inp, head)], *rest),
-                choose,
-                opts.parse,
-                tmp,
-                opts.block_bytes,
-                name_files=is_dir,
-                stop_at_reject=opts.strictness == "raise",
-                pace=(opts.commit_every, run.stop) if run.paced else None,
-            )
+            strict = opts.strictness == "raise"
+            blocks: Iterator[Any]
+            if _in_child(inp, head, fmt, opts.parse, is_dir, strict):
+                blocks = child_blocks(inp.name, fmt.name, opts.parse, tmp, opts.block_bytes, strict)
+            else:
+                blocks = text_blocks(
+                    itertools.chain([(inp, head)], *rest),
+                    choose,
+                    opts.parse,
+                    tmp,
+                    opts.block_bytes,
+                    name_files=is_dir,
+                    stop_at_reject=strict,
+                    pace=(opts.commit_every, run.stop) if run.paced else None,
+                )
             size = sum(_size(n) for n in names) if inp.name != "-" else None
             run.consume_text(blocks, events, str(source), size)
             summary.warnings = events.warnings()
@@ -270,6 +276,14 @@ def _finish(summary: IngestSummary, log: RejectLog, started: float) -> IngestSum
     summary.rejects_file = str(log.path) if log.count else None
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _in_child(inp: Input, head: bytes, fmt: type[TextFormat], parse: FormatOptions, is_dir: bool, strict: bool) -> bool:
+    """Whether this input is parsed by a child process (``textchild``): one large file, no
+    stream, in a format whose lines Python parses."""
+    if not textchild.CHILD_PARSER or is_dir or inp.is_stream or _size(inp.name) < textchild.CHILD_MIN_BYTES:
+        return False
+    return parsed_in_python(fmt(parse.for_file(inp.name, None)), head, strict)
 
 
 def _size(name: str) -> int:

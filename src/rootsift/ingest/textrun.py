@@ -172,7 +172,7 @@ def text_blocks(
         label = Path(inp.name).name
         tag = label if name_files else None
         plan = None if stop_at_reject or labels or not SQL_LINES else sql_reading(parser, head)
-        if isinstance(parser, MySQLSlowLog) and SQL_SLOW_LOG and not (stop_at_reject or labels or not SQL_LINES):
+        if isinstance(parser, MySQLSlowLog) and _slow_by_duckdb(parser, stop_at_reject):
             # DuckDB reads this file's entries where it can (textslow): raw blocks of whole entries
             if buf or block.rejects:
                 yield _sealed(block, buf, tmp_dir, done_bytes)
@@ -292,6 +292,21 @@ def _timed(items: Iterator[Item], every: float, stop: threading.Event) -> Iterat
         if isinstance(got, BaseException):
             raise got
         yield got
+
+
+def parsed_in_python(parser: TextFormat, head: bytes, stop_at_reject: bool) -> bool:
+    """Whether ``text_blocks`` parses this input's lines in Python (not by DuckDB's SQL)."""
+    if stop_at_reject or parser.options.labels or not SQL_LINES:
+        return True
+    return not _slow_by_duckdb(parser, stop_at_reject) and sql_reading(parser, head) is None
+
+
+def _slow_by_duckdb(parser: TextFormat, stop_at_reject: bool) -> bool:
+    return (
+        isinstance(parser, MySQLSlowLog)
+        and SQL_SLOW_LOG
+        and not (stop_at_reject or parser.options.labels or not SQL_LINES)
+    )
 
 
 def sql_reading(parser: TextFormat, head: bytes) -> tuple[Compiled, SqlPlan] | None:

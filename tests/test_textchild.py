@@ -1,0 +1,105 @@
+"""Large files of formats parsed in Python, parsed by a child process (``ingest/textchild.py``):
+the same events, rejects and errors as the reader thread's parse."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rootsift import Rootsift
+from rootsift.errors import RootsiftError
+from rootsift.ingest import textchild, textrun
+
+ENTRY = (
+    "# Time: 2024-03-01T10:00:{s:02d}.339563Z\n"
+    "# User@Host: app[app] @ web{h} [10.0.0.{h}]  Id: {i}\n"
+    "# Query_time: 0.{q:06d}  Lock_time: 0.000100 Rows_sent: 1  Rows_examined: {i}\n"
+    "SET timestamp={t};\n"
+    "SELECT * FROM t{h} WHERE id = {i};\n"
+)
+
+
+def _slow_log(path: Path, n: int) -> Path:
+    """``n`` entries after a line outside any entry (a reject), every 50th in another shape
+    (``use``, two statement lines) and every 97th with an unreadable time (a reject)."""
+    parts = ["stray text before the first entry\n"]
+    for i in range(n):
+        entry = ENTRY.format(s=i % 60, h=i % 7, i=i, q=(i * 7919) % 999_999, t=1709287200 + i)
+        if i % 97 == 5:
+            entry = entry.replace("2024-03-01T10", "margdl 10").replace(f"SET timestamp={1709287200 + i};\n", "")
+        if i % 50 == 3:
+            entry = entry.replace("SET timestamp", f"use db{i % 3};\nSET timestamp").replace(";\n", "\n  LIMIT 1;\n", 3)
+        parts.append(entry)
+    path.write_text("".join(parts))
+    return path
+
+
+def _ingest(tmp: Path, source: Path, child: bool, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tuple[Any, Any]:
+    monkeypatch.setattr(textchild, "CHILD_PARSER", child)
+    monkeypatch.setattr(textchild, "CHILD_MIN_BYTES", 0)
+    calls: list[str] = []
+    real = textchild.child_blocks
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("rootsift.ingest.pipeline.child_blocks", counted)
+    data = tmp / ("child" if child else "thread")
+    with Rootsift(data) as rs:
+        summary = rs.ingest(source, "db", format="mysql-slow", **kw)
+        rows = rs.backend.execute_sql(
+            "SELECT * FROM " + rs.backend.relation_text("db", None, None) + " ORDER BY 1, 2", []
+        ).rows
+    assert bool(calls) == child
+    return summary, rows
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_child_parse_stores_what_the_reader_thread_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compressed: bool
+) -> None:
+    source = _slow_log(tmp_path / "slow.log", 3000)
+    if compressed:
+        gz = tmp_path / "slow.log.gz"
+        gz.write_bytes(gzip.compress(source.read_bytes()))
+        source = gz
+    # small blocks, so that many pass through the pipe
+    monkeypatch.setattr(textrun, "TEXT_BLOCK_BYTES", 64 << 10)
+    thread, thread_rows = _ingest(tmp_path, source, False, monkeypatch)
+    child, child_rows = _ingest(tmp_path, source, True, monkeypatch)
+    assert thread.events == child.events == 3000 - len(range(5, 3000, 97))
+    assert thread.rejects == child.rejects == 1 + len(range(5, 3000, 97))
+    assert thread.first_rejects == child.first_rejects
+    assert child_rows == thread_rows
+    assert child.blocks == thread.blocks > 10
+
+
+def test_child_parse_stops_at_the_first_reject_as_the_thread_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = _slow_log(tmp_path / "slow.log", 500)
+    outcomes = []
+    for child in (False, True):
+        with pytest.raises(RootsiftError) as caught:
+            _ingest(tmp_path / str(child), source, child, monkeypatch, strictness="raise")
+        outcomes.append(str(caught.value))
+    assert outcomes[0] == outcomes[1]
+    assert "line" in outcomes[0]
+
+
+def test_an_error_in_the_child_is_raised_in_the_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = _slow_log(tmp_path / "slow.log", 50)
+    with pytest.raises(RootsiftError, match="Nowhere/Else"):
+        _ingest(tmp_path, source, True, monkeypatch, tz="Nowhere/Else")
+
+
+def test_a_child_that_dies_is_a_clear_error(tmp_path: Path) -> None:
+    from rootsift.ingest.formats.base import FormatOptions
+
+    missing = str(tmp_path / "gone.log")  # the child cannot open it: its error comes back
+    with pytest.raises(RootsiftError, match="gone.log"):
+        list(textchild.child_blocks(missing, "mysql-slow", FormatOptions(), str(tmp_path), 1 << 20, False))
