@@ -4,6 +4,7 @@ the same events, rejects and errors as the reader thread's parse."""
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +104,78 @@ def test_a_child_that_dies_is_a_clear_error(tmp_path: Path) -> None:
     missing = str(tmp_path / "gone.log")  # the child cannot open it: its error comes back
     with pytest.raises(RootsiftError, match="gone.log"):
         list(textchild.child_blocks(missing, "mysql-slow", FormatOptions(), str(tmp_path), 1 << 20, False))
+
+
+def test_what_ctrl_c_becomes_is_an_interrupt() -> None:
+    import duckdb
+
+    from rootsift.cli.common import interrupted
+
+    def raised_while(first: BaseException, then: BaseException) -> BaseException:
+        try:
+            try:
+                raise first
+            except BaseException:
+                raise then  # noqa: B904 - the context is what is tested
+        except BaseException as exc:
+            return exc
+
+    assert interrupted(KeyboardInterrupt())
+    assert interrupted(duckdb.InterruptException("INTERRUPT Error: interrupted!"))
+    assert interrupted(RuntimeError("Query interrupted"))  # DuckDB took the SIGINT itself
+    assert interrupted(raised_while(KeyboardInterrupt(), BufferError("cannot close exported pointers exist")))
+    wrapped = RootsiftError("query failed")
+    wrapped.__cause__ = duckdb.InterruptException("interrupted")
+    assert interrupted(wrapped)
+    assert not interrupted(RuntimeError("Query failed"))
+    assert not interrupted(raised_while(ValueError("x"), RootsiftError("y")))
+
+
+def test_ctrl_c_during_a_large_ingest_ends_it_and_its_parser(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    entry = ENTRY.format(s=1, h=2, i=3, q=4, t=1709287200)
+    source = tmp_path / "slow.log"
+    with open(source, "w") as out:
+        for _ in range((textchild.CHILD_MIN_BYTES // len(entry)) * 2):
+            out.write(entry)
+
+    def as_from_a_shell() -> None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    for delay in (1.5, 4.0):
+        argv = [sys.executable, "-m", "rootsift.cli", "ingest", str(source), "--dataset", "db"]
+        proc = subprocess.Popen(
+            [*argv, "--data", str(tmp_path / f"data{delay}"), "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=as_from_a_shell,
+        )
+        time.sleep(delay)
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+        parser = [int(p) for p in children.read_text().split()] if children.exists() else []
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        if proc.returncode == 0:  # it finished first: nothing to interrupt
+            continue
+        assert proc.returncode == 130, err
+        assert err.strip().splitlines() == ["interrupted (Ctrl-C)"]
+        assert json.loads(out.strip().splitlines()[-1])["error"]["type"] == "Interrupted"
+        for pid in parser:  # the parser process ended with the ingest
+            deadline = time.monotonic() + 10
+            state = Path(f"/proc/{pid}/status")
+            while _running(state) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not _running(state)
+
+
+def _running(status: Path) -> bool:
+    try:
+        return "zombie" not in status.read_text()
+    except OSError:
+        return False

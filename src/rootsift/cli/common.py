@@ -91,27 +91,55 @@ class Group(click.Group):
             exc.show()
             sys.exit(exc.exit_code)
         except (click.Abort, KeyboardInterrupt) as exc:
-            interrupted = isinstance(exc, KeyboardInterrupt) or isinstance(exc.__context__, KeyboardInterrupt)
-            if not interrupted:  # click's Abort without Ctrl-C: end of input at a prompt
+            if not interrupted(exc):  # click's Abort without Ctrl-C: end of input at a prompt
                 err.print("aborted")
                 sys.exit(1)
-            if as_json:
-                emit_json({"error": {"type": "Interrupted", "message": "interrupted (Ctrl-C)"}})
-            err.print("interrupted (Ctrl-C)")
-            sys.exit(INTERRUPTED)
+            _interrupted_exit(as_json)
         except RootsiftError as exc:
+            if interrupted(exc):
+                _interrupted_exit(as_json)
             fail(exc, as_json)
         except OSError as exc:
             if exc.errno == errno.EPIPE:  # the reader went away (| head): nothing to say
                 sys.stdout = None  # type: ignore[assignment]
                 sys.exit(1)
+            if interrupted(exc):
+                _interrupted_exit(as_json)
             fail(RootsiftError(os_message(exc)), as_json)
         except Exception as exc:
+            if interrupted(exc):
+                _interrupted_exit(as_json)
             if os.environ.get("ROOTSIFT_DEBUG"):
                 raise
             hint = "a bug in rootsift; ROOTSIFT_DEBUG=1 shows where"
             fail(RootsiftError(f"unexpected {type(exc).__name__}: {exc} ({hint})"), as_json)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is what Ctrl-C became: a KeyboardInterrupt, DuckDB's InterruptException
+    or the RuntimeError DuckDB raises when it took the SIGINT itself (Ctrl-C during a
+    query), or an error raised while any of them was handled (a buffer that
+    cannot close during the unwinding, a store error wrapping the interrupted query)."""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        if isinstance(at, KeyboardInterrupt) or (
+            type(at).__name__ == "InterruptException" and type(at).__module__.lstrip("_") == "duckdb"
+        ):
+            return True
+        if type(at) is RuntimeError and str(at) == "Query interrupted":  # DuckDB took the SIGINT itself
+            return True
+        at = at.__cause__ or at.__context__
+    return False
+
+
+def _interrupted_exit(as_json: bool) -> NoReturn:
+    if as_json:
+        emit_json({"error": {"type": "Interrupted", "message": "interrupted (Ctrl-C)"}})
+    err.print("interrupted (Ctrl-C)")
+    sys.exit(INTERRUPTED)
 
 
 def os_message(exc: OSError) -> str:
