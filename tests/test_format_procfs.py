@@ -231,17 +231,21 @@ def test_this_machines_system_counters(tmp_path: Path) -> None:
     cpu_total = sum(v for k, v in stat[0].items() if k.startswith("cpu_") and isinstance(v, int))
     assert 0.9 * uptime * 1000 < cpu_total / stat[0]["cpus"] < 1.1 * uptime * 1000  # type: ignore[operator]
     # free memory moves while the files are read (other processes allocate gigabytes on a
-    # busy machine): each reading of vmstat and zoneinfo must fall between the meminfo
-    # readings taken before and after it, within 20 %
+    # busy machine): the zones' free pages (zoneinfo) must fall between vmstat's free-page
+    # counter read before and after them, within 20 %: the kernel sums the one into the
+    # other. meminfo's MemFree is only an upper bound: on some VMs' kernels (6.18 on
+    # Firecracker) it counts 24 GB free where the free-page counter holds 6.3 GB.
     (before,) = events_of(*copied(tmp_path, "meminfo"))
-    (vm,) = events_of(*copied(tmp_path, "vmstat"))
+    (vm_before,) = events_of(*copied(tmp_path, "vmstat"))
     zones = events_of(*copied(tmp_path, "zoneinfo"))
+    (vm_after,) = events_of(*copied(tmp_path, "vmstat"))
     (after,) = events_of(*copied(tmp_path, "meminfo"))
     page = os.sysconf("SC_PAGE_SIZE")
-    lo, hi = sorted((before["mem_free_bytes"], after["mem_free_bytes"]))  # type: ignore[type-var]
+    lo, hi = sorted((vm_before["nr_free_pages"], vm_after["nr_free_pages"]))  # type: ignore[type-var]
     free = sum(ev.get("free_pages", 0) for ev in zones)  # type: ignore[misc]
-    for pages in (vm["nr_free_pages"], free):
-        assert 0.8 * lo <= pages * page <= 1.2 * hi, (pages * page, lo, hi)  # type: ignore[operator]
+    assert 0 < 0.8 * lo <= free <= 1.2 * hi, (free, lo, hi)  # type: ignore[operator]
+    most = max(before["mem_free_bytes"], after["mem_free_bytes"])  # type: ignore[type-var]
+    assert hi * page <= 1.2 * most, (hi * page, most)  # type: ignore[operator]
     disks = {ev["device"] for ev in events_of(*copied(tmp_path, "diskstats"))}
     assert {p.name.replace("!", "/") for p in Path("/sys/block").iterdir()} <= disks
 
