@@ -326,13 +326,13 @@ def _line_reader_items(data: bytes) -> list[object]:
 
 def _block_reader_items(data: bytes, block_bytes: int | None = None) -> list[object]:
     from rootsift.ingest.formats import mysql_slow
-    from rootsift.ingest.sources import line_blocks
+    from rootsift.ingest.formats.base import decoded_blocks
 
     parser = formats.get("mysql-slow")(formats.FormatOptions(mtime=1.7e9))
     if block_bytes is None:
         return list(parser.read(io.BytesIO(data)))
     reader = mysql_slow._Reader(parser.options)
-    blocks = line_blocks(io.BytesIO(data), block_bytes)
+    blocks = decoded_blocks(io.BytesIO(data), block_bytes)
     return list(mysql_slow.backfill(reader.run_blocks(blocks), parser.options.file_time))
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rootsift.errors import RootsiftError
+from rootsift.ingest import textrun
 from rootsift.ingest.formats.base import FormatOptions
 
 CHILD_PARSER = True
@@ -72,8 +73,6 @@ def child_blocks(
 ) -> Iterator[Any]:
     """The ``TextBlock``s of ``text_blocks`` over the one file ``name`` in format ``fmt``,
     parsed by a child process; an error the child met is raised here."""
-    from rootsift.ingest import textrun
-
     job = _Job(name, fmt, options, tmp_dir, block_bytes, stop_at_reject, {k: getattr(textrun, k) for k in SETTINGS})
     # the child imports this rootsift, wherever it was imported from (a source tree in bench/)
     package_root = str(Path(__file__).resolve().parents[2])
@@ -132,7 +131,7 @@ def main() -> None:
     job: _Job = pickle.loads(sys.stdin.buffer.read())
     out = sys.stdout.buffer
     try:
-        from rootsift.ingest import formats, textrun
+        from rootsift.ingest import formats
 
         for key, value in job.settings.items():
             setattr(textrun, key, value)

@@ -106,14 +106,19 @@ def numbered_lines(stream: Readable, chunk: int = 4 << 20) -> Iterator[tuple[int
     Works in blocks of whole lines (``line_blocks``), so a caller holds one block at a
     time whatever the input's size; a line longer than ``chunk`` is kept whole.
     """
+    for text, number in decoded_blocks(stream, chunk):
+        yield from enumerate(text.split("\n"), number)
+
+
+def decoded_blocks(stream: Readable, chunk: int = 4 << 20) -> Iterator[tuple[str, int]]:
+    """The stream in blocks of whole lines (``line_blocks``), each decoded (invalid UTF-8
+    replaced) with its lines joined by ``\n`` (a ``\r`` ending a line dropped, no final
+    newline), and the number of its first line."""
     for block, number in line_blocks(stream, chunk):
         text = block[:-1].decode("utf-8", "replace")
-        if "\r" not in text:
-            yield from enumerate(text.split("\n"), number)  # the common case, without a Python loop
-            continue
-        for line in text.split("\n"):
-            yield number, line[:-1] if line.endswith("\r") else line
-            number += 1
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").removesuffix("\r")
+        yield text, number
 
 
 def parse_bytes(fmt: TextFormat, data: bytes) -> tuple[list[tuple[int, Event]], list[Reject]]:

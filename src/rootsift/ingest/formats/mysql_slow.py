@@ -15,12 +15,12 @@ from datetime import datetime
 
 from rootsift.ingest.fingerprint_cache import MySQLCache
 from rootsift.ingest.formats import register
-from rootsift.ingest.formats.base import TIME_KEY, FormatOptions, Item, Lines, TextFormat
+from rootsift.ingest.formats.base import TIME_KEY, FormatOptions, Item, Lines, TextFormat, decoded_blocks
 from rootsift.ingest.formats.mysql_slow_entry import Backfill, Entry, EntryBuilder, backfill
 from rootsift.ingest.formats.mysql_slow_fields import FieldReader
 from rootsift.ingest.formats.mysql_slow_time import TimeReader
 from rootsift.ingest.rejects import Reject
-from rootsift.ingest.sources import Readable, line_blocks
+from rootsift.ingest.sources import Readable
 
 # "/usr/sbin/mysqld, Version: 8.0.36 (MySQL Community Server - GPL). started with:"
 _BANNER = re.compile(r".*, Version: .*started with:\s*")
@@ -76,7 +76,8 @@ class MySQLSlowLog(TextFormat):
 
     def read(self, stream: Readable) -> Iterator[Item]:
         """``parse`` of the stream's lines, the common entries read whole (``_COMMON``)."""
-        return backfill(_Reader(self.options).run_blocks(line_blocks(stream, READ_BLOCK_BYTES)), self.options.file_time)
+        blocks = decoded_blocks(stream, READ_BLOCK_BYTES)
+        return backfill(_Reader(self.options).run_blocks(blocks), self.options.file_time)
 
     def blocks(self) -> SlowLogBlocks:
         """A reader of one input given in blocks of lines, some read by the parser, some by DuckDB."""
@@ -217,16 +218,10 @@ class _Reader:
             state = _IDLE
         self.state, self.entry = state, entry
 
-    def run_blocks(self, blocks: Iterable[tuple[bytes, int]]) -> Iterator[Item]:
-        """The items of an input given as blocks of whole lines (``line_blocks``), decoded as
-        ``numbered_lines`` decodes them."""
-        for block, number in blocks:
-            text = block[:-1].decode("utf-8", "replace")
-            if "\r" in text:
-                lines = ((n, line.removesuffix("\r")) for n, line in enumerate(text.split("\n"), number))
-                yield from self.run(lines, final=False)
-            else:
-                yield from self.run_text(text, number)
+    def run_blocks(self, blocks: Iterable[tuple[str, int]]) -> Iterator[Item]:
+        """The items of an input given as decoded blocks of whole lines (``decoded_blocks``)."""
+        for text, number in blocks:
+            yield from self.run_text(text, number)
         yield from self.run((), final=True)
 
     def run_text(self, text: str, number: int) -> Iterator[Item]:
