@@ -9,7 +9,10 @@ same run (target: every command ≤ 2× the baseline).
 Each round runs every command once in a fresh process, in turn (so a noisy moment hits
 them all alike); the table gives each one's median wall time and its ratio to the
 median of ``import duckdb``. ``datasets``, ``query``, ``schema`` and ``retention`` read a small store (1,000 events)
-written once in a temporary folder. ``--src`` (repeatable) measures other source trees,
+written once in a temporary folder; ``query`` runs with ``--from -100000d`` (a
+relative start, another time on every run) after one untimed round, so it runs the plan
+kept for it, and ``query, compiled`` is the same query compiled every time (ADR 0027).
+``--src`` (repeatable) measures other source trees,
 e.g. an older commit's, in the same rounds against the same baseline. ``--analyses`` adds
 ``investigate``, ``explain`` and ``changes`` on the same store: their start-up is mostly
 imports (numpy, scipy.special), the store's 1,000 events cost little.
@@ -63,13 +66,20 @@ def analyses(data: Path) -> dict[str, list[str]]:
     }
 
 
+COMPILED = "rootsift query, compiled"
+"""The query again with ``ROOTSIFT_PLAN_CACHE=0``: compiled through sqlglot every time,
+as any query is the first time it runs (ADR 0027)."""
+
+
 def commands(data: Path) -> dict[str, list[str]]:
     """The rootsift commands timed, by name."""
     rootsift = [sys.executable, "-m", "rootsift"]
+    query = [*rootsift, "query", DATASET, "-c", "count", "-c", "p99(duration_ms)", "--from", "-100000d"]
     return {
         "rootsift --help": [*rootsift, "--help"],
         "rootsift datasets": [*rootsift, "datasets", "--data", str(data)],
-        "rootsift query": [*rootsift, "query", DATASET, "-c", "count", "--data", str(data)],
+        "rootsift query": [*query, "--data", str(data)],
+        COMPILED: [*query, "--data", str(data)],
         "rootsift schema": [*rootsift, "schema", DATASET, "--data", str(data)],
         "rootsift retention --dry-run": [
             *rootsift,
@@ -111,6 +121,9 @@ def main() -> None:
             env = {**os.environ, "PYTHONPATH": str(tree)}
             timed = commands(data) | (analyses(data) if args.analyses else {})
             todo.update({(str(tree), name): (argv, env) for name, argv in timed.items()})
+            todo[(str(tree), COMPILED)] = (todo[(str(tree), COMPILED)][0], {**env, "ROOTSIFT_PLAN_CACHE": "0"})
+        for argv, env in todo.values():  # untimed: the page cache warm, the query's plan kept
+            run_once(argv, env)
         times: dict[tuple[str, str], list[float]] = {key: [] for key in todo}
         cpu: dict[tuple[str, str], list[float]] = {key: [] for key in todo}
         for _ in range(args.runs):

@@ -180,7 +180,10 @@ def _capturing(rs: Rootsift) -> list[tuple[exp.Expr, list[Any]]]:
 DUCKDB_ONLY_TEXT = ("make_timestamp", "quantile_disc", "epoch_us", "list_", "json_extract", "?")
 
 
-def test_every_compiled_query_renders_for_clickhouse(jsonl: Path, tmp_path: Path) -> None:
+def test_every_compiled_query_renders_for_clickhouse(
+    jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ROOTSIFT_PLAN_CACHE", "0")  # every query compiled and executed as a tree
     with Rootsift(tmp_path / "d") as rs:
         rs.ingest(jsonl, dataset="api")
         rs.ingest(write_jsonl(tmp_path / "u.jsonl", ({**r, "samplerate": 1} for r in ROWS)), dataset="plain")

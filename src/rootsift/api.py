@@ -220,7 +220,7 @@ class Rootsift(Analyses):
         """Run a query spec; see rootsift.query.spec."""
         from rootsift.query.engine import run_query
 
-        return run_query(self.backend, spec, now)
+        return run_query(self.backend, spec, now, keep_plan=True)
 
     def retention(
         self, dataset: str, keep: timedelta, now: datetime | None = None, *, dry_run: bool = False

@@ -21,12 +21,10 @@ from sqlglot import exp
 from rootsift.errors import QuerySpecError, UnknownFieldError
 from rootsift.query import overflow
 from rootsift.query.filters import compile_filter, parse_filter
-from rootsift.query.spec import Calculation
+from rootsift.query.spec import HEAT_STEPS_PER_DOUBLING, Calculation
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
 from rootsift.store.dialects import TimeBucket
 
-HEAT_STEPS_PER_DOUBLING = 4
-"""Heatmap value buckets are log-scaled: four per doubling, each 2^(1/4) ≈ 1.19× wide."""
 NUMERIC = ("DOUBLE", "BIGINT")
 
 

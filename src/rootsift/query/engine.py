@@ -5,16 +5,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-from sqlglot import exp
+from typing import TYPE_CHECKING, Any
 
 from rootsift.errors import QuerySpecError, TimeFormatError
-from rootsift.query import compile as qc
-from rootsift.query.overflow import OVERFLOW_FIELD, key_checker
-from rootsift.query.spec import QuerySpec
-from rootsift.store.duckdb import DuckDBBackend
+from rootsift.query.plan import Plan, Statement
+from rootsift.query.spec import HEAT_STEPS_PER_DOUBLING, QuerySpec
+from rootsift.store.base import OVERFLOW_FIELD, FieldInfo, QueryResult
 from rootsift.timeutil import format_duration, iso_z, nice_granularity, parse_duration, parse_time
+
+if TYPE_CHECKING:
+    from rootsift.store.base import Backend
 
 HEATMAP_COLUMNS = 60
 MAX_HEATMAP_COLUMNS = 10_000
@@ -31,7 +31,7 @@ class Heatmap:
     nonpositive: list[float]  # events with a value <= 0, per time bucket
 
     def as_dict(self) -> dict[str, Any]:
-        step = 2 ** (1 / qc.HEAT_STEPS_PER_DOUBLING)
+        step = 2 ** (1 / HEAT_STEPS_PER_DOUBLING)
         return {
             "field": self.field,
             "times": [_iso(t) for t in self.times],
@@ -67,8 +67,14 @@ class QueryOutput:
         }
 
 
-def run_query(backend: DuckDBBackend, spec: QuerySpec, now: datetime | None = None) -> QueryOutput:
-    """Execute ``spec``; see QuerySpec for the fields. Returns rows or a heatmap grid."""
+def run_query(
+    backend: Backend, spec: QuerySpec, now: datetime | None = None, *, keep_plan: bool = False
+) -> QueryOutput:
+    """Execute ``spec``; see QuerySpec for the fields. Returns rows or a heatmap grid.
+
+    ``keep_plan``: reuse the plan kept for the same inputs, or keep this one
+    (``rootsift.query.plan``; the backend decides whether it keeps plans at all).
+    """
     now = now or datetime.now(UTC)
     start = _naive(parse_time(spec.start, now)) if spec.start else None
     end = _naive(parse_time(spec.end, now)) if spec.end else None
@@ -76,73 +82,90 @@ def run_query(backend: DuckDBBackend, spec: QuerySpec, now: datetime | None = No
         raise QuerySpecError(f"--from ({_iso(start)}) must be before --to ({_iso(end)})")
     fields = backend.fields(spec.dataset)
     weight = backend.weight_field(spec.dataset)
-    relation = backend.relation(spec.dataset, start, end)
-    holds = key_checker(backend.execute, relation) if OVERFLOW_FIELD in fields else None
-    compiler = qc.Compiler(fields, relation, weight, overflow_holds=holds)
-    where = compiler.where(start, end, spec.where)
-    compiler.where_clause = where
     warnings: list[str] = []
     if weight and any(c.op == "count_distinct" for c in spec.calculations):
         warnings.append(f"count_distinct counts distinct stored values; sample rates ({weight!r}) cannot apply to it")
     granularity = _granularity(spec.granularity)
     if granularity is not None:
         _check_range(backend.span(spec.dataset), start, end, granularity)
+    order: list[tuple[str, bool]] = []
     if spec.heatmap is not None:
         span = _data_span(backend, spec.dataset, start, end)
         if granularity is None:
             granularity = _auto_granularity(span)
         _check_columns(span, granularity)
-        grid = _heatmap(backend, compiler, spec, _us(granularity), where)
-        return QueryOutput(spec, [], [], start, end, granularity, warnings, grid)
+    else:
+        labels = (["time"] if granularity else []) + list(spec.breakdowns) + [c.label for c in spec.calculations]
+        order = _order(spec, labels, granularity is not None)
     g_us = _us(granularity) if granularity else None
-    labels, rows = _table(backend, compiler, spec, g_us, (start, end))
+    plan = _plan(backend, spec, fields, weight, (start, end), g_us, order, keep_plan)
+    if plan.kind == "heatmap":
+        return QueryOutput(spec, [], [], start, end, granularity, warnings, _heatmap(backend, plan, g_us or 1))
+    labels, rows = _table(backend, plan, spec, order)
     return QueryOutput(spec, labels, rows, start, end, granularity, warnings)
 
 
-def _table(
-    backend: DuckDBBackend,
-    compiler: qc.Compiler,
+def _plan(
+    backend: Backend,
     spec: QuerySpec,
-    g_us: int | None,
+    fields: dict[str, FieldInfo],
+    weight: str | None,
     span: tuple[datetime | None, datetime | None],
-) -> tuple[list[str], list[list[Any]]]:
-    """Rows of a (possibly time-bucketed) breakdown; weighted percentiles are separate window queries.
+    g_us: int | None,
+    order: list[tuple[str, bool]],
+    keep: bool,
+) -> Plan:
+    """The kept plan of these inputs, or a new one (kept when ``keep`` and the backend keeps plans)."""
+    cache = backend.plan_cache() if keep and OVERFLOW_FIELD not in fields else None
+    key = ""
+    if cache is not None:
+        query = {k: v for k, v in spec.to_dict().items() if k not in ("start", "end")}
+        key = cache.key(
+            {
+                "dialect": backend.dialect,
+                "query": query,
+                "range": [span[0] is not None, span[1] is not None],
+                "granularity_us": g_us,
+                "order": order,
+                "fields": sorted([f.name, f.type, f.path, f.conflicts] for f in fields.values()),
+                "weight": weight,
+                "relation": backend.relation_text(spec.dataset, *span),
+            }
+        )
+        kept = cache.load(key, *span)
+        if kept is not None:
+            return kept
+    from rootsift.query.planner import plan_query  # sqlglot: only when no kept plan answers
 
-    Result columns are aliased by position (k0…, v0…) so a field named like a label
-    (``time``, ``count``) can never capture an ORDER BY.
-    """
-    keys = qc.group_keys(compiler, spec.breakdowns, g_us)
-    key_items = [(f"k{i}", e) for i, (_, e) in enumerate(keys)]
-    labels = [k for k, _ in keys] + [c.label for c in spec.calculations]
-    order = _order(spec, labels, g_us is not None)
-    weighted = [c for c in spec.calculations if c.op == "percentile" and compiler.weight]
-    plain = [c for c in spec.calculations if c not in weighted]
-    values = [(f"v{i}", compiler.aggregate(c)) for i, c in enumerate(plain)] or [("v0", exp.Count(this=exp.Star()))]
-    query = qc.select(key_items, values, compiler.relation, compiler.where_clause)
-    pct_queries = []
-    for calc in weighted:  # compiled before anything runs, so a bad field is a usage error
-        sub = qc.Compiler(compiler.fields, compiler.relation, compiler.weight, overflow_holds=compiler.overflow_holds)
-        where = sub.where(*span, spec.where)
-        pct_queries.append((calc, qc.weighted_percentile(sub, keys, calc, where), sub.params))
-    if not weighted:
-        positions = [
-            exp.Ordered(this=exp.Literal.number(labels.index(lab) + 1), desc=desc, nulls_first=False)
-            for lab, desc in order
-        ]
-        query = query.order_by(*positions, copy=False).limit(spec.limit, copy=False)
-    result = backend.execute(query, list(compiler.params))
-    nkeys = len(keys)
-    if not weighted:
-        return labels, [list(r) for r in result.rows]
+    plan = plan_query(backend, spec, fields, weight, span, g_us, order)
+    if cache is not None:
+        for st in plan.statements():
+            st.sql = backend.render(st.tree)
+        cache.store(key, plan, *span)
+    return plan
+
+
+def _run(backend: Backend, st: Statement) -> QueryResult:
+    return backend.execute_sql(st.sql, st.params) if st.sql is not None else backend.execute(st.tree, st.params)
+
+
+def _table(
+    backend: Backend, plan: Plan, spec: QuerySpec, order: list[tuple[str, bool]]
+) -> tuple[list[str], list[list[Any]]]:
+    """Rows of a table plan; weighted percentiles, each its own statement, merged by group key."""
+    result = _run(backend, plan.main)
+    nkeys = plan.keys
+    if not plan.percentiles:
+        return plan.labels, [list(r) for r in result.rows]
     found: dict[tuple[Any, ...], dict[str, Any]] = {
-        tuple(r[:nkeys]): {c.label: v for c, v in zip(plain, r[nkeys:])} for r in result.rows
+        tuple(r[:nkeys]): dict(zip(plan.plain, r[nkeys:])) for r in result.rows
     }
-    for calc, pq, params in pct_queries:
-        for r in backend.execute(pq, params).rows:
+    for label, st in plan.percentiles:
+        for r in _run(backend, st).rows:
             if tuple(r[:nkeys]) in found:
-                found[tuple(r[:nkeys])][calc.label] = r[nkeys]
+                found[tuple(r[:nkeys])][label] = r[nkeys]
     rows = [list(k) + [vals.get(c.label) for c in spec.calculations] for k, vals in found.items()]
-    return labels, _sort(rows, labels, order)[: spec.limit]
+    return plan.labels, _sort(rows, plan.labels, order)[: spec.limit]
 
 
 def _order(spec: QuerySpec, labels: list[str], timed: bool) -> list[tuple[str, bool]]:
@@ -174,9 +197,8 @@ def _sort(rows: list[list[Any]], labels: list[str], order: list[tuple[str, bool]
     return rows
 
 
-def _heatmap(backend, compiler, spec, g_us, where) -> Heatmap:  # type: ignore[no-untyped-def]
-    calc = spec.heatmap
-    res = backend.execute(qc.heatmap(compiler, calc, g_us, where), compiler.params)
+def _heatmap(backend: Backend, plan: Plan, g_us: int) -> Heatmap:
+    res = _run(backend, plan.main)
     cells = [(t, b, float(c)) for t, b, c in res.rows]
     times = sorted({t for t, _, _ in cells})
     if times:
@@ -186,7 +208,7 @@ def _heatmap(backend, compiler, spec, g_us, where) -> Heatmap:  # type: ignore[n
     index = {t: i for i, t in enumerate(times)}
     buckets = sorted({b for _, b, _ in cells if b is not None})
     lo, hi = (buckets[0], buckets[-1]) if buckets else (0, -1)
-    edges = [2 ** (b / qc.HEAT_STEPS_PER_DOUBLING) for b in range(lo, hi + 1)]
+    edges = [2 ** (b / HEAT_STEPS_PER_DOUBLING) for b in range(lo, hi + 1)]
     counts = [[0.0] * len(times) for _ in edges]
     nonpositive = [0.0] * len(times)
     for t, b, c in cells:
@@ -194,7 +216,7 @@ def _heatmap(backend, compiler, spec, g_us, where) -> Heatmap:  # type: ignore[n
             nonpositive[index[t]] += c
         else:
             counts[b - lo][index[t]] += c
-    return Heatmap(calc.field or "", times, edges, counts, nonpositive)
+    return Heatmap(plan.heatmap_field, times, edges, counts, nonpositive)
 
 
 def _granularity(text: str | None) -> timedelta | None:
@@ -231,7 +253,7 @@ def _check_range(
 
 
 def _data_span(
-    backend: DuckDBBackend, dataset: str, start: datetime | None, end: datetime | None
+    backend: Backend, dataset: str, start: datetime | None, end: datetime | None
 ) -> tuple[datetime, datetime] | None:
     """The query range clipped to where the dataset has events; None if they do not meet."""
     first, last = backend.span(dataset)

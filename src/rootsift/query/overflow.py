@@ -27,8 +27,8 @@ from typing import Any
 
 from sqlglot import exp
 
-OVERFLOW_FIELD = "_overflow"
-"""The JSON text field holding keys past the field limit (``rootsift.ingest.keys``)."""
+from rootsift.store.base import OVERFLOW_FIELD
+
 OVERFLOW_TYPE = "OVERFLOW"
 """The pseudo type name the compiler gives an overflow key (its values are JSON)."""
 SAMPLE_KEYS = 10

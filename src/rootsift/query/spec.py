@@ -16,6 +16,8 @@ from typing import Any
 from rootsift.errors import QuerySpecError
 
 OPS = ("count", "count_distinct", "sum", "avg", "min", "max", "percentile", "heatmap")
+HEAT_STEPS_PER_DOUBLING = 4
+"""Heatmap value buckets are log-scaled: four per doubling, each 2^(1/4) ≈ 1.19× wide."""
 _CALC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(?:\((.*)\))?\s*$", re.S)
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)$", re.I)
 

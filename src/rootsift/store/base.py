@@ -23,10 +23,14 @@ from rootsift.errors import UsageError
 if TYPE_CHECKING:
     from sqlglot import exp
 
+    from rootsift.query.plan import PlanCache
+
 DATASET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 TIME_COLUMN = "timestamp"
 RAW_SUFFIX = "#raw"
 """A column ``f#raw`` keeps, as text, values of ``f`` that did not fit ``f``'s type."""
+OVERFLOW_FIELD = "_overflow"
+"""The JSON text field holding keys past the field limit (``rootsift.ingest.keys``)."""
 
 STORAGE_TYPES = ("DOUBLE", "VARCHAR", "TIMESTAMP", "BIGINT", "BOOLEAN")
 BACKENDS = ("duckdb", "chdb", "clickhouse")
@@ -111,6 +115,28 @@ class Backend(ABC):
     @abstractmethod
     def execute(self, query: exp.Expr, params: list[Any]) -> QueryResult:
         """Run a query rendered in this backend's dialect with bound parameters."""
+
+    @abstractmethod
+    def execute_sql(self, sql: str, params: list[Any]) -> QueryResult:
+        """Run SQL text written in ``text_dialect`` with bound parameters."""
+
+    def render(self, query: exp.Expr) -> str:
+        """``query`` as the SQL text ``execute_sql`` runs."""
+        from rootsift.store.dialects import render
+
+        return render(query, self.text_dialect)
+
+    def plan_cache(self) -> PlanCache | None:
+        """Where compiled queries are kept between processes (``rootsift.query.plan``), or
+        None: every query is compiled. A backend that keeps plans also gives ``relation_text``."""
+        return None
+
+    def relation_text(
+        self, dataset: str, start: datetime | None, end: datetime | None, table: str = "events"
+    ) -> str | None:
+        """``relation`` as ``text_dialect`` SQL text, built without sqlglot; None if this
+        backend builds it only as a tree."""
+        return None
 
     @abstractmethod
     def span(self, dataset: str) -> tuple[datetime | None, datetime | None]:

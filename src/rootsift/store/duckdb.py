@@ -42,6 +42,7 @@ from rootsift.store.sqltext import ident, literal
 if TYPE_CHECKING:
     from sqlglot import exp
 
+    from rootsift.query.plan import PlanCache
     from rootsift.store.writer import SegmentWriter
 
 FORMAT_VERSION = 1
@@ -319,9 +320,13 @@ class DuckDBBackend(Backend):
         return relation_sql(segs, list(state.fields.values()), table)
 
     def execute(self, query: exp.Expr, params: list[Any]) -> QueryResult:
-        from rootsift.store.dialects import render
+        return self.execute_sql(self.render(query), params)
 
-        return self.execute_sql(render(query, self.dialect), params)
+    def plan_cache(self) -> PlanCache | None:
+        """Plans in ``DATA/.cache/plans/`` (not a dataset: it has no ``dataset.json``)."""
+        from rootsift.query.plan import PlanCache
+
+        return PlanCache.at(self.data_dir / ".cache" / "plans")
 
     def execute_sql(self, sql: str, params: list[Any]) -> QueryResult:
         """Run SQL text (already rendered for DuckDB) with bound parameters."""
