@@ -118,7 +118,8 @@ def main() -> None:
             ("", BASELINE): ([sys.executable, "-c", "import duckdb"], os.environ),
         }
         for tree in trees:
-            env = {**os.environ, "PYTHONPATH": str(tree)}
+            # kept plans in this run's folder: the first round keeps them, not the user's cache
+            env = {**os.environ, "PYTHONPATH": str(tree), "ROOTSIFT_CACHE_DIR": str(Path(tmp) / "cache")}
             timed = commands(data) | (analyses(data) if args.analyses else {})
             todo.update({(str(tree), name): (argv, env) for name, argv in timed.items()})
             todo[(str(tree), COMPILED)] = (todo[(str(tree), COMPILED)][0], {**env, "ROOTSIFT_PLAN_CACHE": "0"})

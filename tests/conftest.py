@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +13,9 @@ from rootsift import Rootsift
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # kept query plans (rootsift.query.plan) go to a folder of this run, not the user's cache;
+    # child processes (the CLI run by a test) inherit it
+    os.environ["ROOTSIFT_CACHE_DIR"] = tempfile.mkdtemp(prefix="rootsift-test-cache-")
     config.addinivalue_line("markers", "slow: takes more than ~20 s (deselect with -m 'not slow')")
     config.addinivalue_line(
         "markers", "sources: starts real servers (scripts/sources/); deselect with -m 'not sources'"

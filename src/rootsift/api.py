@@ -216,11 +216,13 @@ class Rootsift(Analyses):
             entry["overflow_keys"] = {"count": count, "sample": list(sample or [])}
         return out
 
-    def query(self, spec: QuerySpec, now: datetime | None = None) -> QueryOutput:
-        """Run a query spec; see rootsift.query.spec."""
+    def query(self, spec: QuerySpec, now: datetime | None = None, *, keep_plan: bool = False) -> QueryOutput:
+        """Run a query spec; see rootsift.query.spec. ``keep_plan``: run the plan kept for the
+        same query, or keep this one (what the ``query`` command does: a process that
+        compiles once pays sqlglot's import once; rootsift.query.plan)."""
         from rootsift.query.engine import run_query
 
-        return run_query(self.backend, spec, now, keep_plan=True)
+        return run_query(self.backend, spec, now, keep_plan=keep_plan)
 
     def retention(
         self, dataset: str, keep: timedelta, now: datetime | None = None, *, dry_run: bool = False

@@ -72,7 +72,7 @@ def query(
             order=list(order),
             limit=limit,
         )
-    result = rs.query(spec)
+    result = rs.query(spec, keep_plan=True)  # the same query again starts without sqlglot
     if as_json:
         emit_json(result.as_dict())
         return

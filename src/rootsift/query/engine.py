@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from rootsift.errors import QuerySpecError, TimeFormatError
+from rootsift.errors import QuerySpecError, RootsiftError, TimeFormatError
 from rootsift.query.plan import Plan, Statement
 from rootsift.query.spec import HEAT_STEPS_PER_DOUBLING, QuerySpec
 from rootsift.store.base import OVERFLOW_FIELD, FieldInfo, QueryResult
@@ -73,7 +75,10 @@ def run_query(
     """Execute ``spec``; see QuerySpec for the fields. Returns rows or a heatmap grid.
 
     ``keep_plan``: reuse the plan kept for the same inputs, or keep this one
-    (``rootsift.query.plan``; the backend decides whether it keeps plans at all).
+    (``rootsift.query.plan``; the backend decides whether it keeps plans at all). The
+    checks below run before anything is compiled; when one fails, what compiling did
+    before it (the filter; the breakdowns before ``--order``) is compiled first, so a
+    query with several faults reports the one it always has.
     """
     now = now or datetime.now(UTC)
     start = _naive(parse_time(spec.start, now)) if spec.start else None
@@ -85,24 +90,51 @@ def run_query(
     warnings: list[str] = []
     if weight and any(c.op == "count_distinct" for c in spec.calculations):
         warnings.append(f"count_distinct counts distinct stored values; sample rates ({weight!r}) cannot apply to it")
-    granularity = _granularity(spec.granularity)
-    if granularity is not None:
-        _check_range(backend.span(spec.dataset), start, end, granularity)
+    compiled_first = _compiled_first(backend, spec, fields, weight, (start, end))
+    with compiled_first():
+        granularity = _granularity(spec.granularity)
+        if granularity is not None:
+            _check_range(backend.span(spec.dataset), start, end, granularity)
     order: list[tuple[str, bool]] = []
     if spec.heatmap is not None:
         span = _data_span(backend, spec.dataset, start, end)
         if granularity is None:
             granularity = _auto_granularity(span)
-        _check_columns(span, granularity)
+        with compiled_first():
+            _check_columns(span, granularity)
     else:
         labels = (["time"] if granularity else []) + list(spec.breakdowns) + [c.label for c in spec.calculations]
-        order = _order(spec, labels, granularity is not None)
+        with compiled_first(breakdowns=True):
+            order = _order(spec, labels, granularity is not None)
     g_us = _us(granularity) if granularity else None
     plan = _plan(backend, spec, fields, weight, (start, end), g_us, order, keep_plan)
     if plan.kind == "heatmap":
         return QueryOutput(spec, [], [], start, end, granularity, warnings, _heatmap(backend, plan, g_us or 1))
     labels, rows = _table(backend, plan, spec, order)
     return QueryOutput(spec, labels, rows, start, end, granularity, warnings)
+
+
+def _compiled_first(
+    backend: Backend,
+    spec: QuerySpec,
+    fields: dict[str, FieldInfo],
+    weight: str | None,
+    span: tuple[datetime | None, datetime | None],
+) -> Callable[..., contextlib.AbstractContextManager[None]]:
+    """A context for a check: its error is raised unless compiling the query's filter (and
+    with ``breakdowns`` its group keys) raises first."""
+
+    @contextlib.contextmanager
+    def checked(*, breakdowns: bool = False) -> Iterator[None]:
+        try:
+            yield
+        except RootsiftError:
+            from rootsift.query.planner import compile_up_to
+
+            compile_up_to(backend, spec, fields, weight, span, breakdowns=breakdowns)
+            raise
+
+    return checked
 
 
 def _plan(
@@ -120,6 +152,7 @@ def _plan(
     key = ""
     if cache is not None:
         query = {k: v for k, v in spec.to_dict().items() if k not in ("start", "end")}
+        query["calculations"] = [repr(c) for c in spec.calculations]  # a label rounds p99.9999999
         key = cache.key(
             {
                 "dialect": backend.dialect,

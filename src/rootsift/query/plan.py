@@ -2,16 +2,20 @@
 
 Compiling a query needs sqlglot, whose import is most of ``rootsift query``'s start-up
 (ADR 0027). The SQL a query compiles to is a function of a few inputs only: the spec,
-the dataset's fields and weight, the relation its time range selects (which segments),
-the time bucket, and the code that compiles and renders. A kept plan is that SQL,
-rendered, stored under a hash of exactly those inputs in ``DATA/.cache/plans/``; the
-same query again runs it without importing sqlglot. The range's two times are the only
-values a plan leaves open: they are bound where the compiler bound them (found by
-identity when the plan is kept), so ``--from -15m`` run every minute reuses one plan.
-Anything that changes an input (a new field, a new segment in range, another filter, an
-upgraded rootsift or sqlglot, an edited source file) is another key. A plan that cannot
-be read is compiled again; one that cannot be written is not kept. Nothing here caches
-results: a kept plan runs against the data as it is now.
+the dataset's fields and weight, the relation its time range selects (which segments,
+under the names this process attached them as), the time bucket, and the code that
+compiles and renders. The ``query`` command keeps that SQL, rendered, under a hash of
+exactly those inputs and of the store's path, in the user's cache folder
+(``cache_dir``: ``$ROOTSIFT_CACHE_DIR/plans``, else ``$XDG_CACHE_HOME/rootsift/plans``,
+else ``~/.cache/rootsift/plans``; never in the store, which ``query`` opens read-only);
+the same query again runs it without importing sqlglot. The range's two times are the
+only values a plan leaves open: they are bound where the compiler bound them (found by
+identity when the plan is kept), so ``--from -15m`` run every minute reuses one plan. A
+plan holding any other time (a filter's ``timestamp >= -30m`` is a time when compiled)
+is not kept. Anything that changes an input (a new field, a new segment in range,
+another filter, an upgraded rootsift or sqlglot, an edited source file) is another key.
+A plan that cannot be read is compiled again; one that cannot be written is not kept.
+Nothing here caches results: a kept plan runs against the data as it is now.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +37,17 @@ KEEP = 256
 """At most this many plans are kept; the least recently written go first."""
 SWITCH = "ROOTSIFT_PLAN_CACHE"
 """Set to ``0`` (or ``off``) to compile every query (bench/startup.py's cold rounds)."""
+CACHE_DIR = "ROOTSIFT_CACHE_DIR"
+"""rootsift's cache folder; plans go in its ``plans/`` (default: the XDG cache folder's ``rootsift``)."""
+
+
+def cache_dir() -> Path:
+    """Where kept plans go (module docstring)."""
+    explicit = os.environ.get(CACHE_DIR)
+    if explicit:
+        return Path(explicit) / "plans"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "rootsift" / "plans"
 
 
 @dataclass
@@ -64,25 +80,28 @@ class Plan:
 
 
 class _Unkept(Exception):
-    """A parameter this file format does not hold, or a range time the plan did not bind."""
+    """A parameter this file format does not hold, a time that is not the range's, or a
+    range time the plan did not bind."""
 
 
 class PlanCache:
-    """Plans kept in one directory, one JSON file each, named by the hash of their inputs."""
+    """Plans kept in one directory, one JSON file each, named by the hash of their inputs
+    and of ``scope`` (the store they were compiled for)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, scope: str) -> None:
         self.directory = directory
+        self.scope = scope
 
     @classmethod
-    def at(cls, directory: Path) -> PlanCache | None:
+    def at(cls, directory: Path, scope: str) -> PlanCache | None:
         """The cache in ``directory``, or None when ``$ROOTSIFT_PLAN_CACHE`` turns it off."""
         if os.environ.get(SWITCH, "").strip().lower() in ("0", "off", "no", "false"):
             return None
-        return cls(directory)
+        return cls(directory, scope)
 
     def key(self, inputs: dict[str, Any]) -> str:
         """The hash of every input the SQL depends on, with the code that compiles it."""
-        material = {"format": FORMAT, "code": _code_stamp(), **inputs}
+        material = {"format": FORMAT, "code": _code_stamp(), "scope": self.scope, **inputs}
         text = json.dumps(material, sort_keys=True, separators=(",", ":"), default=repr)
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -100,16 +119,18 @@ class PlanCache:
             data = _encode(plan, start, end)
         except _Unkept:
             return False
-        path = self.directory / f"{key}.json"
-        tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
+        tmp: str | None = None
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-            os.replace(tmp, path)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=self.directory)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(data, separators=(",", ":")))
+            os.replace(tmp, self.directory / f"{key}.json")
             self._prune()
         except OSError:
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
             return False
         return True
 
@@ -139,8 +160,7 @@ def _encode(plan: Plan, start: datetime | None, end: datetime | None) -> dict[st
             return {"range": "end"}
         if v is None or isinstance(v, (bool, int, float, str)):
             return v
-        if isinstance(v, datetime) and v.tzinfo is None:
-            return {"datetime": v.isoformat()}
+        # any other time (a filter's): it may be relative, a time only when compiled
         raise _Unkept(type(v).__name__)
 
     def statement(st: Statement) -> dict[str, Any]:
@@ -167,12 +187,10 @@ def _encode(plan: Plan, start: datetime | None, end: datetime | None) -> dict[st
 def _decode(data: dict[str, Any], times: dict[str, datetime | None]) -> Plan:
     def value(v: Any) -> Any:
         if isinstance(v, dict):
-            if "range" in v:
-                moment = times[v["range"]]
-                if moment is None:
-                    raise KeyError(v["range"])
-                return moment
-            return datetime.fromisoformat(v["datetime"])
+            moment = times[v["range"]]
+            if moment is None:
+                raise KeyError(v["range"])
+            return moment
         return v
 
     def statement(d: dict[str, Any]) -> Statement:
@@ -192,25 +210,34 @@ def _decode(data: dict[str, Any], times: dict[str, datetime | None]) -> Plan:
 _STAMP: list[Any] | None = None
 
 
+def _code_files() -> list[Path]:
+    """The files whose code decides a query's SQL text: the query package, what the store
+    contributes (relations, dialects, quoting), the time parser, and sqlglot's version
+    file and generators (found without importing sqlglot)."""
+    here = Path(__file__).resolve().parent
+    store = here.parent / "store"
+    files = [*sorted(here.glob("*.py")), here.parent / "timeutil.py"]
+    files += [store / f for f in ("base.py", "dialects.py", "duckdb.py", "segment.py", "sqltext.py")]
+    spec = importlib.util.find_spec("sqlglot")
+    if spec is not None and spec.origin:
+        root = Path(spec.origin).parent
+        files += [root / "_version.py", root / "generator.py", root / "generators" / "duckdb.py"]
+    return files
+
+
 def _code_stamp() -> list[Any]:
-    """What identifies the code that compiles and renders: rootsift's version, the size and
-    modification time of the query package and the dialects, and sqlglot's version file
-    (found without importing sqlglot)."""
+    """What identifies the code that compiles and renders: rootsift's version and the size
+    and modification time of each of ``_code_files``."""
     global _STAMP
     if _STAMP is None:
         from rootsift import __version__
 
-        here = Path(__file__).resolve().parent
-        files = [*sorted(here.glob("*.py")), here.parent / "store" / "dialects.py", here.parent / "store" / "duckdb.py"]
-        spec = importlib.util.find_spec("sqlglot")
-        if spec is not None and spec.origin:
-            files.append(Path(spec.origin).parent / "_version.py")
         stamp: list[Any] = [__version__]
-        for f in files:
+        for f in _code_files():
             try:
                 st = f.stat()
-                stamp.append([f.name, st.st_size, st.st_mtime_ns])
+                stamp.append([str(f), st.st_size, st.st_mtime_ns])
             except OSError:
-                stamp.append([f.name, None])
+                stamp.append([str(f), None])
         _STAMP = stamp
     return _STAMP

@@ -46,6 +46,25 @@ def plan_query(
     return _table(compiler, spec, granularity_us, span, order)
 
 
+def compile_up_to(
+    backend: Any,
+    spec: QuerySpec,
+    fields: dict[str, FieldInfo],
+    weight: str | None,
+    span: tuple[datetime | None, datetime | None],
+    *,
+    breakdowns: bool,
+) -> None:
+    """Compile the query's filter (and with ``breakdowns`` its group keys), raising what
+    that raises: the errors compiling meets before the engine's checks."""
+    compiler = qc.Compiler(fields, backend.relation(spec.dataset, *span), weight)
+    if qc.overflow.OVERFLOW_FIELD in fields:
+        compiler.overflow_holds = qc.overflow.key_checker(backend.execute, compiler.relation)
+    compiler.where(*span, spec.where)
+    if breakdowns:
+        qc.group_keys(compiler, spec.breakdowns, None)
+
+
 def _table(
     compiler: qc.Compiler,
     spec: QuerySpec,

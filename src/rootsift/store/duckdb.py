@@ -323,10 +323,10 @@ class DuckDBBackend(Backend):
         return self.execute_sql(self.render(query), params)
 
     def plan_cache(self) -> PlanCache | None:
-        """Plans in ``DATA/.cache/plans/`` (not a dataset: it has no ``dataset.json``)."""
-        from rootsift.query.plan import PlanCache
+        """Plans in the user's cache folder (``rootsift.query.plan.cache_dir``), for this store."""
+        from rootsift.query.plan import PlanCache, cache_dir
 
-        return PlanCache.at(self.data_dir / ".cache" / "plans")
+        return PlanCache.at(cache_dir(), str(self.data_dir.resolve()))
 
     def execute_sql(self, sql: str, params: list[Any]) -> QueryResult:
         """Run SQL text (already rendered for DuckDB) with bound parameters."""
