@@ -67,7 +67,7 @@ def query_cpu(tree: Path, data: Path, backend: str, repeats: int) -> dict[str, f
 def cpu_of(tree: Path, argv: list[str]) -> float:
     """CPU seconds of one ``python -m rootsift`` run importing rootsift from ``tree``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    env = dict(os.environ, PYTHONPATH=str(tree))
+    env = dict(os.environ, PYTHONPATH=str(tree), ROOTSIFT_PLAN_CACHE="0")  # queries compiled (ADR 0027)
     subprocess.run([sys.executable, "-m", "rootsift", *argv], check=True, capture_output=True, env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime

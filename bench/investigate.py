@@ -64,8 +64,9 @@ def store(out: Path, n: int) -> Path:
 
 def timed_process(argv: list[str], src: Path) -> tuple[float, float, str]:
     """(wall seconds, CPU seconds of the child, its stdout) of ``python -m rootsift ARGV``
-    with ``src`` first on the path."""
-    env = {**os.environ, "PYTHONPATH": str(src)}
+    with ``src`` first on the path. A ``query`` is compiled every time, as the first query
+    an engineer runs by hand is (no kept plan, ADR 0027)."""
+    env = {**os.environ, "PYTHONPATH": str(src), "ROOTSIFT_PLAN_CACHE": "0"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     run = subprocess.run([sys.executable, "-m", "rootsift", *argv], env=env, capture_output=True, text=True)
