@@ -67,9 +67,9 @@ def compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = planner.plan_query
 
-    def counting(backend: Any, spec: QuerySpec, *args: Any) -> kept.Plan:
-        seen.append(spec.dataset)
-        return real(backend, spec, *args)
+    def counting(inputs: kept.Inputs, *args: Any) -> kept.Plan:
+        seen.append(inputs.spec.dataset)
+        return real(inputs, *args)
 
     monkeypatch.setattr(planner, "plan_query", counting)
     return seen

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from rootsift.errors import QuerySpecError, RootsiftError, TimeFormatError
-from rootsift.query.plan import Plan, Statement
+from rootsift.query.plan import Inputs, Plan, Statement
 from rootsift.query.spec import HEAT_STEPS_PER_DOUBLING, QuerySpec
-from rootsift.store.base import OVERFLOW_FIELD, FieldInfo, QueryResult
+from rootsift.store.base import OVERFLOW_FIELD, QueryResult
 from rootsift.timeutil import format_duration, iso_z, nice_granularity, parse_duration, parse_time
 
 if TYPE_CHECKING:
@@ -90,7 +90,8 @@ def run_query(
     warnings: list[str] = []
     if weight and any(c.op == "count_distinct" for c in spec.calculations):
         warnings.append(f"count_distinct counts distinct stored values; sample rates ({weight!r}) cannot apply to it")
-    compiled_first = _compiled_first(backend, spec, fields, weight, (start, end))
+    inputs = Inputs(backend, spec, fields, weight, start, end)
+    compiled_first = _compiled_first(inputs)
     with compiled_first():
         granularity = _granularity(spec.granularity)
         if granularity is not None:
@@ -107,20 +108,14 @@ def run_query(
         with compiled_first(breakdowns=True):
             order = _order(spec, labels, granularity is not None)
     g_us = _us(granularity) if granularity else None
-    plan = _plan(backend, spec, fields, weight, (start, end), g_us, order, keep_plan)
+    plan = _plan(inputs, g_us, order, keep_plan)
     if plan.kind == "heatmap":
         return QueryOutput(spec, [], [], start, end, granularity, warnings, _heatmap(backend, plan, g_us or 1))
     labels, rows = _table(backend, plan, spec, order)
     return QueryOutput(spec, labels, rows, start, end, granularity, warnings)
 
 
-def _compiled_first(
-    backend: Backend,
-    spec: QuerySpec,
-    fields: dict[str, FieldInfo],
-    weight: str | None,
-    span: tuple[datetime | None, datetime | None],
-) -> Callable[..., contextlib.AbstractContextManager[None]]:
+def _compiled_first(inputs: Inputs) -> Callable[..., contextlib.AbstractContextManager[None]]:
     """A context for a check: its error is raised unless compiling the query's filter (and
     with ``breakdowns`` its group keys) raises first."""
 
@@ -131,23 +126,15 @@ def _compiled_first(
         except RootsiftError:
             from rootsift.query.planner import compile_up_to
 
-            compile_up_to(backend, spec, fields, weight, span, breakdowns=breakdowns)
+            compile_up_to(inputs, breakdowns=breakdowns)
             raise
 
     return checked
 
 
-def _plan(
-    backend: Backend,
-    spec: QuerySpec,
-    fields: dict[str, FieldInfo],
-    weight: str | None,
-    span: tuple[datetime | None, datetime | None],
-    g_us: int | None,
-    order: list[tuple[str, bool]],
-    keep: bool,
-) -> Plan:
+def _plan(inputs: Inputs, g_us: int | None, order: list[tuple[str, bool]], keep: bool) -> Plan:
     """The kept plan of these inputs, or a new one (kept when ``keep`` and the backend keeps plans)."""
+    backend, spec, fields, span = inputs.backend, inputs.spec, inputs.fields, inputs.span
     cache = backend.plan_cache() if keep and OVERFLOW_FIELD not in fields else None
     key = ""
     if cache is not None:
@@ -161,7 +148,7 @@ def _plan(
                 "granularity_us": g_us,
                 "order": order,
                 "fields": sorted([f.name, f.type, f.path, f.conflicts] for f in fields.values()),
-                "weight": weight,
+                "weight": inputs.weight,
                 "relation": backend.relation_text(spec.dataset, *span),
             }
         )
@@ -170,7 +157,7 @@ def _plan(
             return kept
     from rootsift.query.planner import plan_query  # sqlglot: only when no kept plan answers
 
-    plan = plan_query(backend, spec, fields, weight, span, g_us, order)
+    plan = plan_query(inputs, g_us, order)
     if cache is not None:
         for st in plan.statements():
             st.sql = backend.render(st.tree)

@@ -50,6 +50,23 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "rootsift" / "plans"
 
 
+@dataclass(frozen=True)
+class Inputs:
+    """What a query is compiled from besides its bucket and order: the backend, the spec,
+    the dataset's fields and weight, and the resolved range ``[start, end)``."""
+
+    backend: Any
+    spec: Any
+    fields: dict[str, Any]
+    weight: str | None
+    start: datetime | None
+    end: datetime | None
+
+    @property
+    def span(self) -> tuple[datetime | None, datetime | None]:
+        return self.start, self.end
+
+
 @dataclass
 class Statement:
     """One statement of a plan: a sqlglot tree and its positional parameters. ``sql`` is

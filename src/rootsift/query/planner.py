@@ -8,35 +8,22 @@ when no kept plan answers the query.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlglot import exp
 
 from rootsift.query import compile as qc
-from rootsift.query.plan import Plan, Statement
+from rootsift.query.plan import Inputs, Plan, Statement
 from rootsift.query.spec import QuerySpec
-from rootsift.store.base import FieldInfo
 
 
-def plan_query(
-    backend: Any,
-    spec: QuerySpec,
-    fields: dict[str, FieldInfo],
-    weight: str | None,
-    span: tuple[datetime | None, datetime | None],
-    granularity_us: int | None,
-    order: list[tuple[str, bool]],
-) -> Plan:
-    """The statements of ``spec`` over ``[span)`` and how their rows are shaped.
+def plan_query(inputs: Inputs, granularity_us: int | None, order: list[tuple[str, bool]]) -> Plan:
+    """The statements of the query over its range and how their rows are shaped.
 
     ``granularity_us`` is the time bucket (None: totals; a heatmap always has one) and
     ``order`` the resolved ``--order`` of a table.
     """
-    relation = backend.relation(spec.dataset, *span)
-    holds = None
-    if qc.overflow.OVERFLOW_FIELD in fields:
-        holds = qc.overflow.key_checker(backend.execute, relation)
-    compiler = qc.Compiler(fields, relation, weight, overflow_holds=holds)
+    spec, span = inputs.spec, inputs.span
+    compiler = _compiler(inputs)
     where = compiler.where(*span, spec.where)
     compiler.where_clause = where
     if spec.heatmap is not None:
@@ -46,23 +33,23 @@ def plan_query(
     return _table(compiler, spec, granularity_us, span, order)
 
 
-def compile_up_to(
-    backend: Any,
-    spec: QuerySpec,
-    fields: dict[str, FieldInfo],
-    weight: str | None,
-    span: tuple[datetime | None, datetime | None],
-    *,
-    breakdowns: bool,
-) -> None:
+def compile_up_to(inputs: Inputs, *, breakdowns: bool) -> None:
     """Compile the query's filter (and with ``breakdowns`` its group keys), raising what
     that raises: the errors compiling meets before the engine's checks."""
-    compiler = qc.Compiler(fields, backend.relation(spec.dataset, *span), weight)
-    if qc.overflow.OVERFLOW_FIELD in fields:
-        compiler.overflow_holds = qc.overflow.key_checker(backend.execute, compiler.relation)
-    compiler.where(*span, spec.where)
+    compiler = _compiler(inputs)
+    compiler.where(*inputs.span, inputs.spec.where)
     if breakdowns:
-        qc.group_keys(compiler, spec.breakdowns, None)
+        qc.group_keys(compiler, inputs.spec.breakdowns, None)
+
+
+def _compiler(inputs: Inputs) -> qc.Compiler:
+    """A compiler over the query's relation (keys past the field limit resolved by a query)."""
+    backend = inputs.backend
+    relation = backend.relation(inputs.spec.dataset, *inputs.span)
+    holds = None
+    if qc.overflow.OVERFLOW_FIELD in inputs.fields:
+        holds = qc.overflow.key_checker(backend.execute, relation)
+    return qc.Compiler(inputs.fields, relation, inputs.weight, overflow_holds=holds)
 
 
 def _table(
