@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,13 +14,17 @@ from rootsift import Rootsift
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # kept query plans (rootsift.query.plan) go to a folder of this run, not the user's cache;
-    # child processes (the CLI run by a test) inherit it
-    os.environ["ROOTSIFT_CACHE_DIR"] = tempfile.mkdtemp(prefix="rootsift-test-cache-")
     config.addinivalue_line("markers", "slow: takes more than ~20 s (deselect with -m 'not slow')")
     config.addinivalue_line(
         "markers", "sources: starts real servers (scripts/sources/); deselect with -m 'not sources'"
     )
+    # kept query plans (rootsift.query.plan) go to a folder of this run, not the user's cache;
+    # child processes (the CLI run by a test) inherit it
+    os.environ["ROOTSIFT_CACHE_DIR"] = tempfile.mkdtemp(prefix="rootsift-test-cache-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(os.environ.pop("ROOTSIFT_CACHE_DIR", ""), ignore_errors=True)
 
 
 @pytest.fixture
