@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -91,8 +91,7 @@ def run_query(
     if weight and any(c.op == "count_distinct" for c in spec.calculations):
         warnings.append(f"count_distinct counts distinct stored values; sample rates ({weight!r}) cannot apply to it")
     inputs = Inputs(backend, spec, fields, weight, start, end)
-    compiled_first = _compiled_first(inputs)
-    with compiled_first():
+    with _compiled_first(inputs):
         granularity = _granularity(spec.granularity)
         if granularity is not None:
             _check_range(backend.span(spec.dataset), start, end, granularity)
@@ -101,11 +100,11 @@ def run_query(
         span = _data_span(backend, spec.dataset, start, end)
         if granularity is None:
             granularity = _auto_granularity(span)
-        with compiled_first():
+        with _compiled_first(inputs):
             _check_columns(span, granularity)
     else:
         labels = (["time"] if granularity else []) + list(spec.breakdowns) + [c.label for c in spec.calculations]
-        with compiled_first(breakdowns=True):
+        with _compiled_first(inputs, breakdowns=True):
             order = _order(spec, labels, granularity is not None)
     g_us = _us(granularity) if granularity else None
     plan = _plan(inputs, g_us, order, keep_plan)
@@ -115,21 +114,17 @@ def run_query(
     return QueryOutput(spec, labels, rows, start, end, granularity, warnings)
 
 
-def _compiled_first(inputs: Inputs) -> Callable[..., contextlib.AbstractContextManager[None]]:
-    """A context for a check: its error is raised unless compiling the query's filter (and
-    with ``breakdowns`` its group keys) raises first."""
+@contextlib.contextmanager
+def _compiled_first(inputs: Inputs, *, breakdowns: bool = False) -> Iterator[None]:
+    """Around a check: its error is raised unless compiling the query's filter (and with
+    ``breakdowns`` its group keys) raises first."""
+    try:
+        yield
+    except RootsiftError:
+        from rootsift.query.planner import compile_up_to
 
-    @contextlib.contextmanager
-    def checked(*, breakdowns: bool = False) -> Iterator[None]:
-        try:
-            yield
-        except RootsiftError:
-            from rootsift.query.planner import compile_up_to
-
-            compile_up_to(inputs, breakdowns=breakdowns)
-            raise
-
-    return checked
+        compile_up_to(inputs, breakdowns=breakdowns)
+        raise
 
 
 def _plan(inputs: Inputs, g_us: int | None, order: list[tuple[str, bool]], keep: bool) -> Plan:

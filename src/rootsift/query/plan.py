@@ -29,7 +29,11 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rootsift.query.spec import QuerySpec
+    from rootsift.store.base import Backend, FieldInfo
 
 FORMAT = 1
 """The kept plan's file format; part of every key."""
@@ -55,9 +59,9 @@ class Inputs:
     """What a query is compiled from besides its bucket and order: the backend, the spec,
     the dataset's fields and weight, and the resolved range ``[start, end)``."""
 
-    backend: Any
-    spec: Any
-    fields: dict[str, Any]
+    backend: Backend
+    spec: QuerySpec
+    fields: dict[str, FieldInfo]
     weight: str | None
     start: datetime | None
     end: datetime | None
