@@ -32,7 +32,8 @@ _IDLE, _HEAD, _BODY = 0, 1, 2
 _OUTSIDE = "text outside any slow-log entry (no '# Time:'/'# User@Host:'/'# Query_time:' header before it)"
 # The entry MySQL 5.7 and 8.0 write by default, read whole by one match when the next line
 # starts the next entry: "# Time:", "# User@Host:", the four classic numbers exactly as
-# MySQL spaces them, "SET timestamp=N;" and a one-line statement; matched where a line
+# MySQL spaces them, "SET timestamp=N;" and a statement of lines that are neither empty nor
+# start with "#" (a multi-line statement as it was sent); matched where a line
 # starts (``match``, not ``search``: scanning for ``^`` cost more than the match). ``_Reader.run_text`` gives
 # what the line-by-line reader gives for it (tests/test_format_mysql_slow.py compares both).
 _COMMON = re.compile(
@@ -40,11 +41,11 @@ _COMMON = re.compile(
     r"(# User@Host: [^\n]*)\n"
     r"# Query_time: (\d{1,6})\.(\d{6})  Lock_time: (\d+)\.(\d{6}) Rows_sent: (\d+)  Rows_examined: (\d+)\n"
     r"SET timestamp=(\d+);\n"
-    r"([^#\n][^\n]*)\n"
+    r"((?:[^#\n][^\n]*\n)+)"
     r"(?=# Time: )",
     re.ASCII,
 )
-_COMMON_LINES = 5
+_COMMON_HEAD_LINES = 4
 READ_BLOCK_BYTES = 4 << 20
 """Bytes of input decoded and matched at a time by ``MySQLSlowLog.read``."""
 
@@ -257,7 +258,7 @@ class _Reader:
                 or not (sql := statement.strip())
             ):
                 yield from self._lines(text[start : end - 1], number)
-                number += _COMMON_LINES
+                number += _COMMON_HEAD_LINES + statement.count("\n")
                 continue
             if self.state == _BODY:  # the open entry ends at this "# Time:" line
                 yield builder.finish(self.entry)
@@ -273,7 +274,7 @@ class _Reader:
             if sql[-1] == ";":
                 sql = sql[:-1].rstrip()
             yield number, event(fields, sql, when, "set_timestamp", None)
-            number += _COMMON_LINES
+            number += _COMMON_HEAD_LINES + statement.count("\n")
         yield from self._lines(text[pos:], number)
 
     def _lines(self, text: str, number: int) -> Iterator[Item]:
