@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import threading
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ import duckdb
 
 from rootsift.errors import DatasetNotFoundError
 from rootsift.store import pending, retention
+from rootsift.store.attach import DatasetState, attach_segment, columns_of, detach
 from rootsift.store.base import (
     TIME_COLUMN,
     Backend,
@@ -36,8 +36,8 @@ from rootsift.store.base import (
 )
 from rootsift.store.driver import translate
 from rootsift.store.files import raised_memory_limit, write_json_atomic
-from rootsift.store.segment import SAMPLE_TABLE, Segment, relation_sql, sample_sql, segment_file, segment_id
-from rootsift.store.sqltext import ident, literal
+from rootsift.store.segment import SAMPLE_TABLE, Segment, relation_sql, segment_file, segment_id
+from rootsift.store.sqltext import ident
 
 if TYPE_CHECKING:
     from sqlglot import exp
@@ -53,25 +53,6 @@ RAM) lets an ingest keep written pages cached until the process holds gigabytes;
 this limit DuckDB evicts or spills to disk. It must be set when the database opens: a
 later SET bounds far less (measured). Read-only stores keep DuckDB's default.
 ``$ROOTSIFT_MEMORY_LIMIT`` overrides both."""
-LOCK_WAIT = 10.0
-"""Seconds to wait for a segment file another process holds (DuckDB lets one process write
-a file, or several read it) before giving up; ``ROOTSIFT_LOCK_WAIT`` overrides."""
-
-
-class DatasetState:
-    """The segments and field catalog of one dataset, as loaded by this process."""
-
-    def __init__(self, name: str, directory: Path) -> None:
-        self.name = name
-        self.directory = directory
-        self.segments: list[Segment] = []
-        self.fields: dict[str, FieldInfo] = {}
-        self.settings: dict[str, Any] = {}
-        self.write_lock = threading.Lock()
-
-    @property
-    def segment_dir(self) -> Path:
-        return self.directory / "segments"
 
 
 class DuckDBBackend(Backend):
@@ -166,60 +147,13 @@ class DuckDBBackend(Backend):
         return [p.name for p in self.data_dir.iterdir() if (p / "dataset.json").exists()]
 
     def _attach(self, path: Path, seg_id: int, state: DatasetState) -> Segment:
+        """Attach the segment file ``path`` under a new alias (``attach.attach_segment``)."""
         self._aliases += 1
-        alias = f"seg_{self._aliases}"
-        mode = " (READ_ONLY)" if self.read_only else ""
-        try:
-            self._attach_file(f"ATTACH {literal(str(path))} AS {alias}{mode}")
-            if not self.read_only:
-                self._con.execute(f"CREATE TABLE IF NOT EXISTS {alias}.events ({ident(TIME_COLUMN)} TIMESTAMP)")
-                self._con.execute(
-                    f"CREATE TABLE IF NOT EXISTS {alias}._fields (name VARCHAR, path VARCHAR[], type VARCHAR)"
-                )
-                # a segment written before samples were kept gets one now, once
-                self._con.execute(
-                    f"CREATE TABLE IF NOT EXISTS {alias}.{SAMPLE_TABLE} AS "
-                    f"SELECT * FROM {alias}.events WHERE {sample_sql(seg_id)}"
-                )
-            seg = Segment(seg_id, path, alias)
-            seg.columns = self.columns_of(seg)
-            seg.has_sample = bool(
-                self._con.execute(
-                    "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = ?",
-                    [alias, SAMPLE_TABLE],
-                ).fetchone()[0]  # type: ignore[index]
-            )
-            rows, lo, hi = self._con.execute(
-                f"SELECT count(*), min({ident(TIME_COLUMN)}), max({ident(TIME_COLUMN)}) FROM {alias}.events"
-            ).fetchone() or (0, None, None)
-            seg.widen(rows, lo, hi)
-            for name, fpath, ftype in self._con.execute(f"SELECT name, path, type FROM {alias}._fields").fetchall():
-                state.fields.setdefault(name, FieldInfo(name, ftype, list(fpath)))
-        except duckdb.Error as exc:
-            raise translate(exc, f"attaching segment {path}") from exc
-        return seg
-
-    def _attach_file(self, statement: str) -> None:
-        """Run an ATTACH, waiting while another process holds the file: an ingest that
-        meets a reader between its looks (``canary``), or a query that meets an ingest,
-        goes on when the other is done. Every process attaches in segment order, so two
-        never wait on each other."""
-        wait = float(os.environ.get("ROOTSIFT_LOCK_WAIT", LOCK_WAIT))
-        deadline = time.monotonic() + wait
-        pause = 0.05
-        while True:
-            try:
-                self._con.execute(statement)
-                return
-            except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower() or time.monotonic() + pause > deadline:
-                    raise
-                time.sleep(pause)
-                pause = min(1.0, pause * 2)
+        return attach_segment(self._con, path, seg_id, f"seg_{self._aliases}", state, self.read_only)
 
     def columns_of(self, seg: Segment) -> set[str]:
         """The segment's column names, lower-cased (DuckDB compares names without case)."""
-        return {r[0].lower() for r in self._con.execute(f"DESCRIBE {seg.alias}.events").fetchall()}
+        return columns_of(self._con, seg.alias)
 
     def datasets(self) -> list[DatasetInfo]:
         infos = []
@@ -388,11 +322,7 @@ class DuckDBBackend(Backend):
         with state.write_lock, self._lock:  # the order every writer takes them in
             if self._states.get(dataset) is state:
                 del self._states[dataset]
-                for seg in state.segments:
-                    try:
-                        self._con.execute(f"DETACH {seg.alias}")
-                    except duckdb.Error as exc:
-                        raise translate(exc, f"releasing segment {seg.path}") from exc
+                detach(self._con, state.segments, "releasing")
 
     def drop_before(self, dataset: str, cutoff: datetime) -> int:
         return retention.drop_before(self, self.state(dataset), cutoff)
@@ -405,8 +335,7 @@ class DuckDBBackend(Backend):
         """Delete a dataset and its files."""
         state = self.state(dataset)
         with self._lock:
-            for seg in list(state.segments):
-                self._con.execute(f"DETACH {seg.alias}")
+            detach(self._con, list(state.segments), "dropping")
             shutil.rmtree(state.directory)
             self._states.pop(dataset, None)
 

@@ -18,7 +18,8 @@ from rootsift.store.segment import Segment, fsync_dir, segment_file, segment_id
 from rootsift.store.sqltext import literal
 
 if TYPE_CHECKING:
-    from rootsift.store.duckdb import DatasetState, DuckDBBackend
+    from rootsift.store.attach import DatasetState
+    from rootsift.store.duckdb import DuckDBBackend
 
 PENDING = ".pending"
 """Suffix of a segment file still being written by one input's ingest: readers never attach it."""

@@ -18,7 +18,8 @@ from rootsift.store.segment import SAMPLE_TABLE, Segment, fsync_dir
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
-    from rootsift.store.duckdb import DatasetState, DuckDBBackend
+    from rootsift.store.attach import DatasetState
+    from rootsift.store.duckdb import DuckDBBackend
 
 
 def _before(seg: Segment, cutoff: datetime) -> bool:

@@ -17,7 +17,8 @@ from rootsift.store.segment import SAMPLE_TABLE, Segment, sample_sql
 from rootsift.store.sqltext import ident
 
 if TYPE_CHECKING:
-    from rootsift.store.duckdb import DatasetState, DuckDBBackend
+    from rootsift.store.attach import DatasetState
+    from rootsift.store.duckdb import DuckDBBackend
 
 
 ROW_COLUMN = "__rootsift_row__"
