@@ -17,7 +17,6 @@ Blocks the count cannot vouch for (a quote followed by a space outside a string,
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from typing import Any
@@ -28,8 +27,8 @@ import orjson
 from rootsift.errors import UsageError
 from rootsift.ingest import convert
 from rootsift.ingest.blockstats import BlockStats, LineStarts, is_gzip, open_decompressed, unreadable_gzip
-from rootsift.ingest.rejects import Reject
-from rootsift.ingest.staging import LINE_KEY, Staged, Stager
+from rootsift.ingest.jsonexact import ExactJsonLines
+from rootsift.ingest.staging import Staged
 from rootsift.ingest.vouch import vouch
 from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal, path_expr
@@ -50,8 +49,9 @@ HEAD_READ = 1 << 20
 __all__ = ["BlockStats", "JsonLinesReader"]  # BlockStats: runner.py imports it from here
 
 
-class JsonLinesReader(Stager):
-    """Stages blocks of JSON lines: a fast path checked byte by byte, an exact path otherwise."""
+class JsonLinesReader(ExactJsonLines):
+    """Stages blocks of JSON lines: a fast path checked byte by byte, the exact path
+    (``ExactJsonLines``) otherwise."""
 
     writer: SegmentWriter | None = None
     """Where the fast path writes; set by the pipeline. Without one, blocks take the exact path."""
@@ -333,96 +333,3 @@ class JsonLinesReader(Stager):
         ).fetchone()
         assert row is not None
         return tuple(row)
-
-    # -- exact path ----------------------------------------------------------------
-    def _exact(self, block: bytes, first_line: int) -> Staged:
-        rejects: list[Reject] = []
-        lines: list[bytes] = []
-        for offset, line in enumerate(block.split(b"\n")):
-            number = first_line + offset
-            text = line.strip()
-            if not text:
-                continue
-            lenient = False
-            try:
-                obj = orjson.loads(text)
-            except orjson.JSONDecodeError as exc:
-                obj = _lenient(text)  # NaN and Infinity: not JSON, but common (Python's json.dumps)
-                lenient = True
-                if obj is None:
-                    rejects.append(Reject(number, f"invalid JSON: {exc}", line.decode("utf-8", "replace")))
-                    continue
-            if not isinstance(obj, dict):
-                rejects.append(
-                    Reject(number, f"not a JSON object but {type(obj).__name__}", line.decode("utf-8", "replace"))
-                )
-                continue
-            fitted = self.keys.fit(obj)
-            if fitted is not None:  # an empty key renamed, or keys past the field limit moved
-                # orjson would write NaN and Infinity (read by _lenient) as null
-                text = json.dumps(fitted, ensure_ascii=False).encode() if lenient else orjson.dumps(fitted)
-            inner = text[1:].lstrip()
-            sep = b"" if inner.startswith(b"}") else b","
-            lines.append(b'{"' + LINE_KEY.encode() + b'":' + str(number).encode() + sep + inner)
-        staged = self._exact_lines(lines, rejects)
-        staged.rejects = sorted(rejects + staged.rejects, key=lambda r: r.line)
-        staged.exact = True
-        return staged
-
-    def _exact_lines(self, lines: list[bytes], rejects: list[Reject]) -> Staged:
-        if not lines:
-            return self._empty()
-        path = self._write(b"\n".join(lines) + b"\n")
-        try:
-            return self._exact_file(path)
-        except duckdb.Error as exc:
-            if len(lines) == 1:
-                number = int(orjson.loads(lines[0])[LINE_KEY])
-                text = lines[0].decode("utf-8", "replace")
-                rejects.append(Reject(number, f"unreadable: {str(exc).splitlines()[0]}", text))
-                return self._empty()
-            half = len(lines) // 2
-            a, b = self._exact_lines(lines[:half], rejects), self._exact_lines(lines[half:], rejects)
-            return self._union(a, b)
-        finally:
-            os.unlink(path)
-
-    def _exact_file(self, path: str) -> Staged:
-        """Types detected over the whole block, then read again with them: lists as their
-        JSON text, and the time field as text, so the time format (detected or given
-        with --time-format) is the one that reads it, not DuckDB's own guess."""
-        source = f"read_json({literal(path)}, sample_size=-1, map_inference_threshold=-1, format='newline_delimited')"
-        detected = convert.lists_as_json(convert.parse_type(self._describe(source)))
-        time = self._time_spec(detected, path)
-        if time.field in detected.children:
-            detected.children[time.field] = convert.Node(type="VARCHAR")
-        source = f"read_json({literal(path)}, columns={convert.columns_spec(detected)}, format='newline_delimited')"
-        return self._stage_relation(source, detected, path)
-
-    def _sample(self, path: str, name: str) -> list[str]:
-        return _sample_values(path, name)
-
-
-def _sample_values(path: str, name: str, limit: int = 1000) -> list[str]:
-    """Up to ``limit`` values of top-level field ``name`` from the first lines of a JSON-lines file."""
-    values: list[str] = []
-    with open_decompressed(path) as fh:
-        for line in fh:
-            if len(values) >= limit:
-                break
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            value = obj.get(name) if isinstance(obj, dict) else None
-            if value is not None:
-                values.append(value if isinstance(value, str) else orjson.dumps(value).decode())
-    return values
-
-
-def _lenient(text: bytes) -> object | None:
-    """The line parsed by the standard library, which accepts NaN and Infinity; None if not."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
