@@ -35,7 +35,6 @@ import duckdb
 
 from rootsift.errors import DatasetNotFoundError, StoreError, UsageError
 from rootsift.store.base import (
-    RAW_SUFFIX,
     TIME_COLUMN,
     Backend,
     DatasetInfo,
@@ -70,7 +69,6 @@ CATALOG_SECONDS = 2.0
 """How long a server's catalog answers (tables, fields, spans) are reused: other processes
 may change them (chdb's, whose only user is this process, are kept until it changes them)."""
 COLUMN_TYPES = DIALECTS["clickhouse"].storage_types
-_STORAGE = {v.removeprefix("Nullable(").removesuffix(")"): k for k, v in COLUMN_TYPES.items()}
 _READS = re.compile(r"^\s*(SELECT|WITH|SHOW|EXPLAIN|DESCRIBE|EXISTS)\b", re.IGNORECASE)
 
 
@@ -286,77 +284,39 @@ class ClickHouseBackend(IngestTarget, Backend):
 
         refuse_writes(dataset, self.source(dataset))
 
+    # -- the catalog (store/clickhouse_catalog.py) ----------------------------------
     def datasets(self) -> list[DatasetInfo]:
-        out = []
-        for name in self.tables():
-            weight = self.weight_field(name)
-            events = f"sum(if({ident(weight)} >= 1, {ident(weight)}, 1))" if weight else "count()"
-            table, t = self._time_source(name) if not weight else (self.table_sql(name), ident(TIME_COLUMN))
-            rows, total, first, last = rows_of(
-                self.run(f"SELECT count(), {events}, {_utc(f'min({t})')}, {_utc(f'max({t})')} FROM {table}")
-            ).rows[0]
-            parts, size = self._parts(name)
-            out.append(
-                DatasetInfo(
-                    name=name,
-                    events=int(total or 0),
-                    stored_rows=int(rows),
-                    first=first if rows else None,
-                    last=last if rows else None,
-                    bytes_on_disk=size + super().dataset_bytes(name),
-                    segments=parts,
-                )
-            )
-        return out
+        from rootsift.store import clickhouse_catalog
 
-    def _parts(self, dataset: str) -> tuple[int, int]:
-        """(active parts, their bytes on disk) of the dataset's table."""
-        row = rows_of(
-            self.run(
-                "SELECT count(), sum(bytes_on_disk) FROM system.parts "
-                "WHERE database = {db:String} AND table = {t:String} AND active",
-                dict(zip(("db", "t"), self.source(dataset) or (self.database, dataset))),
-            )
-        ).rows[0]
-        return int(row[0]), int(row[1] or 0)
+        return clickhouse_catalog.datasets(self)
+
+    def local_bytes(self, dataset: str) -> int:
+        """What the dataset's files in the data directory take (its rejects)."""
+        return super().dataset_bytes(dataset)
 
     def dataset_bytes(self, dataset: str) -> int:
-        return self._parts(self.state(dataset))[1] + super().dataset_bytes(dataset)
+        from rootsift.store import clickhouse_catalog
+
+        return clickhouse_catalog.parts(self, self.state(dataset))[1] + self.local_bytes(dataset)
 
     def span(self, dataset: str) -> tuple[datetime | None, datetime | None]:
-        def read() -> tuple[datetime | None, datetime | None]:
-            table, t = self._time_source(self.state(dataset))
-            sql = f"SELECT count(), {_utc(f'min({t})')}, {_utc(f'max({t})')} FROM {table}"
-            rows, lo, hi = rows_of(self.run(sql)).rows[0]
-            return (lo, hi) if rows else (None, None)
+        from rootsift.store import clickhouse_catalog
 
-        span: tuple[datetime | None, datetime | None] = self._memo(("span", dataset), read)
+        span: tuple[datetime | None, datetime | None] = self._memo(
+            ("span", dataset), lambda: clickhouse_catalog.span(self, dataset)
+        )
         return span
 
-    def _time_source(self, dataset: str) -> tuple[str, str]:
+    def time_source(self, dataset: str) -> tuple[str, str]:
         """(the table, its time column) that the dataset's count and time span read."""
         from rootsift.store.chdb_otel import time_source
 
         return time_source(self.settings(dataset)) or (self.table_sql(dataset), ident(TIME_COLUMN))
 
     def fields(self, dataset: str) -> dict[str, FieldInfo]:
-        return dict(self._memo(("fields", dataset), lambda: self._read_fields(dataset)))
+        from rootsift.store import clickhouse_catalog
 
-    def _read_fields(self, dataset: str) -> dict[str, FieldInfo]:
-        rows = rows_of(
-            self.run(
-                "SELECT name, type, comment FROM system.columns WHERE database = {db:String} AND table = {t:String} "
-                "ORDER BY position",
-                {"db": self.database, "t": self.state(dataset)},
-            )
-        ).rows
-        out = {TIME_COLUMN: FieldInfo(TIME_COLUMN, "TIMESTAMP", [TIME_COLUMN])}
-        for name, ctype, comment in rows:
-            if name in (TIME_COLUMN, SAMPLE_KEY) or name.endswith(RAW_SUFFIX):
-                continue
-            inner = ctype.removeprefix("Nullable(").removesuffix(")")
-            out[name] = FieldInfo(name, _STORAGE.get(inner, "VARCHAR"), json.loads(comment) if comment else [name])
-        return out
+        return dict(self._memo(("fields", dataset), lambda: clickhouse_catalog.fields(self, dataset)))
 
     def weight_field(self, dataset: str) -> str | None:
         return self._number_field(dataset, self.settings(dataset).get("samplerate_field") or "samplerate")
@@ -408,10 +368,6 @@ class ClickHouseBackend(IngestTarget, Backend):
         self.writable(dataset)
         self.run(f"DROP TABLE IF EXISTS {self.table_sql(self.state(dataset))} SYNC")
         shutil.rmtree(self.dataset_dir(dataset), ignore_errors=True)
-
-
-def _utc(expr: str) -> str:
-    return f"CAST({expr} AS DateTime64(6, 'UTC'))"
 
 
 def rows_of(table: pa.Table) -> QueryResult:
