@@ -13,6 +13,7 @@ import pytest
 from rootsift import Rootsift
 from rootsift.errors import RootsiftError
 from rootsift.ingest import textchild, textrun
+from rootsift.ingest.formats.base import FormatOptions
 
 ENTRY = (
     "# Time: 2024-03-01T10:00:{s:02d}.339563Z\n"
@@ -179,3 +180,28 @@ def _running(status: Path) -> bool:
         return "zombie" not in status.read_text()
     except OSError:
         return False
+
+
+def test_the_parser_process_imports_neither_duckdb_nor_numpy(tmp_path: Path) -> None:
+    """The child only parses and writes blocks: its start-up is on an ingest's critical path
+    (the store waits for its first block), and DuckDB and numpy were most of it."""
+    import subprocess
+    import sys
+
+    source = _slow_log(tmp_path / "slow.log", 300)
+    script = (
+        "import sys, tempfile\n"
+        "from rootsift.ingest import formats, textchild, textrun\n"
+        "from rootsift.ingest.formats.base import FormatOptions\n"
+        "fmt = formats.get('mysql-slow')\n"
+        f"blocks = textrun.text_blocks(textrun.open_files([{str(source)!r}]), lambda i, h: fmt, FormatOptions(),"
+        " tempfile.mkdtemp(), 1 << 20, name_files=False)\n"
+        "print(sum(len(b.lines) for b in blocks), sorted(m for m in ('duckdb', 'numpy') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    fmt = textrun.MySQLSlowLog
+    here = textrun.text_blocks(
+        textrun.open_files([str(source)]), lambda i, h: fmt, FormatOptions(), str(tmp_path), 1 << 20, name_files=False
+    )
+    assert out == [str(sum(len(b.lines) for b in here)), "[]"]
+    assert int(out[0]) > 250

@@ -8,8 +8,6 @@ values that do not fit in ``FIELD#raw`` (ADR 0002).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -19,6 +17,7 @@ import duckdb
 from rootsift.ingest import convert
 from rootsift.ingest.keys import KeyFitter
 from rootsift.ingest.rejects import Reject
+from rootsift.ingest.scratch import write_file
 from rootsift.ingest.timefield import TimeSpec, detect_format, pick_field
 from rootsift.store.base import RAW_SUFFIX, TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, path_expr
@@ -188,14 +187,3 @@ class Stager:
             a.rejects + b.rejects,
             True,
         )
-
-
-def write_file(data: bytes | memoryview | list[bytes], tmp_dir: str, suffix: str = ".jsonl") -> str:
-    """Write ``data`` (or its pieces, one after another) to a new temp file in ``tmp_dir``; return its path."""
-    fd, path = tempfile.mkstemp(suffix=suffix, dir=tmp_dir)
-    with os.fdopen(fd, "wb") as fh:
-        if isinstance(data, list):
-            fh.writelines(data)
-        else:
-            fh.write(data)
-    return path

@@ -10,7 +10,8 @@ bytes read) are those the reader thread would have made.
 
 Used for one regular file (not a stream, not a directory) of at least ``CHILD_MIN_BYTES``
 whose lines are not parsed by DuckDB; a smaller file is not worth the child's start-up
-(≈ 0.6 s of imports). The child is ``python -m rootsift.ingest.textchild``, not a
+(its interpreter and imports: the parsers, not DuckDB or numpy, which ``textrun`` imports
+only where a path needs them; tests/test_textchild.py checks it). The child is ``python -m rootsift.ingest.textchild``, not a
 ``multiprocessing`` child: a spawned one re-runs the caller's main module, which a library
 cannot ask of its callers, and a forked one would copy the parent's DuckDB threads
 mid-flight. The job goes to its stdin; each block comes back on its stdout as a

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -25,15 +26,15 @@ from rootsift.ingest.formats.access_common import AccessLog, Compiled
 from rootsift.ingest.formats.access_sql import SqlPlan, clean, sql_plan
 from rootsift.ingest.formats.base import Event, FormatOptions, Item, TextFormat, file_time
 from rootsift.ingest.formats.mysql_slow import MySQLSlowLog
-from rootsift.ingest.jsonl import BlockStats
 from rootsift.ingest.rejects import Reject
+from rootsift.ingest.scratch import write_file
 from rootsift.ingest.sources import BOM, Input, line_blocks, open_input
-from rootsift.ingest.staging import write_file
 from rootsift.ingest.textcut import Joined, Pace, growing, raw_blocks
 from rootsift.ingest.textgil import sharing_gil
-from rootsift.ingest.textprobe import PROBE_BYTES
-from rootsift.ingest.textslow import SlowLines, entry_blocks
-from rootsift.ingest.textsql import RawLines
+
+if TYPE_CHECKING:  # imported where used: a parser process (textchild) needs none of them (DuckDB, numpy)
+    from rootsift.ingest.jsonl import BlockStats
+    from rootsift.ingest.textsql import RawLines
 
 SQL_LINES = True
 """Let DuckDB parse the formats that have a ``SqlPlan`` (tests turn it off to compare)."""
@@ -95,11 +96,15 @@ class TextBlock:
     def followed(self) -> bool:
         """More blocks of the input are known to follow: a block of lines DuckDB parses that
         is not its file's last (the storing thread need not wait for the next to know)."""
+        from rootsift.ingest.textsql import RawLines
+
         return isinstance(self.stats, RawLines) and not self.stats.last
 
     @property
     def prepares(self) -> bool:
         """Not a block of events: the front of the next block, handed on to be probed while it is cut."""
+        from rootsift.ingest.textsql import RawLines
+
         return isinstance(self.stats, RawLines) and self.stats.front
 
     def counted(self) -> BlockStats | None:
@@ -107,6 +112,8 @@ class TextBlock:
         taken here, by the thread that stores the block: the reader thread, whose parser is
         the slower of the two, only writes them (ADR 0016, amendment)."""
         if self.stats is None and self.json_path is not None:
+            from rootsift.ingest.jsonl import BlockStats
+
             self.stats = BlockStats.of_file(self.json_path, chunk=COUNT_WINDOW)
         return self.stats
 
@@ -174,6 +181,8 @@ def text_blocks(
         plan = None if stop_at_reject or labels or not SQL_LINES else sql_reading(parser, head)
         if isinstance(parser, MySQLSlowLog) and _slow_by_duckdb(parser, stop_at_reject):
             # DuckDB reads this file's entries where it can (textslow): raw blocks of whole entries
+            from rootsift.ingest.textslow import SlowLines, entry_blocks
+
             if buf or block.rejects:
                 yield _sealed(block, buf, tmp_dir, done_bytes)
                 buf = bytearray()
@@ -191,6 +200,8 @@ def text_blocks(
             continue
         if plan is not None:
             # DuckDB parses this file's lines (textsql): hand on raw blocks, after what came before
+            from rootsift.ingest.textprobe import PROBE_BYTES
+
             if buf or block.rejects:
                 yield _sealed(block, buf, tmp_dir, done_bytes)
                 buf = bytearray()
@@ -258,6 +269,8 @@ def _raw_lines(
     plan: tuple[Compiled, SqlPlan], parser: TextFormat, tag: str | None, fmt: str, path: str, first: int
 ) -> RawLines:
     """A block of lines DuckDB parses with ``plan``, in the file ``path``, from line ``first``."""
+    from rootsift.ingest.textsql import RawLines
+
     stats = RawLines(0, False, path, first_line=first, plan=plan[1])
     stats.compiled, stats.file_time, stats.tag, stats.fmt = plan[0], parser.options.file_time, tag, fmt
     return stats
