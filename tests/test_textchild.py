@@ -12,7 +12,7 @@ import pytest
 
 from rootsift import Rootsift
 from rootsift.errors import RootsiftError
-from rootsift.ingest import textchild, textrun
+from rootsift.ingest import formats, textchild, textrun
 from rootsift.ingest.formats.base import FormatOptions
 
 ENTRY = (
@@ -199,7 +199,7 @@ def test_the_parser_process_imports_neither_duckdb_nor_numpy(tmp_path: Path) -> 
         "print(sum(len(b.lines) for b in blocks), sorted(m for m in ('duckdb', 'numpy') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
-    fmt = textrun.MySQLSlowLog
+    fmt = formats.get("mysql-slow")
     here = textrun.text_blocks(
         textrun.open_files([str(source)]), lambda i, h: fmt, FormatOptions(), str(tmp_path), 1 << 20, name_files=False
     )
