@@ -488,6 +488,33 @@ def test_a_regime_recurs_holds_each_bucket_and_moves_the_level() -> None:
     assert regime.at_switch(30) and regime.at_switch(31) and not regime.at_switch(15)  # a's turn ends at 30
 
 
+def test_holder_levels_are_read_before_the_shift() -> None:
+    """An event in the last bucket of a slow holder's turn, the next holder fast: the jump
+    at that switch cannot be read beside the event, so it comes from the holders' own
+    levels, and those are read before the shift. Holder ``c`` (as fast as ``a``) leads
+    through the incident, ten times slower than before or after it: over the whole series
+    its own level is mostly the incident's, and the stitched series would fall at the
+    event by that much; read before the shift, it stays level there."""
+    from rootsift.analysis.changes import regimes as reg
+
+    rng = np.random.default_rng(3)
+    turns = [("a", 30), ("b", 20), ("a", 25), ("c", 20), ("a", 30), ("b", 20), ("c", 25), ("a", 20)]
+    turns += [("c", 60), ("a", 40), ("b", 20), ("a", 40)]  # c leads the incident, then it is over
+    modes = [name for name, n in turns for _ in range(n)]
+    own = {"a": 0.0, "b": 1.5, "c": 0.0}
+    shift = sum(n for _, n in turns[:8])
+    level = np.array([own[m] + (np.log(10.0) if shift <= i < shift + 60 else 0.0) for i, m in enumerate(modes)])
+    values = np.exp(4.0 + level + rng.normal(0, 0.05, len(modes)))
+    regime = reg.judge("leader", values, modes, np.ones(len(modes)))
+    assert regime is not None
+    event = sum(n for _, n in turns[:6]) - 1  # the last bucket of b's second turn; c's turn follows
+    assert modes[event] == "b" and modes[event + 1] == "c"
+    around, day = slice(event - 8, event + 9), 145  # a day's window, longer than the incident
+    kept = np.log(regime.stitched_around(values, event, day, until=shift))[around]
+    whole = np.log(regime.stitched_around(values, event, day))[around]
+    assert np.ptp(kept) < 0.5 < 1.5 < np.ptp(whole)
+
+
 def test_a_change_of_slope_is_a_slope_finding_at_the_kink(tmp_path: Path) -> None:
     """A disk filling by about 1 MB a minute, then 5 MB a minute from 03:00 (a random walk
     around each slope): the CLI's JSON has a ``slope`` change point at the kink, before/after

@@ -110,7 +110,7 @@ def changes(
             early, around = onsets[:-1], None
             regime = regimes.get(shift.group) if shift.aspect == "level" else None
             if regime is not None:  # judged on the series stitched at the hand-overs, around each event
-                around = _stitcher(regime, s.values, reg.day_window(width))
+                around = _stitcher(regime, s.values, reg.day_window(width), at)
                 early = [o for o in early if not regime.at_switch(s.times.index(o))]
             shift.suspects = sus.rank(evs, times, values, at, shift.direction, group, early, others, around)
             for x in shift.suspects:
@@ -168,9 +168,10 @@ def changes(
     )
 
 
-def _stitcher(regime: reg.Regime, values: np.ndarray, window: int) -> Callable[[int], np.ndarray]:
-    """The series stitched at the regime's hand-overs around the bucket of an event."""
-    return lambda event: regime.stitched_around(values, event, window)
+def _stitcher(regime: reg.Regime, values: np.ndarray, window: int, until: int) -> Callable[[int], np.ndarray]:
+    """The series stitched at the regime's hand-overs around the bucket of an event (the
+    holders' own levels, where needed, read before the shift's bucket ``until``)."""
+    return lambda event: regime.stitched_around(values, event, window, until)
 
 
 def _read(s: ser.Series, aspect: str) -> tuple[list[datetime], np.ndarray]:

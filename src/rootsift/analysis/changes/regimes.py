@@ -10,8 +10,10 @@ switch on, the jump there (the median of up to ``STITCH`` buckets of the new tur
 that of the old one's last) is taken out, each jump read on one side of the event's
 bucket only (``Regime.stitched_around``): a jump read across the event would hold the
 event's own step too and take it out with the hand-over's (a change made minutes after a
-slow leader hands over). With the event in the switch's own bucket, the jump is the
-difference of the two holders' own levels read over all their turns (``holder_levels``).
+slow leader hands over). With the event in the switch's own bucket (or the last of the
+old turn's), the jump is the difference of the two holders' own levels read over their
+turns before the shift being explained (``holder_levels``): a holder that led through the
+shift would otherwise count the shift as its own level.
 What remains is the level the series would have kept had the role not moved: steps that
 show across turns (a change to the whole system), drift within them, and the daily cycle.
 
@@ -75,18 +77,23 @@ class Regime:
     switches: int
     p_value: float
 
-    def stitched_around(self, values: np.ndarray, event: int, window: int) -> np.ndarray:
+    def stitched_around(self, values: np.ndarray, event: int, window: int, until: int | None = None) -> np.ndarray:
         """``values`` less, from each switch on, the jump there, measured on one side of the
         bucket ``event`` (the one a change event fell in) only: a jump measured across the
         event holds the event's own step too, and would take it out with the hand-over's.
         Each side of a switch reads up to ``STITCH`` buckets of its turn, those before the
         event when both sides have some, else those after it; with neither (the event in
-        the switch's own bucket), the jump is the difference of the two holders' own levels
-        read over all their turns (``holder_levels``, over ``window`` buckets). On the log
-        scale when every value is positive."""
+        the switch's own bucket, or in the last of the old turn's), the jump is the
+        difference of the two holders' own levels (``holder_levels``, over ``window``
+        buckets), read on the buckets before ``until`` (the shift being explained) when
+        both held some of them: a holder that led through the shift would otherwise take
+        the shift's rise for its own level (the consul case: the leader of the incident's
+        peak read 1,450 ms "by itself", a slow leader of 300 ms below one of 100 ms). On the
+        log scale when every value is positive."""
         x, positive = _scale(values)
         spans = runs(self.modes)
         levels: np.ndarray | None = None
+        before = _BeforeShift(x, self.modes, window, until)
         out = x.copy()
         for (a0, a1), (b0, b1) in zip(spans, spans[1:], strict=False):
             old, new = (max(a0, a1 - STITCH), a1), (b0, min(b1, b0 + STITCH))
@@ -97,8 +104,11 @@ class Regime:
                 (o0, o1), (n0, n1) = usable[0]
                 jump = float(np.median(x[n0:n1]) - np.median(x[o0:o1]))
             else:
-                levels = holder_levels(x, self.modes, window) if levels is None else levels
-                jump = float(levels[b0] - levels[a1 - 1])
+                read = before.jump(self.modes[a1 - 1], self.modes[b0])
+                if read is None:
+                    levels = holder_levels(x, self.modes, window) if levels is None else levels
+                    read = float(levels[b0] - levels[a1 - 1])
+                jump = read
             out[b0:] -= jump
         return np.exp(out) if positive else out
 
@@ -107,6 +117,27 @@ class Regime:
         placed a bucket off the hand-over)."""
         near = self.modes[max(0, index - 2) : index + 2]
         return len({str(m) for m in near}) > 1
+
+
+class _BeforeShift:
+    """The holders' own levels read on the buckets before ``until`` only, fitted when first
+    asked for (``holder_levels``)."""
+
+    def __init__(self, x: np.ndarray, modes: list[object], window: int, until: int | None) -> None:
+        self.x, self.modes, self.window, self.until = x, modes, window, until
+        self.levels: dict[str, float] | None = None
+
+    def jump(self, old: object, new: object) -> float | None:
+        """The level of holder ``new`` less that of ``old``; None when either held no bucket
+        before ``until`` (or there is no ``until``)."""
+        if self.until is None or self.until < 2 * STITCH:
+            return None
+        if self.levels is None:
+            modes = self.modes[: self.until]
+            fitted = holder_levels(self.x[: self.until], modes, self.window)
+            self.levels = {str(m): float(v) for m, v in zip(modes, fitted, strict=True)}
+        a, b = self.levels.get(str(old)), self.levels.get(str(new))
+        return None if a is None or b is None else b - a
 
 
 def runs(modes: list[object]) -> list[tuple[int, int]]:
@@ -149,7 +180,8 @@ def holder_levels(x: np.ndarray, modes: list[object], window: int) -> np.ndarray
     the series less the levels, each level the median of its holder's buckets less b; the
     levels centred on the median bucket). The fallback of ``Regime.stitched_around`` for a
     switch in the event's own bucket: the slow leaders' drift makes it rough, so it is not
-    used where a jump can be read beside the event."""
+    used where a jump can be read beside the event, and it is fitted on the buckets before
+    the shift where it can be."""
     keys = np.array([str(m) for m in modes])
     holders, index = np.unique(keys, return_inverse=True)
     levels = np.zeros(len(holders))
