@@ -2,11 +2,17 @@
 
 ~25 fields: a long-tailed duration, a ~1M-cardinality user id, low-cardinality
 dimensions, a nested object (flattened to dotted names on ingest).
+
+Up to ``CHUNK`` events are one Arrow table (the file is the same as it always was for a
+seed); more are written ``CHUNK`` at a time, each chunk its own seeded table over its
+own slice of the six hours, appended in time order, so memory stays that of one chunk
+(~3 GiB) at any ``n`` (100M events: ~47 GiB of JSON lines).
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,12 +21,19 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+CHUNK = 10_000_000
+"""Most events generated as one table."""
+SPAN_US = 6 * 3600 * 1_000_000
+"""The events' time range: six hours, in microseconds."""
 
-def generate_table(n: int, seed: int = 7, start_epoch_s: int = 1_790_000_000) -> pa.Table:
-    """Return ``n`` wide events as an Arrow table, deterministic for ``seed``."""
+
+def generate_table(
+    n: int, seed: int = 7, start_epoch_s: int = 1_790_000_000, span: tuple[int, int] = (0, SPAN_US)
+) -> pa.Table:
+    """Return ``n`` wide events as an Arrow table, deterministic for ``seed``, their times
+    uniform over ``span`` (microseconds after ``start_epoch_s``)."""
     rng = np.random.default_rng(seed)
-    span_us = 6 * 3600 * 1_000_000
-    ts = np.sort(rng.integers(0, span_us, n)) + start_epoch_s * 1_000_000
+    ts = np.sort(rng.integers(span[0], span[1], n)) + start_epoch_s * 1_000_000
 
     def pick(values: list[str], p: list[float] | None = None) -> pa.Array:
         idx = rng.choice(len(values), n, p=p)
@@ -65,17 +78,30 @@ def generate_table(n: int, seed: int = 7, start_epoch_s: int = 1_790_000_000) ->
     return pa.table(cols)
 
 
-def write_jsonl(path: Path, n: int, seed: int = 7) -> Path:
-    """Write ``n`` events as JSON lines with an RFC 3339 ``timestamp``; return the path."""
-    table = generate_table(n, seed)
+def write_jsonl(path: Path, n: int, seed: int = 7, chunk: int = CHUNK) -> Path:
+    """Write ``n`` events as JSON lines with an RFC 3339 ``timestamp``; return the path.
+    Past ``chunk`` events, chunk ``k`` of ``K`` is ``generate_table`` with seed
+    ``seed * 1000 + k`` over the k-th K-th of the time range, appended in order."""
+    chunks = max(1, -(-n // chunk))
     con = duckdb.connect()
-    con.register("events", table)
-    cols = [c for c in table.column_names if c != "ts_us"]
-    select = ", ".join(f'"{c}"' for c in cols)
-    con.execute(
-        f"COPY (SELECT strftime(make_timestamp(ts_us), '%Y-%m-%dT%H:%M:%S.%fZ') AS timestamp, {select} "
-        f"FROM events) TO '{path}' (FORMAT json)"
-    )
+    with path.open("wb") as out:
+        for k in range(chunks):
+            size = n // chunks + (k < n % chunks)
+            span = (SPAN_US * k // chunks, SPAN_US * (k + 1) // chunks)
+            table = generate_table(size, seed if chunks == 1 else seed * 1000 + k, span=span)
+            con.register("events", table)
+            cols = [c for c in table.column_names if c != "ts_us"]
+            select = ", ".join(f'"{c}"' for c in cols)
+            part = path.with_name(path.name + f".{k}")
+            con.execute(
+                f"COPY (SELECT strftime(make_timestamp(ts_us), '%Y-%m-%dT%H:%M:%S.%fZ') AS timestamp, {select} "
+                f"FROM events) TO '{part}' (FORMAT json)"
+            )
+            con.unregister("events")
+            del table
+            with part.open("rb") as f:
+                shutil.copyfileobj(f, out, 16 << 20)
+            part.unlink()
     return path
 
 
