@@ -67,7 +67,7 @@ def onset_suspects(
     around = None
     if regime is not None:  # judged on the series stitched at the hand-overs, around each event
         window = reg.day_window(made.granularity)
-        around = lambda event: regime.stitched_around(s.values, event, window, at)  # noqa: E731
+        around = regime.stitcher(s.values, window, at)
         early = [t for t in early if not regime.at_switch(s.times.index(t))]
     ranked = sus.rank(events, s.times, values, at, 1 if up else -1, None, early, None, around)
     for x in ranked:

@@ -8,7 +8,6 @@ that ties them together (false discoveries controlled over every group's change 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -110,7 +109,7 @@ def changes(
             early, around = onsets[:-1], None
             regime = regimes.get(shift.group) if shift.aspect == "level" else None
             if regime is not None:  # judged on the series stitched at the hand-overs, around each event
-                around = _stitcher(regime, s.values, reg.day_window(width), at)
+                around = regime.stitcher(s.values, reg.day_window(width), at)
                 early = [o for o in early if not regime.at_switch(s.times.index(o))]
             shift.suspects = sus.rank(evs, times, values, at, shift.direction, group, early, others, around)
             for x in shift.suspects:
@@ -166,12 +165,6 @@ def changes(
             "regime": regime_info,
         },
     )
-
-
-def _stitcher(regime: reg.Regime, values: np.ndarray, window: int, until: int) -> Callable[[int], np.ndarray]:
-    """The series stitched at the regime's hand-overs around the bucket of an event (the
-    holders' own levels, where needed, read before the shift's bucket ``until``)."""
-    return lambda event: regime.stitched_around(values, event, window, until)
 
 
 def _read(s: ser.Series, aspect: str) -> tuple[list[datetime], np.ndarray]:

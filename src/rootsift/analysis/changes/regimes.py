@@ -40,7 +40,7 @@ it did besides moving the role.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -84,33 +84,37 @@ class Regime:
         Each side of a switch reads up to ``STITCH`` buckets of its turn, those before the
         event when both sides have some, else those after it; with neither (the event in
         the switch's own bucket, or in the last of the old turn's), the jump is the
-        difference of the two holders' own levels (``holder_levels``, over ``window``
+        difference of the two holders' own levels (``HolderLevels``, over ``window``
         buckets), read on the buckets before ``until`` (the shift being explained) when
         both held some of them: a holder that led through the shift would otherwise take
         the shift's rise for its own level (the consul case: the leader of the incident's
         peak read 1,450 ms "by itself", a slow leader of 300 ms below one of 100 ms). On the
         log scale when every value is positive."""
+        return self.stitcher(values, window, until)(event)
+
+    def stitcher(self, values: np.ndarray, window: int, until: int | None = None) -> Callable[[int], np.ndarray]:
+        """``stitched_around`` for each event bucket it is called with, the holders' levels
+        fitted once for all of them."""
         x, positive = _scale(values)
         spans = runs(self.modes)
-        levels: np.ndarray | None = None
-        before = _BeforeShift(x, self.modes, window, until)
-        out = x.copy()
-        for (a0, a1), (b0, b1) in zip(spans, spans[1:], strict=False):
-            old, new = (max(a0, a1 - STITCH), a1), (b0, min(b1, b0 + STITCH))
-            sides = [((old[0], min(old[1], event)), (new[0], min(new[1], event)))]
-            sides.append(((max(old[0], event + 1), old[1]), (max(new[0], event + 1), new[1])))
-            usable = [(o, n) for o, n in sides if o[1] > o[0] and n[1] > n[0]]
-            if usable:
-                (o0, o1), (n0, n1) = usable[0]
-                jump = float(np.median(x[n0:n1]) - np.median(x[o0:o1]))
-            else:
-                read = before.jump(self.modes[a1 - 1], self.modes[b0])
-                if read is None:
-                    levels = holder_levels(x, self.modes, window) if levels is None else levels
-                    read = float(levels[b0] - levels[a1 - 1])
-                jump = read
-            out[b0:] -= jump
-        return np.exp(out) if positive else out
+        levels = HolderLevels(x, self.modes, window, until)
+
+        def stitched(event: int) -> np.ndarray:
+            out = x.copy()
+            for (a0, a1), (b0, b1) in zip(spans, spans[1:], strict=False):
+                old, new = (max(a0, a1 - STITCH), a1), (b0, min(b1, b0 + STITCH))
+                sides = [((old[0], min(old[1], event)), (new[0], min(new[1], event)))]
+                sides.append(((max(old[0], event + 1), old[1]), (max(new[0], event + 1), new[1])))
+                usable = [(o, n) for o, n in sides if o[1] > o[0] and n[1] > n[0]]
+                if usable:
+                    (o0, o1), (n0, n1) = usable[0]
+                    jump = float(np.median(x[n0:n1]) - np.median(x[o0:o1]))
+                else:
+                    jump = levels.jump(a1 - 1, b0)
+                out[b0:] -= jump
+            return np.exp(out) if positive else out
+
+        return stitched
 
     def at_switch(self, index: int) -> bool:
         """Whether bucket ``index`` is within a bucket of a switch (a change point there may be
@@ -119,25 +123,30 @@ class Regime:
         return len({str(m) for m in near}) > 1
 
 
-class _BeforeShift:
-    """The holders' own levels read on the buckets before ``until`` only, fitted when first
-    asked for (``holder_levels``)."""
+class HolderLevels:
+    """The holders' own levels (``holder_levels``), each fit made when first needed: on the
+    buckets before ``until`` (the shift being explained), and over every bucket for a
+    holder that held none of those (or with no ``until``)."""
 
     def __init__(self, x: np.ndarray, modes: list[object], window: int, until: int | None) -> None:
-        self.x, self.modes, self.window, self.until = x, modes, window, until
-        self.levels: dict[str, float] | None = None
+        self.x, self.modes, self.window = x, modes, window
+        self.until = until if until is not None and until >= 2 * STITCH else None
+        self._before: dict[str, float] | None = None
+        self._whole: np.ndarray | None = None
 
-    def jump(self, old: object, new: object) -> float | None:
-        """The level of holder ``new`` less that of ``old``; None when either held no bucket
-        before ``until`` (or there is no ``until``)."""
-        if self.until is None or self.until < 2 * STITCH:
-            return None
-        if self.levels is None:
-            modes = self.modes[: self.until]
-            fitted = holder_levels(self.x[: self.until], modes, self.window)
-            self.levels = {str(m): float(v) for m, v in zip(modes, fitted, strict=True)}
-        a, b = self.levels.get(str(old)), self.levels.get(str(new))
-        return None if a is None or b is None else b - a
+    def jump(self, old: int, new: int) -> float:
+        """The level of the holder of bucket ``new`` less that of bucket ``old``'s."""
+        if self.until is not None:
+            if self._before is None:
+                modes = self.modes[: self.until]
+                fitted = holder_levels(self.x[: self.until], modes, self.window)
+                self._before = {str(m): float(v) for m, v in zip(modes, fitted, strict=True)}
+            a, b = self._before.get(str(self.modes[old])), self._before.get(str(self.modes[new]))
+            if a is not None and b is not None:
+                return b - a
+        if self._whole is None:
+            self._whole = holder_levels(self.x, self.modes, self.window)
+        return float(self._whole[new] - self._whole[old])
 
 
 def runs(modes: list[object]) -> list[tuple[int, int]]:
@@ -181,7 +190,7 @@ def holder_levels(x: np.ndarray, modes: list[object], window: int) -> np.ndarray
     levels centred on the median bucket). The fallback of ``Regime.stitched_around`` for a
     switch in the event's own bucket: the slow leaders' drift makes it rough, so it is not
     used where a jump can be read beside the event, and it is fitted on the buckets before
-    the shift where it can be."""
+    the shift where it can be (``HolderLevels``)."""
     keys = np.array([str(m) for m in modes])
     holders, index = np.unique(keys, return_inverse=True)
     levels = np.zeros(len(holders))
