@@ -160,9 +160,9 @@ def _ar1(rng: np.random.Generator, n: int, rho: float) -> np.ndarray:
 
 def no_change(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, int | None]:
     """A series without change and its period: white noise, AR(1) (rho 0.6), a daily
-    cycle (24 buckets a period, 12 below 72 points: at least 3 periods), Student-t (2 df);
-    beyond the calibration: a random walk, one with drift, a straight trend in AR(1) noise
-    (rho 0.5)."""
+    cycle (24 buckets a period, 12 below 72 points: at least 3 periods), Student-t (2 df),
+    counts of rare events (Poisson, 0.05 a bucket: mostly 0, values that tie); beyond the
+    calibration: a random walk, one with drift, a straight trend in AR(1) noise (rho 0.5)."""
     if kind == "white":
         return rng.normal(size=n), None
     if kind == "ar1":
@@ -173,6 +173,8 @@ def no_change(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, 
         return np.cumsum(0.3 + rng.normal(size=n)), None
     if kind == "trend":
         return _ar1(rng, n, 0.5) + np.linspace(0, 6, n), None
+    if kind == "counts":
+        return rng.poisson(0.05, n).astype(float), None
     if kind == "daily":
         p = 24 if n >= 72 else 12
         return 3 * np.sin(2 * np.pi * np.arange(n) / p) + rng.normal(size=n), p
@@ -182,7 +184,7 @@ def no_change(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, 
 def false_alarms(seeds: int = 100) -> None:
     """The share of no-change series where a change point (level or spread) is found, per kind and length."""
     print(f"false alarms over {seeds} seeds (stated rate {det.FALSE_ALARM_RATE:.0%}, beta {det.BETA})")
-    for kind in ("white", "ar1", "daily", "heavy", "walk", "drift", "trend"):
+    for kind in ("white", "ar1", "daily", "heavy", "counts", "walk", "drift", "trend"):
         if kind == "walk":
             print("  beyond the calibration (no stated rate):")
         rates = []

@@ -23,7 +23,8 @@ T0 = datetime(2026, 3, 2)
 
 def no_change(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, int | None]:
     """A series without change: white noise, AR(1) with rho 0.6, a daily cycle (24 buckets
-    a day, four days and more), Student-t tails with 2 degrees of freedom."""
+    a day, four days and more), Student-t tails with 2 degrees of freedom, counts of rare
+    events (Poisson, 0.05 a bucket: mostly 0, a value that ties)."""
     if kind == "white":
         return rng.normal(size=n), None
     if kind == "ar1":
@@ -34,10 +35,12 @@ def no_change(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, 
     if kind == "daily":
         t = np.arange(n)
         return 3 * np.sin(2 * np.pi * t / 24) + rng.normal(size=n), 24
+    if kind == "counts":
+        return rng.poisson(0.05, n).astype(float), None
     return rng.standard_t(2, size=n), None
 
 
-@pytest.mark.parametrize("kind", ["white", "ar1", "daily", "heavy"])
+@pytest.mark.parametrize("kind", ["white", "ar1", "daily", "heavy", "counts"])
 def test_false_alarm_rate_holds_on_series_without_change(kind: str) -> None:
     """Over many seeds, a change point (in level or in spread) is found in at most the
     stated share of no-change series (with the binomial slack of 60 draws: 3 standard errors)."""
@@ -57,6 +60,14 @@ def test_a_planted_step_is_found_at_its_time_with_values_either_side() -> None:
     assert abs(p.index - 200) <= 2
     assert 250 < p.before < 350 and 1700 < p.after < 2300
     assert p.effect > 0 and p.p_value < 1e-6
+
+
+def test_a_step_in_a_count_of_rare_events_is_found() -> None:
+    """The test that keeps a spell of tied values from passing as a step still finds a real
+    one: errors from 0.05 to 1 a bucket."""
+    x = np.r_[np.random.default_rng(7).poisson(0.05, 200), np.random.default_rng(8).poisson(1.0, 100)]
+    (p,) = det.detect(x.astype(float)).points
+    assert abs(p.index - 200) <= 2 and p.p_value < 1e-6
 
 
 def test_two_steps_in_heavy_tailed_autocorrelated_noise() -> None:

@@ -1,7 +1,8 @@
 """The readings of a series the change detector (detect.py) chooses among, and the BIC it
 chooses by: the values standardized (less their median, over their MAD, less a daily
 cycle), Theil–Sen's slope (over the whole series or within segments), and the BIC of
-segment means plus AR(1) residuals at the best number of a binary segmentation's cuts.
+segment means plus AR(1) residuals at the best number of a binary segmentation's cuts;
+and the noise's scale and lag-1 autocorrelation the detector's penalty is set by.
 """
 
 from __future__ import annotations
@@ -245,3 +246,32 @@ def pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     t = np.arange(0, n, max(1, n // THEIL_POINTS))
     i, j = np.triu_indices(len(t), 1)
     return t[i], t[j], (t[j] - t[i]).astype(np.float64)
+
+
+def noise(z: np.ndarray) -> tuple[float, float]:
+    """(sigma, rho) of the noise, robust to sparse steps: from the MAD of the differences
+    at lag 1 and at lag ``k`` (for AR(1) noise, Var(x_t − x_{t−k}) = 2γ₀(1 − ρ^k))."""
+    n = len(z)
+    k = max(2, min(10, n // 8))
+
+    def spread(d: np.ndarray) -> float:
+        dev = np.abs(d - median(d))
+        mad = 1.4826 * median(dev)
+        # mostly tied values (counts of 0 and 1) have a MAD of 0: their mean square then
+        return (mad if mad > 0 else float(np.sqrt(np.mean(dev * dev)))) ** 2 / 2
+
+    d1, dk = spread(np.diff(z)), spread(z[k:] - z[:-k])
+    var = max(dk, d1, 1e-18)
+    rho = 1 - d1 / var
+    return math.sqrt(var), min(max(rho, 0.0), MAX_RHO)
+
+
+def residual_noise(z: np.ndarray, cuts: list[int]) -> tuple[float, float]:
+    """(sigma, rho) of the residuals around the segments' means."""
+    r = z.copy()
+    for a, b in zip([0, *cuts[:-1]], cuts, strict=True):
+        r[a:b] -= r[a:b].mean()
+    sigma = float(np.sqrt(np.mean(r * r))) or 1e-9
+    denom = float(np.dot(r, r))
+    rho = float(np.dot(r[1:], r[:-1]) / denom) if denom > 0 else 0.0
+    return sigma, min(max(rho, 0.0), MAX_RHO)
