@@ -179,7 +179,7 @@ def detect_many(
         w, path, _ = fits[model]
         cuts, sigma, rho, lrv, penalty = level_cuts[i] if model == "level" else _segment(w, beta, path)
         dx = np.diff(x) if model == "integrated" else x
-        points, cuts = _tested(w, dx, cuts, lrv, rho)
+        points, cuts = _tested(w, dx, cuts, lrv)
         chosen.append((x, seasonal, model, w, dx, cuts, sigma, rho, lrv, penalty, points))
     sizes = [_sizes(c[3], c[4], c[5]) for c in chosen if c is not None]
     size_paths, sized = iter(_paths([size for size, _ in sizes])), iter(sizes)
@@ -190,8 +190,8 @@ def detect_many(
             continue
         x, seasonal, model, w, dx, cuts, sigma, rho, lrv, penalty, points = c
         size, level = next(sized)
-        s_cuts, _, s_rho, s_lrv, _ = _segment(size, beta * SPREAD_FACTOR, next(size_paths), own_fit=False)
-        spread, _ = _tested(size, np.abs(dx - level), s_cuts, s_lrv, s_rho)
+        s_cuts, _, _, s_lrv, _ = _segment(size, beta * SPREAD_FACTOR, next(size_paths), own_fit=False)
+        spread, _ = _tested(size, np.abs(dx - level), s_cuts, s_lrv)
         if model == "integrated":
             out.append(Detection([], sigma, rho, penalty, seasonal, _shifted(spread), _shifted(points), model))
         else:
@@ -342,32 +342,32 @@ def _own_fit(z: np.ndarray, candidates: list[int]) -> list[int]:
     return [*sorted(candidates[:k]), len(z)]
 
 
-def _tested(z: np.ndarray, x: np.ndarray, cuts: list[int], lrv: float, rho: float) -> tuple[list[Point], list[int]]:
+def _tested(z: np.ndarray, x: np.ndarray, cuts: list[int], lrv: float) -> tuple[list[Point], list[int]]:
     """(points, cuts ending with n): the penalty's ``cuts`` less those whose own test fails
     (p at least ``FALSE_ALARM_RATE``), the weakest first, each time tested again: with
     values that tie (counts of rare errors), a spell the penalty claims can be noise."""
     while True:
-        points = _points(z, x, cuts, lrv, rho, median)
+        points = _points(z, x, cuts, lrv, median)
         weakest = max(points, key=lambda p: p.p_value, default=None)
         if weakest is None or weakest.p_value < FALSE_ALARM_RATE:
             return points, cuts
         cuts = [c for c in cuts if c != weakest.index]
 
 
-def _points(z: np.ndarray, x: np.ndarray, cuts: list[int], lrv: float, rho: float, summary: Any) -> list[Point]:
+def _points(z: np.ndarray, x: np.ndarray, cuts: list[int], lrv: float, summary: Any) -> list[Point]:
     """Each cut as a Point: ``summary`` (the median) of ``x`` either side, the shift of ``z``."""
     n = len(z)
     bounds = [0, *cuts]
     points = []
-    noise = np.concatenate([z[a:b] - z[a:b].mean() for a, b in itertools.pairwise(bounds)])
-    draws = float(noise @ noise) / len(z) / lrv if lrv > 0 else 1.0  # a bucket's worth (saddle.py)
+    residuals = np.concatenate([z[a:b] - z[a:b].mean() for a, b in itertools.pairwise(bounds)])
+    draws = float(residuals @ residuals) / len(z) / lrv if lrv > 0 else 1.0  # a bucket's worth (saddle.py)
     for i in range(1, len(bounds) - 1):
         a, k, b = bounds[i - 1], bounds[i], bounds[i + 1]
         diff = float(z[k:b].mean() - z[a:k].mean())
         se = math.sqrt(lrv * (1 / (k - a) + 1 / (b - k)))
         zz = diff / se if se > 0 else 0.0
         sides = ((b - k) * draws, (k - a) * draws)
-        tail = step_tail(noise, abs(diff), *(sides if diff > 0 else sides[::-1]))
+        tail = step_tail(residuals, abs(diff), *(sides if diff > 0 else sides[::-1]))
         p = min(1.0, 2 * tail * (n - 1))
         points.append(
             Point(
