@@ -40,7 +40,7 @@ straight trend in AR(1) noise (98–100 % before) in 0–12 % (bench/changepoint
 --false-alarms prints them).
 
 Each claimed cut is then tested on its own, with the tail of its step under the noise's
-own distribution (``saddle.step_tail``), and dropped when it fails: values that tie (a
+own distribution (``saddle.Noise.tail``), and dropped when it fails: values that tie (a
 count of rare errors) make scores far from normal, and a spell of them passed the
 penalty in 11–43 % of such series without change (5–7 % now).
 """
@@ -68,7 +68,7 @@ from rootsift.analysis.changes.readings import (
     standardized,
     theil,
 )
-from rootsift.analysis.changes.saddle import step_tail
+from rootsift.analysis.changes.saddle import Noise
 from rootsift.analysis.changes.segment import best_subset, binseg, binseg_many, choose, segment_costs
 
 __all__ = ["Detection", "Point", "best_subset", "binseg", "detect", "detect_many"]
@@ -110,7 +110,7 @@ class Point:
     z: float
     p_value: float
     """Two-sided, Bonferroni over the positions tried: the step's tail with the noise's own
-    distribution and the long-run variance (``saddle.step_tail``; ``z``'s normal tail when
+    distribution and the long-run variance (``saddle.Noise.tail``; ``z``'s normal tail when
     the noise is normal)."""
     segment_before: tuple[int, int]
     segment_after: tuple[int, int]
@@ -361,13 +361,14 @@ def _points(z: np.ndarray, x: np.ndarray, cuts: list[int], lrv: float, summary: 
     points = []
     residuals = np.concatenate([z[a:b] - z[a:b].mean() for a, b in itertools.pairwise(bounds)])
     draws = float(residuals @ residuals) / len(z) / lrv if lrv > 0 else 1.0  # a bucket's worth (saddle.py)
+    tails = Noise(residuals)
     for i in range(1, len(bounds) - 1):
         a, k, b = bounds[i - 1], bounds[i], bounds[i + 1]
         diff = float(z[k:b].mean() - z[a:k].mean())
         se = math.sqrt(lrv * (1 / (k - a) + 1 / (b - k)))
         zz = diff / se if se > 0 else 0.0
         sides = ((b - k) * draws, (k - a) * draws)
-        tail = step_tail(residuals, abs(diff), *(sides if diff > 0 else sides[::-1]))
+        tail = tails.tail(abs(diff), *(sides if diff > 0 else sides[::-1]))
         p = min(1.0, 2 * tail * (n - 1))
         points.append(
             Point(
