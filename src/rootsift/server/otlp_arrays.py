@@ -28,15 +28,29 @@ OWN_TYPES = {"duration_ms": "float64", "span.num_events": "int64", "span.num_lin
 
 
 def own(key: str, runs: list[Sequence[Any]]) -> tuple[pa.Array, pa.Field]:
-    """A span's own column from its runs of values, whose kind is known (ids as bytes)."""
+    """A span's own column from its runs of values, whose kind is known (ids as bytes, or
+    already as an Arrow array of their hex text)."""
     import pyarrow as pa
 
     kind = pa.type_for_alias(OWN_TYPES.get(key, "string"))
     if key in IDS:
-        runs = [hex_ids(list(itertools.chain.from_iterable(runs)))]
+        runs = [run if isinstance(run, pa.Array) else hex_ids(run) for run in _joined(runs)]
     arrays = [run if isinstance(run, pa.Array) else pa.array(run, type=kind) for run in runs]
     array = pa.chunked_array(arrays, type=kind).combine_chunks()
     return array, pa.field(key, kind)
+
+
+def _joined(runs: list[Sequence[Any]]) -> list[Sequence[Any]]:
+    """The runs with each stretch of runs that are not Arrow arrays joined into one list."""
+    import pyarrow as pa
+
+    out: list[Sequence[Any]] = []
+    for arrow, group in itertools.groupby(runs, key=lambda run: isinstance(run, pa.Array)):
+        if arrow:
+            out.extend(group)
+        else:
+            out.append(list(itertools.chain.from_iterable(group)))
+    return out
 
 
 def hex_ids(ids: Sequence[bytes]) -> Any:

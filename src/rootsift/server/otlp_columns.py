@@ -61,8 +61,8 @@ class Columns:
 
     def __init__(self) -> None:
         self.rows = 0
-        self.times: list[int] = []
-        """Each row's time, in Unix nanoseconds."""
+        self.times: list[Any] = []
+        """Each row's time, in Unix nanoseconds, in runs of rows (lists or arrays)."""
         self.order: dict[str, None] = {}
         """Every key, in the order it first came."""
         self.shared: dict[str, list[tuple[int, int, Any]]] = {}
@@ -142,13 +142,21 @@ class Columns:
         """Gather the spans of a traces request (protobuf, a body the real message parsed);
         the number skipped for having no start time (counted as rejected when received).
 
-        It is parsed as a lazy message whose spans' events and links are one bytes value
-        each (``otlp_types.lazy_request("traces", scan=True)``); a request where a span has
-        any is parsed again to count them (``_counted``)."""
+        The native scanner reads it where it is installed (otlp_scan.py); otherwise, or
+        where it declines, it is parsed as a lazy message whose spans' events and links
+        are one bytes value each (``otlp_types.lazy_request("traces", scan=True)``); a
+        request where a span has any is parsed again to count them (``_counted``)."""
         import numpy as np
 
+        from rootsift.server.native import span_scanner
         from rootsift.server.otlp_types import lazy_request
 
+        scan = span_scanner()
+        scanned = scan(payload) if scan is not None else None
+        if scanned is not None:
+            from rootsift.server.otlp_scan import add_scanned
+
+            return add_scanned(self, scanned, memo)
         request = lazy_request("traces", scan=True).FromString(payload)
         spans: list[tuple[Any, ...]] = []
         bases: list[Event] = []
@@ -174,16 +182,46 @@ class Columns:
             found = [f or memo.status(raw) for f, raw in zip(found, statuses)]
         codes, messages = zip(*found)
         n_events = list(map(len, events))
-
-        # attributes: each encoding's key and value numbers, placed by numpy; a span whose
-        # keys clash (with its own fields, the shared ones, each other) or that has events
-        # is gathered from its event as a dict instead (_span_extras)
         counts = list(map(len, attrs))
         flat = list(itertools.chain.from_iterable(attrs))
         numbers = list(map(self._entries.get, flat))
         if None in numbers:
             numbers = [e if e is not None else self._entry(raw, memo) for e, raw in zip(numbers, flat)]
         entries = np.asarray(numbers, dtype=np.int64)
+        slow = self.place(first, counts, entries, bases, per_scope, n_events)
+        for i in slow:
+            self._put(first + i, _span_extras(attrs[i], events[i], memo))
+        try:
+            spent = np.asarray(ends, dtype=np.int64) - np.asarray(starts, dtype=np.int64)
+            durations: Sequence[float] = (np.maximum(spent, 0) / 1e6).tolist()
+        except OverflowError:  # past int64 nanoseconds (year 2262): as Python does it
+            durations = [max(end - start, 0) / 1e6 for start, end in zip(starts, ends)]
+        texts = list(map(KINDS.get, kinds))
+        if None in texts:
+            texts = [t or str(k) for t, k in zip(texts, kinds)]
+        values = (trace_ids, span_ids, names, texts, codes, durations)  # ids hexed in table()
+        optional = (parents, [m or None for m in messages] if any(messages) else [None] * n)  # None: has none
+        self.add_own(starts, values, (n_events, list(map(len, links))), optional)
+        return skipped
+
+    def place(
+        self,
+        first: int,
+        counts: Any,
+        entries: Any,
+        bases: list[Event],
+        per_scope: list[int],
+        n_events: Any,
+    ) -> list[int]:
+        """Place the attributes of the spans from row ``first`` (``counts`` of them each,
+        ``entries`` their encodings' numbers, in order; ``bases`` the fields each scope's
+        spans share, ``per_scope`` how many spans each has): each encoding's key and value
+        numbers, placed by numpy. The spans (from 0) left to gather from their events as a
+        dict (``_span_extras``): those whose keys clash (with their own fields, the shared
+        ones, each other) or that have events."""
+        import numpy as np
+
+        n = len(counts)
         entry_key, entry_value, entry_single = self._entry_arrays()
         keys = entry_key[entries]
         single = entry_single[entries]
@@ -201,26 +239,17 @@ class Columns:
         slow[pairs[1:][pairs[1:] == pairs[:-1]] // len(self._keys)] = True
         placed = ~slow[at]
         self._placed.append((at[placed] + first, keys[placed], entry_value[entries][placed]))
-        for i in np.flatnonzero(slow).tolist():
-            self._put(first + i, _span_extras(attrs[i], events[i], memo))
+        return list(np.flatnonzero(slow).tolist())
 
-        self.rows += n
-        self.times.extend(starts)
-        try:
-            spent = np.asarray(ends, dtype=np.int64) - np.asarray(starts, dtype=np.int64)
-            durations: Sequence[float] = (np.maximum(spent, 0) / 1e6).tolist()
-        except OverflowError:  # past int64 nanoseconds (year 2262): as Python does it
-            durations = [max(end - start, 0) / 1e6 for start, end in zip(starts, ends)]
-        texts = list(map(KINDS.get, kinds))
-        if None in texts:
-            texts = [t or str(k) for t, k in zip(texts, kinds)]
-        values = (trace_ids, span_ids, names, texts, codes, durations)  # ids hexed in table()
-        optional = (parents, [m or None for m in messages] if any(messages) else [None] * n)  # None: has none
-        columns = (*zip(OWN, values), *zip(COUNTS, (n_events, list(map(len, links)))), *zip(OPTIONAL, optional))
-        for key, run in columns:
+    def add_own(self, starts: Any, values: Sequence[Any], counts: Sequence[Any], optional: Sequence[Any]) -> None:
+        """Add the next spans' rows: their start times and their own fields, each a run of
+        values in the order of ``OWN``, ``COUNTS`` and ``OPTIONAL`` (ids as bytes or an
+        Arrow array of their hex text; an optional field a span has not is None)."""
+        self.rows += len(starts)
+        self.times.append(starts)
+        for key, run in (*zip(OWN, values), *zip(COUNTS, counts), *zip(OPTIONAL, optional)):
             self._key(key)
-            self.dense.setdefault(key, []).append((first, run))
-        return skipped
+            self.dense.setdefault(key, []).append((self.rows - len(starts), run))
 
     def add_logs(self, request: Any, memo: Decoded) -> int:
         """Gather a lazy logs request's records (``otlp_types.lazy_request("logs")``); the
@@ -228,6 +257,7 @@ class Columns:
         skipped = 0
         for base, scope in _scopes(request.resource_logs, "scope_logs"):
             first = self.rows
+            times: list[int] = []
             for record in scope.log_records:
                 nanos = record.time_unix_nano or record.observed_time_unix_nano
                 if not nanos:
@@ -237,8 +267,9 @@ class Columns:
                 event.pop(TIME, None)  # the record's time wins, in the time column
                 log_fields(record, event)
                 self._put(self.rows, event)
-                self.times.append(nanos)
+                times.append(nanos)
                 self.rows += 1
+            self.times.append(times)
             self._share({k: v for k, v in base.items() if k != TIME}, first, self.rows)
         return skipped
 
@@ -249,7 +280,8 @@ class Columns:
         import pyarrow as pa
 
         n = self.rows
-        times = np.asarray(self.times, dtype=np.int64) // 1000
+        runs = [np.asarray(run, dtype=np.int64) for run in self.times]
+        times = (np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)) // 1000
         arrays = [pa.array(times, type=pa.timestamp("us"))]
         fields = [pa.field(TIME, pa.timestamp("us"))]
         rows, keys, values = (
@@ -287,8 +319,7 @@ class Columns:
                 listed_rows, got = self.sparse[key]
                 index[np.asarray(listed_rows, dtype=np.int64)] = [self._value(number, v) for v in got]
             for lo, run in dense:
-                listed = [i.hex() or None for i in run] if key in IDS else run
-                for at, value in enumerate(listed, lo):
+                for at, value in enumerate(_listed(key, run), lo):
                     if value is not None:  # an optional field the span has not (OPTIONAL)
                         index[at] = self._value(number, value)
             array, field = column(key, self._distinct[number])
@@ -297,6 +328,15 @@ class Columns:
                 arrays.append(array)
                 fields.append(field)
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _listed(key: str, run: Sequence[Any]) -> Sequence[Any]:
+    """A run of a span's own field as Python values (ids as hex text, None for none)."""
+    if hasattr(run, "to_pylist"):  # an Arrow array (the native scanner's)
+        return list(run.to_pylist())
+    if hasattr(run, "tolist"):  # a numpy array
+        return list(run.tolist())
+    return [i.hex() or None for i in run] if key in IDS else run
 
 
 def _counted(payload: bytes) -> list[tuple[Any, Any]]:

@@ -1,0 +1,108 @@
+"""The native scanner's column buffers of a traces request, gathered into ``Columns``.
+
+``rootsift_native.scan_spans`` (native/src/lib.rs, ADR 0028) reads the spans off the wire
+as the lazy message does and hands over each column as a buffer: times as int64, ids as
+hex text with Arrow's offsets, names, statuses and attribute encodings as their distinct
+values with each span's number of its value. Here they become the same runs of values
+``Columns.add_spans`` gathers in Python (otlp_columns.py): the shared fields per scope,
+the attributes placed by their encodings' numbers, a span whose keys clash or that has
+events gathered from its event as a dict, and the span's own fields as Arrow arrays.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rootsift.server.otlp import KINDS, Event, flatten
+from rootsift.server.otlp_lines import Decoded
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from rootsift.server.otlp_columns import Columns
+
+
+def add_scanned(columns: Columns, scanned: tuple[Any, ...], memo: Decoded) -> int:
+    """Gather one scanned request's spans into ``columns``; the number skipped for having
+    no start time (as ``Columns.add_spans``)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from rootsift.server.otlp_columns import _span_extras
+
+    (scopes, skipped, n, starts, ends, ids, names, name_index, kinds) = scanned[:9]
+    (statuses, status_index, attributes, attribute_index, attribute_counts) = scanned[9:14]
+    (event_counts, link_counts, events) = scanned[14:]
+    if not n:
+        return skipped
+    first = columns.rows
+    bases: list[Event] = []
+    per_scope: list[int] = []
+    made: dict[tuple[bytes, bytes], Event] = {}
+    row = first
+    for resource, scope, kept in scopes:
+        base = made.get((resource, scope)) or made.setdefault((resource, scope), _base(resource, scope))
+        columns._share(base, row, row + kept)
+        row += kept
+        bases.append(base)
+        per_scope.append(kept)
+
+    numbers = list(map(columns._entries.get, attributes))
+    if None in numbers:
+        numbers = [e if e is not None else columns._entry(raw, memo) for e, raw in zip(numbers, attributes)]
+    occurrences = np.frombuffer(attribute_index, dtype="<u4").astype(np.int64)
+    entries = np.asarray(numbers, dtype=np.int64)[occurrences]
+    counts = np.frombuffer(attribute_counts, dtype="<u4").astype(np.int64)
+    n_events = np.frombuffer(event_counts, dtype="<u4").astype(np.int64)
+    slow = columns.place(first, counts, entries, bases, per_scope, n_events)
+    if slow:
+        bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
+        events_of = dict(events)
+        for i in slow:
+            raws = [attributes[j] for j in occurrences[bounds[i] : bounds[i + 1]].tolist()]
+            columns._put(first + i, _span_extras(raws, events_of.get(i, ()), memo))
+
+    start = np.frombuffer(starts, dtype="<i8")
+    durations = np.maximum(np.frombuffer(ends, dtype="<i8") - start, 0) / 1e6
+    trace_ids, span_ids, parents = (_hex(n, offsets, text) for offsets, text in ids)
+    found = [memo.statuses.get(raw) or memo.status(raw) for raw in statuses]
+    by_status = pa.array(np.frombuffer(status_index, dtype="<u4"))
+    codes = pa.array([code for code, _ in found], type=pa.string()).take(by_status)
+    messages = (
+        pa.array([m or None for _, m in found], type=pa.string()).take(by_status)
+        if any(m for _, m in found)
+        else pa.nulls(n, pa.string())
+    )
+    span_names = pa.array(names, type=pa.string()).take(pa.array(np.frombuffer(name_index, dtype="<u4")))
+    distinct, inverse = np.unique(np.frombuffer(kinds, dtype="<i4"), return_inverse=True)
+    texts = [KINDS.get(k) or str(k) for k in distinct.tolist()]
+    kind_texts = pa.array(texts, type=pa.string()).take(pa.array(inverse.reshape(-1)))
+    values = (trace_ids, span_ids, span_names, kind_texts, codes, durations)
+    links = np.frombuffer(link_counts, dtype="<u4").astype(np.int64)
+    columns.add_own(start, values, (n_events, links), (parents, messages))
+    return int(skipped)
+
+
+def _base(resource: bytes, scope: bytes) -> Event:
+    """The fields a scope's spans share, from the encodings of its resource and scope."""
+    from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+    from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+
+    base = flatten(Resource.FromString(resource).attributes, {})
+    instrumentation = InstrumentationScope.FromString(scope)
+    if instrumentation.name:
+        base["otel.scope.name"] = instrumentation.name
+    if instrumentation.version:
+        base["otel.scope.version"] = instrumentation.version
+    return base
+
+
+def _hex(n: int, offsets: bytes, text: bytes) -> pa.Array:
+    """Ids' hex text (Arrow's offsets and data) as a string array, an empty id null."""
+    import numpy as np
+    import pyarrow as pa
+
+    present = np.diff(np.frombuffer(offsets, dtype="<i4")) > 0
+    missing = n - int(present.sum())
+    bitmap = pa.py_buffer(np.packbits(present, bitorder="little").tobytes()) if missing else None
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text), bitmap, missing)

@@ -1,0 +1,242 @@
+"""The native span scanner (native/, ADR 0028) against the converter's Python path.
+
+Every test converts the same requests both ways and asks for the same Arrow table, value
+for value and type for type: the scanner is only ever a faster way to the Python path's
+answer, and where it cannot read a request exactly as upb does it declines (None).
+``ROOTSIFT_REQUIRE_NATIVE=1`` (scripts/test.sh, where cargo is installed) makes a missing
+scanner a failure instead of a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from rootsift.server import native
+
+SCANNER = native.span_scanner()
+
+if SCANNER is None and os.environ.get("ROOTSIFT_REQUIRE_NATIVE") == "1":
+    raise RuntimeError("ROOTSIFT_REQUIRE_NATIVE=1 but rootsift_native is not installed (scripts/setup.sh builds it)")
+
+needs_scanner = pytest.mark.skipif(SCANNER is None, reason="rootsift_native is not installed (needs cargo)")
+
+
+def _request(rng: random.Random, resources: int = 2, spans: int = 150) -> bytes:
+    """A traces request with what real ones hold and what they rarely do: clashing keys,
+    maps, arrays, bytes, NaN, mixed kinds, exception events, links, parents, status
+    messages, spans without a start, ids of odd lengths, unknown kinds, empty scopes."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
+    def attribute(key: str) -> KeyValue:
+        kv = KeyValue(key=key)
+        kind = rng.choice(["s", "s", "s", "i", "d", "b", "map", "array", "bytes", "empty"])
+        if kind == "s":
+            kv.value.string_value = rng.choice(["GET", 'quo"te', "ünï", "", "POST"])
+        elif kind == "i":
+            kv.value.int_value = rng.choice([rng.randrange(-(2**40), 2**40), 2**63 - 1, -(2**63)])
+        elif kind == "d":
+            kv.value.double_value = rng.choice([0.1, 1e-7, 3.0, -2.5e12, float("nan"), float("inf")])
+        elif kind == "b":
+            kv.value.bool_value = rng.random() < 0.5
+        elif kind == "map":
+            kv.value.kvlist_value.values.add(key="k").value.string_value = "v"
+        elif kind == "array":
+            kv.value.array_value.values.add().int_value = 1
+        elif kind == "bytes":
+            kv.value.bytes_value = b"\x00\xff"
+        return kv
+
+    keys = ["http.method", "user.id", "service.name", "name", "duration_ms", "a.b", "timestamp"]
+    keys += ["status.message", "trace.parent_id", "exception.type", "span.kind", "trace.trace_id"]
+    request = ts.ExportTraceServiceRequest()
+    for r in range(resources):
+        resource = request.resource_spans.add()
+        resource.resource.attributes.extend(
+            [attribute("service.name"), attribute(f"host.{r}"), attribute(rng.choice(keys))]
+        )
+        for _ in range(rng.choice([1, 1, 2])):
+            scope = resource.scope_spans.add()
+            scope.scope.name = rng.choice(["", "net/http"])
+            scope.scope.version = rng.choice(["", "1.2"])
+            for _ in range(rng.randrange(spans + 1)):
+                span = scope.spans.add(name=rng.choice(["a", "b\n", "GET /", "ünï"]))
+                span.trace_id = rng.choice([rng.randbytes(16)] * 9 + [b"", rng.randbytes(8)])
+                span.span_id = rng.choice([rng.randbytes(8)] * 9 + [b""])
+                span.start_time_unix_nano = rng.choice([0] + [10**18 + rng.randrange(10**12)] * 9)
+                span.end_time_unix_nano = max(0, span.start_time_unix_nano + rng.randrange(10**9) - 10**8)
+                span.kind = rng.choice([*range(6), 9, -1])
+                span.attributes.extend(attribute(k) for k in rng.sample(keys, rng.randrange(5)))
+                if rng.random() < 0.3:
+                    span.parent_span_id = rng.randbytes(8)
+                if rng.random() < 0.2:
+                    span.status.code, span.status.message = rng.randrange(4), rng.choice(["", "boom"])
+                if rng.random() < 0.1:
+                    event = span.events.add(name=rng.choice(["exception", "log"]))
+                    event.attributes.append(KeyValue(key="exception.type"))
+                    event.attributes[0].value.string_value = "ValueError"
+                if rng.random() < 0.1:
+                    span.links.add(trace_id=bytes(16), span_id=bytes(8))
+                    if rng.random() < 0.5:
+                        span.links.add(trace_id=bytes(16), span_id=bytes(8))
+    return request.SerializeToString()
+
+
+def _table(bodies: list[bytes], scanner: Callable[[bytes], Any] | None, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from rootsift.server.otlp_columns import Columns
+    from rootsift.server.otlp_lines import Decoded
+
+    monkeypatch.setattr(native, "span_scanner", lambda: scanner)
+    columns, memo = Columns(), Decoded()
+    skipped = [columns.add_spans(body, memo) for body in bodies]
+    return columns.table(), skipped
+
+
+def _same(bodies: list[bytes], monkeypatch: pytest.MonkeyPatch) -> Any:
+    assert SCANNER is not None
+    expected, skipped = _table(bodies, None, monkeypatch)
+    got, got_skipped = _table(bodies, SCANNER, monkeypatch)
+    assert got_skipped == skipped
+    assert got.schema == expected.schema
+    for name in expected.column_names:  # one column at a time, to name the one that differs
+        assert got.column(name).to_pylist() == expected.column(name).to_pylist(), name
+    assert got.equals(expected)
+    return got
+
+
+@needs_scanner
+@pytest.mark.parametrize("seed", range(12))
+def test_the_scanner_gathers_the_table_the_python_path_does(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(seed)
+    bodies = [_request(rng) for _ in range(rng.randrange(1, 4))]
+    assert all(SCANNER(body) is not None for body in bodies)  # none declined: it is the scanner's table
+    table = _same(bodies, monkeypatch)
+    assert table.num_rows > 0
+
+
+@needs_scanner
+def test_scanned_and_python_converted_requests_mix_in_one_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A declined request is converted in Python beside scanned ones (ids as bytes in some
+    runs, as Arrow in others)."""
+    from rootsift.server.otlp_columns import Columns
+    from rootsift.server.otlp_lines import Decoded
+
+    assert SCANNER is not None
+    rng = random.Random(7)
+    bodies = [_request(rng, spans=60) for _ in range(4)]
+    expected, _ = _table(bodies, None, monkeypatch)
+    turns = iter([True, False, False, True])
+    monkeypatch.setattr(native, "span_scanner", lambda: SCANNER if next(turns) else None)
+    columns, memo = Columns(), Decoded()
+    for body in bodies:
+        columns.add_spans(body, memo)
+    assert columns.table().equals(expected)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(number: int, wire: int, payload: bytes) -> bytes:
+    tag = _varint(number << 3 | wire)
+    return tag + (_varint(len(payload)) + payload if wire == 2 else payload)
+
+
+def _wrap(*span_encodings: bytes, resource: bytes = b"", scope: bytes = b"") -> bytes:
+    scope_spans = _field(1, 2, scope) + b"".join(_field(2, 2, s) for s in span_encodings)
+    return _field(1, 2, _field(1, 2, resource) + _field(2, 2, scope_spans))
+
+
+def _span(**extra: bytes) -> bytes:
+    start = (10**18).to_bytes(8, "little")
+    end = (10**18 + 5_000_000).to_bytes(8, "little")
+    base = _field(1, 2, bytes(range(16))) + _field(2, 2, bytes(8)) + _field(5, 2, b"op")
+    return base + _field(7, 1, start) + _field(8, 1, end) + b"".join(extra.values())
+
+
+@needs_scanner
+def test_the_wire_as_upb_reads_it_last_value_wins_messages_merge_unknown_fields_skipped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+    from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+
+    def attribute(key: str, value: str) -> bytes:
+        kv = KeyValue(key=key)
+        kv.value.string_value = value
+        return _field(9, 2, kv.SerializeToString())
+
+    one = Resource()
+    one.attributes.add(key="service.name").value.string_value = "a"
+    other = Resource()
+    other.attributes.add(key="host").value.string_value = "h"
+    name_twice = _span(again=_field(5, 2, b"second"), unknown=_field(99, 0, _varint(5)) + _field(98, 5, bytes(4)))
+    attrs = _span(a=attribute("k", "1"), b=attribute("k", "2"), c=attribute("j", "x"))
+    status = _span(s=_field(15, 2, _field(3, 0, _varint(2))), t=_field(15, 2, _field(2, 2, b"late")))
+    body = _wrap(name_twice, attrs, status, resource=one.SerializeToString())
+    body += _wrap(_span(), resource=other.SerializeToString())  # a second resource
+    assert SCANNER is not None and SCANNER(body) is not None
+    table = _same([body], monkeypatch)
+    assert table.column("name").to_pylist()[0] == "second"
+    assert table.column("k").to_pylist()[1] == "2"  # the later attribute of a key wins
+    # a resource given twice is the two merged, as protobuf merges a message field
+    twice = _field(1, 2, one.SerializeToString()) + _field(1, 2, other.SerializeToString())
+    body = _field(1, 2, twice + _field(2, 2, _field(2, 2, _span())))
+    table = _same([body], monkeypatch)
+    assert table.column("service.name").to_pylist() == ["a"] and table.column("host").to_pylist() == ["h"]
+
+
+@needs_scanner
+@pytest.mark.parametrize(
+    "why, body",
+    [
+        ("a group", _wrap(_span(g=bytes([0x5B]) + bytes([0x5C])))),
+        ("a known field with another wire type", _wrap(_span(k=_field(7, 0, _varint(5))))),
+        ("a name that is not UTF-8", _wrap(_span(n=_field(5, 2, b"\xff\xfe")))),
+        ("a time past int64", _wrap(_span(t=_field(7, 1, (2**63).to_bytes(8, "little"))))),
+        ("a truncated field", _wrap(_span())[:-3]),
+        ("an overlong varint", _wrap(_span(v=_field(6, 0, b"\xff" * 10 + b"\x01")))),
+    ],
+)
+def test_the_scanner_declines_what_it_would_not_read_as_upb(why: str, body: bytes) -> None:
+    assert SCANNER is not None
+    assert SCANNER(body) is None, why
+
+
+@needs_scanner
+def test_random_bytes_never_crash_the_scanner() -> None:
+    """Whatever the bytes (it is only given bodies the real message parsed, but a defect
+    there must not be a crash here): None or a tuple, never an exception."""
+    assert SCANNER is not None
+    rng = random.Random(3)
+    valid = _request(rng, resources=1, spans=20)
+    for i in range(3000):
+        if i % 2:
+            body = bytearray(valid)
+            for _ in range(rng.randrange(1, 6)):
+                body[rng.randrange(len(body))] = rng.randrange(256)
+            data = bytes(body[: rng.randrange(len(body) + 1)])
+        else:
+            data = rng.randbytes(rng.randrange(64))
+        got = SCANNER(data)
+        assert got is None or (isinstance(got, tuple) and len(got) == 17)
+
+
+def test_the_scanner_is_off_when_rootsift_native_is_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROOTSIFT_NATIVE", "0")
+    native.span_scanner.cache_clear()
+    try:
+        assert native.span_scanner() is None
+    finally:
+        monkeypatch.delenv("ROOTSIFT_NATIVE")
+        native.span_scanner.cache_clear()
