@@ -93,7 +93,9 @@ def main() -> int:
     print(f"{args.spans:,} spans in {len(paths)} log files, {args.rounds} rounds, medians of CPU seconds")
     for which, spent in seconds.items():
         median = statistics.median(spent)
-        print(f"  {which:<8} {median:6.3f} s  {median / args.spans * 1e6:5.2f} µs a span  (rounds {[round(s, 3) for s in spent]})")
+        print(
+            f"  {which:<8} {median:6.3f} s  {median / args.spans * 1e6:5.2f} µs a span  (rounds {[round(s, 3) for s in spent]})"
+        )
     ratio = statistics.median(seconds["native"]) / statistics.median(seconds["python"])
     print(f"  native / python {ratio:.2f}; the same tables: {same}")
     return 0 if same else 1

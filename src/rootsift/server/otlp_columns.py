@@ -125,13 +125,13 @@ class Columns:
             )
         return cached
 
-    def _share(self, base: Event, first: int, past: int) -> None:
+    def share(self, base: Event, first: int, past: int) -> None:
         if past > first:
             for key, value in base.items():
                 self._key(key)
                 self.shared.setdefault(key, []).append((first, past, value))
 
-    def _put(self, row: int, event: Event) -> None:
+    def put(self, row: int, event: Event) -> None:
         for key, value in event.items():
             self._key(key)
             rows, values = self.sparse.get(key) or self.sparse.setdefault(key, ([], []))
@@ -167,7 +167,7 @@ class Columns:
             kept = got if all(map(_START, got)) else [span for span in got if span[0]]
             skipped += len(got) - len(kept)
             if kept:
-                self._share(base, self.rows + len(spans), self.rows + len(spans) + len(kept))
+                self.share(base, self.rows + len(spans), self.rows + len(spans) + len(kept))
                 spans.extend(kept)
                 bases.append(base)
                 per_scope.append(len(kept))
@@ -183,14 +183,10 @@ class Columns:
         codes, messages = zip(*found)
         n_events = list(map(len, events))
         counts = list(map(len, attrs))
-        flat = list(itertools.chain.from_iterable(attrs))
-        numbers = list(map(self._entries.get, flat))
-        if None in numbers:
-            numbers = [e if e is not None else self._entry(raw, memo) for e, raw in zip(numbers, flat)]
-        entries = np.asarray(numbers, dtype=np.int64)
+        entries = self.numbered(list(itertools.chain.from_iterable(attrs)), memo)
         slow = self.place(first, counts, entries, bases, per_scope, n_events)
         for i in slow:
-            self._put(first + i, _span_extras(attrs[i], events[i], memo))
+            self.put(first + i, span_extras(attrs[i], events[i], memo))
         try:
             spent = np.asarray(ends, dtype=np.int64) - np.asarray(starts, dtype=np.int64)
             durations: Sequence[float] = (np.maximum(spent, 0) / 1e6).tolist()
@@ -203,6 +199,15 @@ class Columns:
         optional = (parents, [m or None for m in messages] if any(messages) else [None] * n)  # None: has none
         self.add_own(starts, values, (n_events, list(map(len, links))), optional)
         return skipped
+
+    def numbered(self, raws: list[bytes], memo: Decoded) -> Any:
+        """Each attribute encoding's number (a new one numbered as it comes), as an array."""
+        import numpy as np
+
+        numbers = list(map(self._entries.get, raws))
+        if None in numbers:
+            numbers = [e if e is not None else self._entry(raw, memo) for e, raw in zip(numbers, raws)]
+        return np.asarray(numbers, dtype=np.int64)
 
     def place(
         self,
@@ -217,7 +222,7 @@ class Columns:
         ``entries`` their encodings' numbers, in order; ``bases`` the fields each scope's
         spans share, ``per_scope`` how many spans each has): each encoding's key and value
         numbers, placed by numpy. The spans (from 0) left to gather from their events as a
-        dict (``_span_extras``): those whose keys clash (with their own fields, the shared
+        dict (``span_extras``): those whose keys clash (with their own fields, the shared
         ones, each other) or that have events."""
         import numpy as np
 
@@ -266,11 +271,11 @@ class Columns:
                 event = attributes_of(record, memo)
                 event.pop(TIME, None)  # the record's time wins, in the time column
                 log_fields(record, event)
-                self._put(self.rows, event)
+                self.put(self.rows, event)
                 times.append(nanos)
                 self.rows += 1
             self.times.append(times)
-            self._share({k: v for k, v in base.items() if k != TIME}, first, self.rows)
+            self.share({k: v for k, v in base.items() if k != TIME}, first, self.rows)
         return skipped
 
     def table(self) -> pa.Table:
@@ -354,7 +359,7 @@ def _counted(payload: bytes) -> list[tuple[Any, Any]]:
     ]
 
 
-def _span_extras(attributes: Sequence[bytes], events: Sequence[bytes], memo: Decoded) -> Event:
+def span_extras(attributes: Sequence[bytes], events: Sequence[bytes], memo: Decoded) -> Event:
     """A span's fields other than those ``add_spans`` keeps in lists of their own, from its
     event as a dict (``otlp_lines._span_line``): attributes (a later one winning), then an
     ``exception`` event's type and message where no attribute set them."""

@@ -28,7 +28,7 @@ def add_scanned(columns: Columns, scanned: tuple[Any, ...], memo: Decoded) -> in
     import numpy as np
     import pyarrow as pa
 
-    from rootsift.server.otlp_columns import _span_extras
+    from rootsift.server.otlp_columns import span_extras
 
     (scopes, skipped, n, starts, ends, ids, names, name_index, kinds) = scanned[:9]
     (statuses, status_index, attributes, attribute_index, attribute_counts) = scanned[9:14]
@@ -42,16 +42,13 @@ def add_scanned(columns: Columns, scanned: tuple[Any, ...], memo: Decoded) -> in
     row = first
     for resource, scope, kept in scopes:
         base = made.get((resource, scope)) or made.setdefault((resource, scope), _base(resource, scope))
-        columns._share(base, row, row + kept)
+        columns.share(base, row, row + kept)
         row += kept
         bases.append(base)
         per_scope.append(kept)
 
-    numbers = list(map(columns._entries.get, attributes))
-    if None in numbers:
-        numbers = [e if e is not None else columns._entry(raw, memo) for e, raw in zip(numbers, attributes)]
     occurrences = np.frombuffer(attribute_index, dtype="<u4").astype(np.int64)
-    entries = np.asarray(numbers, dtype=np.int64)[occurrences]
+    entries = columns.numbered(attributes, memo)[occurrences]
     counts = np.frombuffer(attribute_counts, dtype="<u4").astype(np.int64)
     n_events = np.frombuffer(event_counts, dtype="<u4").astype(np.int64)
     slow = columns.place(first, counts, entries, bases, per_scope, n_events)
@@ -60,7 +57,7 @@ def add_scanned(columns: Columns, scanned: tuple[Any, ...], memo: Decoded) -> in
         events_of = dict(events)
         for i in slow:
             raws = [attributes[j] for j in occurrences[bounds[i] : bounds[i + 1]].tolist()]
-            columns._put(first + i, _span_extras(raws, events_of.get(i, ()), memo))
+            columns.put(first + i, span_extras(raws, events_of.get(i, ()), memo))
 
     start = np.frombuffer(starts, dtype="<i8")
     durations = np.maximum(np.frombuffer(ends, dtype="<i8") - start, 0) / 1e6
