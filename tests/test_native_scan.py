@@ -1,4 +1,5 @@
-"""The native span scanner (native/, ADR 0028) against the converter's Python path.
+"""The native scanner (native/, ADR 0028) against the converter's Python path, for spans
+and for log records.
 
 Every test converts the same requests both ways and asks for the same Arrow table, value
 for value and type for type: the scanner is only ever a faster way to the Python path's
@@ -19,6 +20,7 @@ import pytest
 from rootsift.server import native
 
 SCANNER = native.span_scanner()
+LOG_SCANNER = native.log_scanner()
 
 if SCANNER is None and os.environ.get("ROOTSIFT_REQUIRE_NATIVE") == "1":
     raise RuntimeError("ROOTSIFT_REQUIRE_NATIVE=1 but rootsift_native is not installed (scripts/setup.sh builds it)")
@@ -95,6 +97,120 @@ def _table(bodies: list[bytes], scanner: Callable[[bytes], Any] | None, monkeypa
     columns, memo = Columns(), Decoded()
     skipped = [columns.add_spans(body, memo) for body in bodies]
     return columns.table(), skipped
+
+
+def _log_table(bodies: list[bytes], on: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from rootsift.server.otlp_columns import Columns
+    from rootsift.server.otlp_lines import Decoded
+
+    monkeypatch.setattr(native, "log_scanner", lambda: LOG_SCANNER if on else None)
+    columns, memo = Columns(), Decoded()
+    skipped = [columns.add_logs(body, memo) for body in bodies]
+    return columns.table(), skipped
+
+
+def _same_logs(bodies: list[bytes], monkeypatch: pytest.MonkeyPatch) -> Any:
+    expected, skipped = _log_table(bodies, False, monkeypatch)
+    got, got_skipped = _log_table(bodies, True, monkeypatch)
+    assert got_skipped == skipped
+    assert got.schema == expected.schema
+    for name in expected.column_names:
+        assert got.column(name).to_pylist() == expected.column(name).to_pylist(), name
+    assert got.equals(expected)
+    return got
+
+
+def _logs_request(rng: random.Random, resources: int = 2, records: int = 150) -> bytes:
+    """A logs request with every kind of body (text, empty text, numbers, structures,
+    bytes, an empty value, none), severities, ids, records timed only when observed or not
+    at all, and attributes named like a record's own fields."""
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as ls
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
+    def attribute(key: str) -> KeyValue:
+        kv = KeyValue(key=key)
+        kind = rng.choice(["s", "s", "i", "d", "map", "empty"])
+        if kind == "s":
+            kv.value.string_value = rng.choice(["GET", "ünï", "", "x"])
+        elif kind == "i":
+            kv.value.int_value = rng.randrange(-(2**40), 2**40)
+        elif kind == "d":
+            kv.value.double_value = rng.choice([0.5, float("nan")])
+        elif kind == "map":
+            kv.value.kvlist_value.values.add(key="k").value.string_value = "v"
+        return kv
+
+    keys = ["user.id", "http.method", "body", "severity_text", "severity_number", "timestamp"]
+    keys += ["trace.trace_id", "service.name", "a.b"]
+    request = ls.ExportLogsServiceRequest()
+    for r in range(resources):
+        resource = request.resource_logs.add()
+        resource.resource.attributes.extend([attribute("service.name"), attribute(rng.choice(keys + [f"h{r}"]))])
+        for _ in range(rng.choice([1, 2])):
+            scope = resource.scope_logs.add()
+            scope.scope.name = rng.choice(["", "app"])
+            for _ in range(rng.randrange(records + 1)):
+                record = scope.log_records.add()
+                record.time_unix_nano = rng.choice([0, 0] + [10**18 + rng.randrange(10**12)] * 8)
+                record.observed_time_unix_nano = rng.choice([0, 10**18 + 7])
+                record.severity_text, record.severity_number = rng.choice([("", 0), ("INFO", 9), ("ERROR", 17)])
+                kind = rng.choice(
+                    ["text"] * 6 + ["empty text", "int", "map", "array", "bytes", "bool", "none", "unset"]
+                )
+                if kind == "text":
+                    record.body.string_value = rng.choice(["GET /a 200", 'ünï "quoted"', "x" * 300])
+                elif kind == "empty text":
+                    record.body.string_value = ""
+                elif kind == "int":
+                    record.body.int_value = rng.randrange(100)
+                elif kind == "map":
+                    record.body.kvlist_value.values.add(key="msg").value.string_value = "hi"
+                elif kind == "array":
+                    record.body.array_value.values.add().int_value = 3
+                elif kind == "bytes":
+                    record.body.bytes_value = b"\x01\x02"
+                elif kind == "bool":
+                    record.body.bool_value = True
+                elif kind == "none":
+                    record.body.SetInParent()  # a body with no value
+                record.attributes.extend(attribute(k) for k in rng.sample(keys, rng.randrange(4)))
+                if rng.random() < 0.6:
+                    record.trace_id, record.span_id = rng.randbytes(16), rng.randbytes(8)
+    return request.SerializeToString()
+
+
+needs_log_scanner = pytest.mark.skipif(LOG_SCANNER is None, reason="rootsift_native is not installed (needs cargo)")
+
+
+@needs_log_scanner
+@pytest.mark.parametrize("seed", range(10))
+def test_the_scanner_gathers_the_log_table_the_python_path_does(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert LOG_SCANNER is not None
+    rng = random.Random(seed)
+    bodies = [_logs_request(rng) for _ in range(rng.randrange(1, 4))]
+    assert all(LOG_SCANNER(body) is not None for body in bodies)
+    table = _same_logs(bodies, monkeypatch)
+    assert table.num_rows > 0
+
+
+def test_the_log_columns_are_the_events_of_the_json_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python path's log table (the scanner's reference) holds what ``log_lines``
+    writes: each record's event, bodies of every kind and clashing keys included."""
+    import json
+
+    from rootsift.server.otlp_arrays import json_lines
+    from rootsift.server.otlp_lines import Decoded, log_lines
+    from rootsift.server.otlp_types import lazy_request
+
+    rng = random.Random(11)
+    bodies = [_logs_request(rng) for _ in range(2)]
+    table, _ = _log_table(bodies, False, monkeypatch)
+    lines = [line for body in bodies for line in log_lines(lazy_request("logs").FromString(body), Decoded())[0]]
+
+    def events(texts: Any) -> list[dict[str, Any]]:
+        return [{k: v for k, v in json.loads(t).items() if v is not None} for t in texts]
+
+    assert events(json_lines(table)) == events(lines)
 
 
 def _same(bodies: list[bytes], monkeypatch: pytest.MonkeyPatch) -> Any:
@@ -214,12 +330,14 @@ def test_the_scanner_declines_what_it_would_not_read_as_upb(why: str, body: byte
 
 
 @needs_scanner
-def test_random_bytes_never_crash_the_scanner() -> None:
+@pytest.mark.parametrize("signal", ["traces", "logs"])
+def test_random_bytes_never_crash_the_scanner(signal: str) -> None:
     """Whatever the bytes (it is only given bodies the real message parsed, but a defect
     there must not be a crash here): None or a tuple, never an exception."""
-    assert SCANNER is not None
+    scan, size = (SCANNER, 15) if signal == "traces" else (LOG_SCANNER, 10)
+    assert scan is not None
     rng = random.Random(3)
-    valid = _request(rng, resources=1, spans=20)
+    valid = _request(rng, resources=1, spans=20) if signal == "traces" else _logs_request(rng, 1, 20)
     for i in range(3000):
         if i % 2:
             body = bytearray(valid)
@@ -228,15 +346,60 @@ def test_random_bytes_never_crash_the_scanner() -> None:
             data = bytes(body[: rng.randrange(len(body) + 1)])
         else:
             data = rng.randbytes(rng.randrange(64))
-        got = SCANNER(data)
-        assert got is None or (isinstance(got, tuple) and len(got) == 17)
+        got = scan(data)
+        assert got is None or (isinstance(got, tuple) and len(got) == size)
+
+
+def _record(**extra: bytes) -> bytes:
+    return _field(1, 1, (10**18).to_bytes(8, "little")) + _field(3, 2, b"INFO") + b"".join(extra.values())
+
+
+def _logs(*records: bytes) -> bytes:
+    return _field(1, 2, _field(2, 2, b"".join(_field(2, 2, r) for r in records)))
+
+
+@needs_log_scanner
+def test_log_bodies_on_the_wire_as_upb_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A body given twice is the two merged (the later value wins, of whatever kind); an
+    empty body is none; unknown fields inside a body leave it to Python."""
+    assert LOG_SCANNER is not None
+    text = _field(1, 2, b"first")
+    number = _field(3, 0, _varint(7))
+    bodies = [
+        _record(a=_field(5, 2, text), b=_field(5, 2, _field(1, 2, b"second"))),
+        _record(a=_field(5, 2, text), b=_field(5, 2, number)),
+        _record(a=_field(5, 2, number), b=_field(5, 2, text)),
+        _record(a=_field(5, 2, b"")),
+        _record(a=_field(5, 2, text + _field(99, 0, _varint(1)))),
+        _record(u=_field(99, 2, b"unknown"), t=_field(11, 1, (5).to_bytes(8, "little"))),
+    ]
+    body = _logs(*bodies)
+    assert LOG_SCANNER(body) is not None
+    table = _same_logs([body], monkeypatch)
+    assert table.column("body").to_pylist() == ["second", "7", "first", None, "first", None]
+
+
+@needs_log_scanner
+@pytest.mark.parametrize(
+    "why, body",
+    [
+        ("a time of another wire type", _logs(_record(t=_field(1, 0, _varint(5))))),
+        ("severity text that is not UTF-8", _logs(_record(s=_field(3, 2, b"\xff")))),
+        ("a body text that is not UTF-8", _logs(_record(b=_field(5, 2, _field(1, 2, b"\xfe"))))),
+        ("a time past int64", _logs(_record(t=_field(1, 1, (2**63).to_bytes(8, "little"))))),
+        ("a truncated record", _logs(_record())[:-2]),
+    ],
+)
+def test_the_log_scanner_declines_what_it_would_not_read_as_upb(why: str, body: bytes) -> None:
+    assert LOG_SCANNER is not None
+    assert LOG_SCANNER(body) is None, why
 
 
 def test_the_scanner_is_off_when_rootsift_native_is_0(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ROOTSIFT_NATIVE", "0")
-    native.span_scanner.cache_clear()
+    native._module.cache_clear()
     try:
-        assert native.span_scanner() is None
+        assert native.span_scanner() is None and native.log_scanner() is None
     finally:
         monkeypatch.delenv("ROOTSIFT_NATIVE")
-        native.span_scanner.cache_clear()
+        native._module.cache_clear()

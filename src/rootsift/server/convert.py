@@ -98,7 +98,7 @@ def convert_files(files: list[Path], out: Path, arrow: bool = True) -> dict[str,
                     elif record.kind == OTLP_TRACES:
                         counts[0] += columns.add_spans(record.payload, memo)
                     else:
-                        counts[0] += columns.add_logs(otlp_types.lazy_request(signal).FromString(record.payload), memo)
+                        counts[0] += columns.add_logs(record.payload, memo)
                 except Exception as exc:  # this record, every time: not the disk (OSError is raised as is)
                     why = f"{type(exc).__name__}: {exc}"
                     raise Poison(

@@ -1,9 +1,10 @@
-"""The optional native span scanner (``native/``, ADR 0028), when it is installed.
+"""The optional native scanner (``native/``, ADR 0028), when it is installed.
 
-``rootsift_native.scan_spans`` reads an OTLP traces request's spans off the wire into
-column buffers (otlp_scan.py takes them); the converter uses it where it is installed
-and ``$ROOTSIFT_NATIVE`` is not ``0``, and converts in Python otherwise (the same tables:
-tests/test_native_scan.py). ``scripts/setup.sh`` builds it where cargo is installed.
+``rootsift_native.scan_spans`` and ``scan_logs`` read an OTLP traces or logs request's
+items off the wire into column buffers (otlp_scan.py takes them); the converter uses them
+where the module is installed and ``$ROOTSIFT_NATIVE`` is not ``0``, and converts in
+Python otherwise (the same tables: tests/test_native_scan.py). ``scripts/setup.sh``
+builds it where cargo is installed.
 """
 
 from __future__ import annotations
@@ -14,16 +15,27 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+Scanner = Callable[[bytes], Any]
+"""``scan(payload)``: the request's column buffers, or None where it declines."""
+
 
 @functools.cache
-def span_scanner() -> Callable[[bytes], Any] | None:
-    """``scan_spans(payload)`` (None where it declines a request), or None when the
-    scanner is not installed or ``$ROOTSIFT_NATIVE`` is ``0``."""
+def _module() -> Any:
     if os.environ.get("ROOTSIFT_NATIVE", "1") == "0":
         return None
     try:
-        module = importlib.import_module("rootsift_native")
+        return importlib.import_module("rootsift_native")
     except ImportError:
         return None
-    scan: Callable[[bytes], Any] = module.scan_spans
-    return scan
+
+
+def span_scanner() -> Scanner | None:
+    """``scan_spans``, or None when the scanner is not installed or is turned off."""
+    module = _module()
+    return None if module is None else module.scan_spans  # type: ignore[no-any-return]
+
+
+def log_scanner() -> Scanner | None:
+    """``scan_logs``, or None when the scanner is not installed or is turned off."""
+    module = _module()
+    return None if module is None else module.scan_logs  # type: ignore[no-any-return]

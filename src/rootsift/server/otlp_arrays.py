@@ -23,8 +23,13 @@ if TYPE_CHECKING:
 TIME = "timestamp"
 IDS = frozenset({"trace.trace_id", "trace.span_id", "trace.parent_id"})
 """A span's own fields gathered as bytes and hexed for the whole table at once (``hex_ids``)."""
-OWN_TYPES = {"duration_ms": "float64", "span.num_events": "int64", "span.num_links": "int64"}
-"""The span's own columns that are not text."""
+OWN_TYPES = {
+    "duration_ms": "float64",
+    "span.num_events": "int64",
+    "span.num_links": "int64",
+    "severity_number": "int64",
+}
+"""The own columns of a span or a log record that are not text."""
 
 
 def own(key: str, runs: list[Sequence[Any]]) -> tuple[pa.Array, pa.Field]:

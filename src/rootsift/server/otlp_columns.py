@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rootsift.server.otlp import KINDS, Event, flatten
 from rootsift.server.otlp_arrays import IDS, TIME, column, own
-from rootsift.server.otlp_lines import SPAN_FIELDS, Decoded, _exception, attributes_of, log_fields
+from rootsift.server.otlp_lines import SPAN_FIELDS, Decoded, _exception
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -197,7 +197,7 @@ class Columns:
             texts = [t or str(k) for t, k in zip(texts, kinds)]
         values = (trace_ids, span_ids, names, texts, codes, durations)  # ids hexed in table()
         optional = (parents, [m or None for m in messages] if any(messages) else [None] * n)  # None: has none
-        self.add_own(starts, values, (n_events, list(map(len, links))), optional)
+        self.add_own(starts, own_runs(values, (n_events, list(map(len, links))), optional))
         return skipped
 
     def numbered(self, raws: list[bytes], memo: Decoded) -> Any:
@@ -217,12 +217,13 @@ class Columns:
         bases: list[Event],
         per_scope: list[int],
         n_events: Any,
+        fields: frozenset[str] = SPAN_FIELDS,
     ) -> list[int]:
         """Place the attributes of the spans from row ``first`` (``counts`` of them each,
         ``entries`` their encodings' numbers, in order; ``bases`` the fields each scope's
         spans share, ``per_scope`` how many spans each has): each encoding's key and value
         numbers, placed by numpy. The spans (from 0) left to gather from their events as a
-        dict (``span_extras``): those whose keys clash (with their own fields, the shared
+        dict (``span_extras``): those whose keys clash (with their own ``fields``, the shared
         ones, each other) or that have events."""
         import numpy as np
 
@@ -232,7 +233,7 @@ class Columns:
         single = entry_single[entries]
         at = np.repeat(np.arange(n), counts)
         own = np.zeros(len(self._keys), dtype=bool)
-        own[[number for key, number in self._keys.items() if key in SPAN_FIELDS]] = True
+        own[[number for key, number in self._keys.items() if key in fields]] = True
         taken = np.zeros((len(bases), len(self._keys)), dtype=bool)
         for s, base in enumerate(bases):
             taken[s, [self._keys[key] for key in base]] = True
@@ -246,37 +247,23 @@ class Columns:
         self._placed.append((at[placed] + first, keys[placed], entry_value[entries][placed]))
         return list(np.flatnonzero(slow).tolist())
 
-    def add_own(self, starts: Any, values: Sequence[Any], counts: Sequence[Any], optional: Sequence[Any]) -> None:
-        """Add the next spans' rows: their start times and their own fields, each a run of
-        values in the order of ``OWN``, ``COUNTS`` and ``OPTIONAL`` (ids as bytes or an
-        Arrow array of their hex text; an optional field a span has not is None)."""
-        self.rows += len(starts)
-        self.times.append(starts)
-        for key, run in (*zip(OWN, values), *zip(COUNTS, counts), *zip(OPTIONAL, optional)):
+    def add_own(self, times: Any, runs: Sequence[tuple[str, Any]]) -> None:
+        """Add the next items' rows: their times (Unix nanoseconds) and their own fields,
+        each (key, a run of a value for each row: ids as bytes or an Arrow array of their
+        hex text, None where an item has no such field)."""
+        first = self.rows
+        self.rows += len(times)
+        self.times.append(times)
+        for key, run in runs:
             self._key(key)
-            self.dense.setdefault(key, []).append((self.rows - len(starts), run))
+            self.dense.setdefault(key, []).append((first, run))
 
-    def add_logs(self, request: Any, memo: Decoded) -> int:
-        """Gather a lazy logs request's records (``otlp_types.lazy_request("logs")``); the
-        number skipped for having no time at all."""
-        skipped = 0
-        for base, scope in _scopes(request.resource_logs, "scope_logs"):
-            first = self.rows
-            times: list[int] = []
-            for record in scope.log_records:
-                nanos = record.time_unix_nano or record.observed_time_unix_nano
-                if not nanos:
-                    skipped += 1
-                    continue
-                event = attributes_of(record, memo)
-                event.pop(TIME, None)  # the record's time wins, in the time column
-                log_fields(record, event)
-                self.put(self.rows, event)
-                times.append(nanos)
-                self.rows += 1
-            self.times.append(times)
-            self.share({k: v for k, v in base.items() if k != TIME}, first, self.rows)
-        return skipped
+    def add_logs(self, payload: bytes, memo: Decoded) -> int:
+        """Gather the log records of a logs request (protobuf, a body the real message
+        parsed); the number skipped for having no time at all (otlp_logs.py)."""
+        from rootsift.server.otlp_logs import add_logs
+
+        return add_logs(self, payload, memo)
 
     def table(self) -> pa.Table:
         """The gathered events as one Arrow table: ``timestamp`` (microseconds, UTC, no
@@ -333,6 +320,12 @@ class Columns:
                 arrays.append(array)
                 fields.append(field)
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def own_runs(values: Sequence[Any], counts: Sequence[Any], optional: Sequence[Any]) -> list[tuple[str, Any]]:
+    """A span's own fields as ``Columns.add_own`` takes them, from runs in the order of
+    ``OWN``, ``COUNTS`` and ``OPTIONAL``."""
+    return [*zip(OWN, values), *zip(COUNTS, counts), *zip(OPTIONAL, optional)]
 
 
 def _listed(key: str, run: Sequence[Any]) -> Sequence[Any]:

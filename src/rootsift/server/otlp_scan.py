@@ -28,40 +28,23 @@ def add_scanned(columns: Columns, scanned: tuple[Any, ...], memo: Decoded) -> in
     import numpy as np
     import pyarrow as pa
 
-    from rootsift.server.otlp_columns import span_extras
+    from rootsift.server.otlp_columns import own_runs, span_extras
 
     (scopes, skipped, n, starts, ends, ids, names, name_index, kinds) = scanned[:9]
-    (statuses, status_index, attributes, attribute_index, attribute_counts) = scanned[9:14]
-    (event_counts, link_counts, events) = scanned[14:]
+    (statuses, status_index, attributes, event_counts, link_counts, events) = scanned[9:]
     if not n:
-        return skipped
+        return int(skipped)
     first = columns.rows
-    bases: list[Event] = []
-    per_scope: list[int] = []
-    made: dict[tuple[bytes, bytes], Event] = {}
-    row = first
-    for resource, scope, kept in scopes:
-        base = made.get((resource, scope)) or made.setdefault((resource, scope), _base(resource, scope))
-        columns.share(base, row, row + kept)
-        row += kept
-        bases.append(base)
-        per_scope.append(kept)
-
-    occurrences = np.frombuffer(attribute_index, dtype="<u4").astype(np.int64)
-    entries = columns.numbered(attributes, memo)[occurrences]
-    counts = np.frombuffer(attribute_counts, dtype="<u4").astype(np.int64)
+    bases, per_scope = shared(columns, scopes)
     n_events = np.frombuffer(event_counts, dtype="<u4").astype(np.int64)
-    slow = columns.place(first, counts, entries, bases, per_scope, n_events)
-    if slow:
-        bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
-        events_of = dict(events)
-        for i in slow:
-            raws = [attributes[j] for j in occurrences[bounds[i] : bounds[i + 1]].tolist()]
-            columns.put(first + i, span_extras(raws, events_of.get(i, ()), memo))
+    placed = Placed(columns, attributes, memo)
+    events_of = dict(events)
+    for i in columns.place(first, placed.counts, placed.entries, bases, per_scope, n_events):
+        columns.put(first + i, span_extras(placed.of(i), events_of.get(i, ()), memo))
 
     start = np.frombuffer(starts, dtype="<i8")
     durations = np.maximum(np.frombuffer(ends, dtype="<i8") - start, 0) / 1e6
-    trace_ids, span_ids, parents = (_hex(n, offsets, text) for offsets, text in ids)
+    trace_ids, span_ids, parents = (hex_array(n, offsets, text) for offsets, text in ids)
     found = [memo.statuses.get(raw) or memo.status(raw) for raw in statuses]
     by_status = pa.array(np.frombuffer(status_index, dtype="<u4"))
     codes = pa.array([code for code, _ in found], type=pa.string()).take(by_status)
@@ -76,11 +59,51 @@ def add_scanned(columns: Columns, scanned: tuple[Any, ...], memo: Decoded) -> in
     kind_texts = pa.array(texts, type=pa.string()).take(pa.array(inverse.reshape(-1)))
     values = (trace_ids, span_ids, span_names, kind_texts, codes, durations)
     links = np.frombuffer(link_counts, dtype="<u4").astype(np.int64)
-    columns.add_own(start, values, (n_events, links), (parents, messages))
+    columns.add_own(start, own_runs(values, (n_events, links), (parents, messages)))
     return int(skipped)
 
 
-def _base(resource: bytes, scope: bytes) -> Event:
+class Placed:
+    """A scanned request's attributes numbered in ``columns`` (``entries``, each item's
+    ``counts``), and any one item's encodings (``of``)."""
+
+    def __init__(self, columns: Columns, attributes: tuple[list[bytes], bytes, bytes], memo: Decoded) -> None:
+        import numpy as np
+
+        self.distinct, index, counts = attributes
+        self.occurrences = np.frombuffer(index, dtype="<u4").astype(np.int64)
+        self.entries = columns.numbered(self.distinct, memo)[self.occurrences]
+        self.counts = np.frombuffer(counts, dtype="<u4").astype(np.int64)
+        self._bounds: list[int] | None = None
+
+    def of(self, item: int) -> list[bytes]:
+        import numpy as np
+
+        if self._bounds is None:
+            self._bounds = np.concatenate(([0], np.cumsum(self.counts))).tolist()
+        lo, hi = self._bounds[item], self._bounds[item + 1]
+        return [self.distinct[j] for j in self.occurrences[lo:hi].tolist()]
+
+
+def shared(columns: Columns, scopes: list[tuple[bytes, bytes, int]], drop: str = "") -> tuple[list[Event], list[int]]:
+    """Share each scanned scope's fields (less the key ``drop``) over its items' rows, from
+    the next row on; (each scope's fields, each scope's number of items)."""
+    bases: list[Event] = []
+    per_scope: list[int] = []
+    made: dict[tuple[bytes, bytes], Event] = {}
+    row = columns.rows
+    for resource, scope, kept in scopes:
+        if (resource, scope) not in made:
+            made[resource, scope] = {k: v for k, v in base_of(resource, scope).items() if k != drop}
+        base = made[resource, scope]
+        columns.share(base, row, row + kept)
+        row += kept
+        bases.append(base)
+        per_scope.append(kept)
+    return bases, per_scope
+
+
+def base_of(resource: bytes, scope: bytes) -> Event:
     """The fields a scope's spans share, from the encodings of its resource and scope."""
     from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
     from opentelemetry.proto.resource.v1.resource_pb2 import Resource
@@ -94,7 +117,7 @@ def _base(resource: bytes, scope: bytes) -> Event:
     return base
 
 
-def _hex(n: int, offsets: bytes, text: bytes) -> pa.Array:
+def hex_array(n: int, offsets: bytes, text: bytes) -> pa.Array:
     """Ids' hex text (Arrow's offsets and data) as a string array, an empty id null."""
     import numpy as np
     import pyarrow as pa
