@@ -5,9 +5,12 @@ bounded RSS).
     .venv/bin/python bench/serve.py                    # 200k spans, 1,000 per request, 4 clients
     .venv/bin/python bench/serve.py --rounds 3 --before /tmp/old/src   # and an older server
     .venv/bin/python bench/serve.py --spans 1000000 --clients 8
+    .venv/bin/python bench/serve.py --signal logs      # log records instead (/v1/logs)
 
-The spans (7 resource attributes, 4 span attributes, like an HTTP server's) are made
-and serialised before the clock starts. ``--before DIR`` also runs the server of another
+The spans (7 resource attributes, 4 span attributes, like an HTTP server's), or with
+``--signal logs`` as many log records (2 resource and 2 record attributes, a severity,
+ids and a text body, like an access log's; ``--spans`` counts them), are made and
+serialised before the clock starts. ``--before DIR`` also runs the server of another
 checkout's ``src/`` (``git archive OLD src | tar -x -C /tmp/old``); with ``--rounds`` the
 contenders alternate their order and medians are printed. Rows:
 
@@ -85,6 +88,38 @@ def make_requests(spans: int, per_request: int) -> list[bytes]:
     return bodies
 
 
+def make_log_requests(records: int, per_request: int) -> list[bytes]:
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as ls
+    from opentelemetry.proto.common.v1 import common_pb2
+
+    def kv(key: str, value: str) -> common_pb2.KeyValue:
+        pair = common_pb2.KeyValue(key=key)
+        pair.value.string_value = value
+        return pair
+
+    bodies = []
+    start = time.time_ns() - 3600 * 10**9
+    n = 0
+    while n < records:
+        req = ls.ExportLogsServiceRequest()
+        rl = req.resource_logs.add()
+        rl.resource.attributes.extend([kv("service.name", "api"), kv("host.name", f"web-{n // per_request % 8}")])
+        scope = rl.scope_logs.add()
+        scope.scope.name = "app"
+        for i in range(min(per_request, records - n)):
+            k = n + i
+            record = scope.log_records.add(time_unix_nano=start + k * 10_000, severity_text="INFO", severity_number=9)
+            record.body.string_value = f"GET /api/items/{k % 1000} 200 in {1 + k % 97} ms"
+            record.attributes.extend([kv("http.request.method", "GET"), kv("user.id", f"u{k % 5000}")])
+            record.trace_id, record.span_id = os.urandom(16), os.urandom(8)
+        n += len(scope.log_records)
+        bodies.append(req.SerializeToString())
+    return bodies
+
+
+SIGNALS = {"traces": (make_requests, "spans"), "logs": (make_log_requests, "log records")}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -120,7 +155,9 @@ def cpu_seconds(pid: int, children: bool = True) -> float:
     return total
 
 
-def run_server(work: Path, bodies: list[bytes], clients: int, src: Path = SRC) -> dict[str, float]:
+def run_server(
+    work: Path, bodies: list[bytes], clients: int, src: Path = SRC, signal: str = "traces"
+) -> dict[str, float]:
     import httpx
 
     port, otlp_port = free_port(), free_port()
@@ -168,7 +205,7 @@ def run_server(work: Path, bodies: list[bytes], clients: int, src: Path = SRC) -
                 while True:
                     t0 = time.perf_counter()
                     res = c.post(
-                        f"http://127.0.0.1:{otlp_port}/v1/traces",
+                        f"http://127.0.0.1:{otlp_port}/v1/{signal}",
                         content=body,
                         headers={"Content-Type": "application/x-protobuf"},
                     )
@@ -208,17 +245,18 @@ def run_server(work: Path, bodies: list[bytes], clients: int, src: Path = SRC) -
     }
 
 
-def run_file(work: Path, bodies: list[bytes]) -> dict[str, float]:
-    """``rootsift ingest`` of the spans as JSON lines (converted before the clock starts):
+def run_file(work: Path, bodies: list[bytes], signal: str = "traces") -> dict[str, float]:
+    """``rootsift ingest`` of the items as JSON lines (converted before the clock starts):
     wall and CPU seconds of the ingest in a fresh process and store."""
     from rootsift.server import otlp_lines
     from rootsift.server.otlp_types import lazy_request
 
-    path = work / "spans.jsonl"
+    path = work / f"{signal}.jsonl"
     store = work / f"filed-{time.monotonic_ns()}"
+    lines = otlp_lines.span_lines if signal == "traces" else otlp_lines.log_lines
     with path.open("wb") as f:
         for body in bodies:
-            f.writelines(otlp_lines.span_lines(lazy_request("traces").FromString(body))[0])
+            f.writelines(lines(lazy_request(signal).FromString(body))[0])
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     code = (
         "import sys, time; from rootsift import Rootsift\n"
@@ -239,7 +277,8 @@ def run_file(work: Path, bodies: list[bytes]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--spans", type=int, default=200_000)
+    parser.add_argument("--spans", type=int, default=200_000, help="spans, or log records with --signal logs")
+    parser.add_argument("--signal", choices=sorted(SIGNALS), default="traces")
     parser.add_argument("--per-request", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=1, help="medians of this many runs, the order alternating")
@@ -247,11 +286,13 @@ def main() -> None:
         "--before", type=Path, help="another checkout's src/ (git archive of an older commit): its server too"
     )
     args = parser.parse_args()
-    bodies = make_requests(args.spans, args.per_request)
-    contenders: list[tuple[str, Any]] = [("serve", lambda w: run_server(w, bodies, args.clients))]
+    make, items = SIGNALS[args.signal]
+    bodies = make(args.spans, args.per_request)
+    contenders: list[tuple[str, Any]] = [("serve", lambda w: run_server(w, bodies, args.clients, signal=args.signal))]
     if args.before:
-        contenders.append(("serve (before)", lambda w: run_server(w, bodies, args.clients, args.before)))
-    contenders.append(("file ingest", lambda w: run_file(w, bodies)))
+        before = args.before
+        contenders.append(("serve (before)", lambda w: run_server(w, bodies, args.clients, before, args.signal)))
+    contenders.append(("file ingest", lambda w: run_file(w, bodies, args.signal)))
     results: dict[str, list[dict[str, float]]] = {name: [] for name, _ in contenders}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
@@ -259,15 +300,15 @@ def main() -> None:
                 results[name].append(run(Path(tmp)))
     med = {name: {k: statistics.median(x[k] for x in runs) for k in runs[0]} for name, runs in results.items()}
     n, filed = args.spans, med["file ingest"]
-    print(f"{n:,} spans, {args.per_request} per request, {args.clients} clients, {args.rounds} round(s), medians")
+    print(f"{n:,} {items}, {args.per_request} per request, {args.clients} clients, {args.rounds} round(s), medians")
     print(f"{'file ingest events/s':34} {n / filed['wall_s']:10,.0f}  (baseline; CPU {filed['cpu_s']:.2f} s)")
     for name in results:
         if name == "file ingest":
             continue
         s = med[name]
         print(f"{name}:")
-        print(f"  {'acknowledged spans/s':32} {n / s['acked_s']:10,.0f}")
-        print(f"  {'stored spans/s':32} {n / s['stored_s']:10,.0f}")
+        print(f"  {'acknowledged ' + items + '/s':32} {n / s['acked_s']:10,.0f}")
+        print(f"  {'stored ' + items + '/s':32} {n / s['stored_s']:10,.0f}")
         print(f"  {'stored wall / file ingest wall':32} {s['stored_s'] / filed['wall_s']:10.2f}")
         print(
             f"  {'server CPU / file ingest CPU':32} {s['cpu_s'] / filed['cpu_s']:10.2f}"

@@ -3,6 +3,7 @@ path, on the same logged spans, in the same run (bench/README.md, "serve").
 
     .venv/bin/python bench/serve_convert.py                   # 200k spans, 5 rounds
     .venv/bin/python bench/serve_convert.py --spans 1000000 --rounds 3
+    .venv/bin/python bench/serve_convert.py --signal logs     # log records (bench/serve.py's)
 
 The spans of ``bench/serve.py`` are logged in 8 MiB files as the server logs them, before
 the clock starts; then ``convert.convert_files`` converts each file, as the converter
@@ -30,17 +31,17 @@ def cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def logged(spans: int, work: Path) -> list[Path]:
-    """The spans as the server logs them: 8 MiB files of log records."""
+def logged(items: int, work: Path, signal: str) -> list[Path]:
+    """The spans or log records as the server logs them: 8 MiB files of log records."""
     from rootsift.server.applier import BATCH_BYTES
-    from rootsift.server.wal import OTLP_TRACES, encode
-    from serve import make_requests
+    from rootsift.server.wal import OTLP_LOGS, OTLP_TRACES, encode
+    from serve import SIGNALS
 
     logs: list[bytearray] = [bytearray()]
-    for body in make_requests(spans, 1000):
+    for body in SIGNALS[signal][0](items, 1000):
         if len(logs[-1]) >= BATCH_BYTES:
             logs.append(bytearray())
-        logs[-1] += encode("traces", body, OTLP_TRACES)
+        logs[-1] += encode(signal, body, OTLP_TRACES if signal == "traces" else OTLP_LOGS)
     paths = []
     for i, data in enumerate(logs, 1):
         path = work / f"{i:08d}.log"
@@ -60,41 +61,45 @@ def convert(paths: list[Path], out: Path) -> tuple[float, list[Any]]:
     made = []
     used = cpu()
     for path in paths:
-        made.append(convert_files([path], out)[ARROW + "traces"].path)
+        (converted,) = (c for name, c in convert_files([path], out).items() if name.startswith(ARROW))
+        made.append(converted.path)
     spent = cpu() - used
     return spent, [pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in made]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--spans", type=int, default=200_000)
+    parser.add_argument("--spans", type=int, default=200_000, help="spans, or log records with --signal logs")
+    parser.add_argument("--signal", choices=["traces", "logs"], default="traces")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     use_source_tree()
     from rootsift.server import native
 
-    scanner = native.span_scanner()
+    which_scanner = "span_scanner" if args.signal == "traces" else "log_scanner"
+    scanner = getattr(native, which_scanner)()
     if scanner is None:
         print("rootsift_native is not installed (scripts/setup.sh builds it where cargo is)", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="rootsift-convert-"))
-    paths = logged(args.spans, work)
+    paths = logged(args.spans, work, args.signal)
     convert(paths[:1], work / "warm")  # imports and first-use costs out of the clock
     seconds: dict[str, list[float]] = {"native": [], "python": []}
     tables: dict[str, list[Any]] = {}
     gc.disable()
     for r in range(args.rounds):
         for which in ("native", "python") if r % 2 == 0 else ("python", "native"):
-            native.span_scanner = (lambda: scanner) if which == "native" else (lambda: None)  # type: ignore[assignment]
+            setattr(native, which_scanner, (lambda: scanner) if which == "native" else (lambda: None))
             spent, tables[which] = convert(paths, work / f"out-{r}-{which}")
             seconds[which].append(spent)
     gc.enable()
     same = all(a.equals(b) for a, b in zip(tables["native"], tables["python"], strict=True))
-    print(f"{args.spans:,} spans in {len(paths)} log files, {args.rounds} rounds, medians of CPU seconds")
+    items = "spans" if args.signal == "traces" else "log records"
+    print(f"{args.spans:,} {items} in {len(paths)} log files, {args.rounds} rounds, medians of CPU seconds")
     for which, spent in seconds.items():
         median = statistics.median(spent)
         print(
-            f"  {which:<8} {median:6.3f} s  {median / args.spans * 1e6:5.2f} µs a span  (rounds {[round(s, 3) for s in spent]})"
+            f"  {which:<8} {median:6.3f} s  {median / args.spans * 1e6:5.2f} µs each  (rounds {[round(s, 3) for s in spent]})"
         )
     ratio = statistics.median(seconds["native"]) / statistics.median(seconds["python"])
     print(f"  native / python {ratio:.2f}; the same tables: {same}")
