@@ -1,16 +1,18 @@
 """OTLP spans and log records as Arrow tables, column by column, for the applier (convert.py).
 
 The events are those ``otlp_lines`` writes as JSON lines (otlp.py documents the fields),
-gathered per column instead of per line: a span's own fields go into one Python list per
-field, each attribute's decoded value (``Decoded``, once per distinct encoding) into its
-key's column with the row it belongs to, and the fields a scope's items share (resource,
-scope) once per scope as a run of rows. ``Columns.table`` then builds each column as one
-Arrow array of its JSON kind (otlp_arrays.py; a key whose values mix kinds is JSON text,
-which the store leaves to the JSON-lines ingest).
+gathered per column instead of per line: an item's own fields go into one run of values
+per field and request (``add_own``), each attribute's decoded value (``Decoded``, once per
+distinct encoding) into its key's column with the row it belongs to (``place``), and the
+fields a scope's items share (resource, scope) once per scope as a run of rows
+(``share``). ``Columns.table`` then builds each column as one Arrow array of its JSON kind
+(otlp_arrays.py; a key whose values mix kinds is JSON text, which the store leaves to the
+JSON-lines ingest). Spans are read here (or by the native scanner: otlp_scan.py), log
+records in otlp_logs.py.
 
-Where keys clash (an attribute named like a span's own or a shared field, the same key
-twice) a span is gathered from its event as a dict, as ``otlp_lines._span_line`` makes it,
-so the same value wins: a span's own fields over its attributes, its attributes over the
+Where keys clash (an attribute named like an item's own or a shared field, the same key
+twice) an item is gathered from its event as a dict, as ``otlp_lines._span_line`` makes it,
+so the same value wins: an item's own fields over its attributes, its attributes over the
 shared fields, a later attribute over an earlier one.
 """
 
@@ -162,7 +164,7 @@ class Columns:
         bases: list[Event] = []
         per_scope: list[int] = []
         skipped = 0
-        for base, scope in _scopes(request.resource_spans, "scope_spans"):
+        for base, scope in scope_fields(request.resource_spans, "scope_spans"):
             got = list(map(SPAN, scope.spans))
             kept = got if all(map(_START, got)) else [span for span in got if span[0]]
             skipped += len(got) - len(kept)
@@ -369,7 +371,7 @@ def span_extras(attributes: Sequence[bytes], events: Sequence[bytes], memo: Deco
     return event
 
 
-def _scopes(resources: Iterable[Any], scopes: str) -> Iterator[tuple[Event, Any]]:
+def scope_fields(resources: Iterable[Any], scopes: str) -> Iterator[tuple[Event, Any]]:
     """(the fields a scope's items share, the scope)."""
     for resource in resources:
         attributes = flatten(resource.resource.attributes, {})

@@ -45,7 +45,7 @@ def add_logs(columns: Columns, payload: bytes, memo: Decoded) -> int:
 
 
 def _add_parsed(columns: Columns, payload: bytes, memo: Decoded) -> int:
-    from rootsift.server.otlp_columns import _scopes
+    from rootsift.server.otlp_columns import scope_fields
     from rootsift.server.otlp_types import lazy_request
 
     request = lazy_request("logs").FromString(payload)
@@ -53,7 +53,7 @@ def _add_parsed(columns: Columns, payload: bytes, memo: Decoded) -> int:
     bases: list[Event] = []
     per_scope: list[int] = []
     skipped = 0
-    for base, scope in _scopes(request.resource_logs, "scope_logs"):
+    for base, scope in scope_fields(request.resource_logs, "scope_logs"):
         got = list(scope.log_records)
         kept = [r for r in got if r.time_unix_nano or r.observed_time_unix_nano]
         skipped += len(got) - len(kept)
