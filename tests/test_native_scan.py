@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from helpers import otlp as otlp_values
 from rootsift.server import native
 
 SCANNER = native.span_scanner()
@@ -36,23 +37,7 @@ def _request(rng: random.Random, resources: int = 2, spans: int = 150) -> bytes:
     from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
     def attribute(key: str) -> KeyValue:
-        kv = KeyValue(key=key)
-        kind = rng.choice(["s", "s", "s", "i", "d", "b", "map", "array", "bytes", "empty"])
-        if kind == "s":
-            kv.value.string_value = rng.choice(["GET", 'quo"te', "ünï", "", "POST"])
-        elif kind == "i":
-            kv.value.int_value = rng.choice([rng.randrange(-(2**40), 2**40), 2**63 - 1, -(2**63)])
-        elif kind == "d":
-            kv.value.double_value = rng.choice([0.1, 1e-7, 3.0, -2.5e12, float("nan"), float("inf")])
-        elif kind == "b":
-            kv.value.bool_value = rng.random() < 0.5
-        elif kind == "map":
-            kv.value.kvlist_value.values.add(key="k").value.string_value = "v"
-        elif kind == "array":
-            kv.value.array_value.values.add().int_value = 1
-        elif kind == "bytes":
-            kv.value.bytes_value = b"\x00\xff"
-        return kv
+        return otlp_values.attribute(key, rng, ("s", "s", *otlp_values.KINDS), extreme=True)
 
     keys = ["http.method", "user.id", "service.name", "name", "duration_ms", "a.b", "timestamp"]
     keys += ["status.message", "trace.parent_id", "exception.type", "span.kind", "trace.trace_id"]
@@ -128,17 +113,7 @@ def _logs_request(rng: random.Random, resources: int = 2, records: int = 150) ->
     from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
     def attribute(key: str) -> KeyValue:
-        kv = KeyValue(key=key)
-        kind = rng.choice(["s", "s", "i", "d", "map", "empty"])
-        if kind == "s":
-            kv.value.string_value = rng.choice(["GET", "ünï", "", "x"])
-        elif kind == "i":
-            kv.value.int_value = rng.randrange(-(2**40), 2**40)
-        elif kind == "d":
-            kv.value.double_value = rng.choice([0.5, float("nan")])
-        elif kind == "map":
-            kv.value.kvlist_value.values.add(key="k").value.string_value = "v"
-        return kv
+        return otlp_values.attribute(key, rng, ("s", "s", "i", "d", "map", "empty"))
 
     keys = ["user.id", "http.method", "body", "severity_text", "severity_number", "timestamp"]
     keys += ["trace.trace_id", "service.name", "a.b"]
@@ -154,23 +129,11 @@ def _logs_request(rng: random.Random, resources: int = 2, records: int = 150) ->
                 record.time_unix_nano = rng.choice([0, 0] + [10**18 + rng.randrange(10**12)] * 8)
                 record.observed_time_unix_nano = rng.choice([0, 10**18 + 7])
                 record.severity_text, record.severity_number = rng.choice([("", 0), ("INFO", 9), ("ERROR", 17)])
-                kind = rng.choice(
-                    ["text"] * 6 + ["empty text", "int", "map", "array", "bytes", "bool", "none", "unset"]
-                )
+                kind = rng.choice(["text"] * 6 + ["value"] * 6 + ["none", "unset"])
                 if kind == "text":
                     record.body.string_value = rng.choice(["GET /a 200", 'ünï "quoted"', "x" * 300])
-                elif kind == "empty text":
-                    record.body.string_value = ""
-                elif kind == "int":
-                    record.body.int_value = rng.randrange(100)
-                elif kind == "map":
-                    record.body.kvlist_value.values.add(key="msg").value.string_value = "hi"
-                elif kind == "array":
-                    record.body.array_value.values.add().int_value = 3
-                elif kind == "bytes":
-                    record.body.bytes_value = b"\x01\x02"
-                elif kind == "bool":
-                    record.body.bool_value = True
+                elif kind == "value":  # text, empty text, a number, a structure, bytes...
+                    otlp_values.fill(record.body, rng)
                 elif kind == "none":
                     record.body.SetInParent()  # a body with no value
                 record.attributes.extend(attribute(k) for k in rng.sample(keys, rng.randrange(4)))

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
+from helpers import otlp as otlp_values
 from helpers.server import Server, start, stop
 from rootsift.server.wal import Wal, encode, records, repair
 
@@ -801,24 +802,7 @@ def test_span_lines_are_the_events_json_whatever_the_attributes(seed: int) -> No
     rng = random.Random(seed)
 
     def attribute(key: str) -> KeyValue:
-        kv = KeyValue(key=key)
-        kind = rng.choice(["s", "i", "d", "b", "map", "array", "bytes", "empty"])
-        if kind == "s":
-            kv.value.string_value = rng.choice(["GET", 'quo"te', "ünï", ""])
-        elif kind == "i":
-            kv.value.int_value = rng.randrange(-(2**40), 2**40)
-        elif kind == "d":
-            kv.value.double_value = rng.choice([0.1, 1e-7, 3.0, -2.5e12])
-        elif kind == "b":
-            kv.value.bool_value = rng.random() < 0.5
-        elif kind == "map":
-            inner = kv.value.kvlist_value.values.add(key="k")
-            inner.value.string_value = "v"
-        elif kind == "array":
-            kv.value.array_value.values.add().int_value = 1
-        elif kind == "bytes":
-            kv.value.bytes_value = b"\x00\xff"
-        return kv
+        return otlp_values.attribute(key, rng)
 
     keys = ["http.method", "user.id", "service.name", "name", "duration_ms", "a.b", "timestamp"]
     request = ts.ExportTraceServiceRequest()
@@ -877,23 +861,7 @@ def test_span_and_log_columns_are_the_events_of_the_json_lines(seed: int) -> Non
     rng = random.Random(seed)
 
     def attribute(key: str) -> KeyValue:
-        kv = KeyValue(key=key)
-        kind = rng.choice(["s", "i", "d", "b", "map", "array", "bytes", "empty"])
-        if kind == "s":
-            kv.value.string_value = rng.choice(["GET", 'quo"te', "ünï", ""])
-        elif kind == "i":
-            kv.value.int_value = rng.randrange(-(2**40), 2**40)
-        elif kind == "d":
-            kv.value.double_value = rng.choice([0.1, 1e-7, 3.0, -2.5e12, float("nan")])
-        elif kind == "b":
-            kv.value.bool_value = rng.random() < 0.5
-        elif kind == "map":
-            kv.value.kvlist_value.values.add(key="k").value.string_value = "v"
-        elif kind == "array":
-            kv.value.array_value.values.add().int_value = 1
-        elif kind == "bytes":
-            kv.value.bytes_value = b"\x00\xff"
-        return kv
+        return otlp_values.attribute(key, rng)
 
     keys = ["http.method", "user.id", "service.name", "name", "duration_ms", "a.b", "timestamp"]
     keys += ["status.message", "trace.parent_id", "exception.type", "body", "severity_text"]
