@@ -160,19 +160,10 @@ class Columns:
 
             return add_scanned(self, scanned, memo)
         request = lazy_request("traces", scan=True).FromString(payload)
-        spans: list[tuple[Any, ...]] = []
-        bases: list[Event] = []
-        per_scope: list[int] = []
-        skipped = 0
-        for base, scope in scope_fields(request.resource_spans, "scope_spans"):
-            got = list(map(SPAN, scope.spans))
-            kept = got if all(map(_START, got)) else [span for span in got if span[0]]
-            skipped += len(got) - len(kept)
-            if kept:
-                self.share(base, self.rows + len(spans), self.rows + len(spans) + len(kept))
-                spans.extend(kept)
-                bases.append(base)
-                per_scope.append(len(kept))
+        scoped = (
+            (base, list(map(SPAN, scope.spans))) for base, scope in scope_fields(request.resource_spans, "scope_spans")
+        )
+        spans, bases, per_scope, skipped = self.gather(scoped, _START)
         if not spans:
             return skipped
         first, n = self.rows, len(spans)
@@ -201,6 +192,28 @@ class Columns:
         optional = (parents, [m or None for m in messages] if any(messages) else [None] * n)  # None: has none
         self.add_own(starts, own_runs(values, (n_events, list(map(len, links))), optional))
         return skipped
+
+    def gather(
+        self, scoped: Iterable[tuple[Event, list[Any]]], keep: Any, drop: str = ""
+    ) -> tuple[list[Any], list[Event], list[int], int]:
+        """Each scope's items that ``keep`` keeps (``scoped``: each scope's shared fields and
+        items), the fields shared over their rows from the next row on, less the key
+        ``drop``: (the items, each scope's fields, each scope's number of items, the number
+        of items not kept)."""
+        items: list[Any] = []
+        bases: list[Event] = []
+        per_scope: list[int] = []
+        skipped = 0
+        for base, got in scoped:
+            kept = got if all(map(keep, got)) else [item for item in got if keep(item)]
+            skipped += len(got) - len(kept)
+            if kept:
+                fields = {k: v for k, v in base.items() if k != drop} if drop in base else base
+                self.share(fields, self.rows + len(items), self.rows + len(items) + len(kept))
+                items.extend(kept)
+                bases.append(fields)
+                per_scope.append(len(kept))
+        return items, bases, per_scope, skipped
 
     def numbered(self, raws: list[bytes], memo: Decoded) -> Any:
         """Each attribute encoding's number (a new one numbered as it comes), as an array."""

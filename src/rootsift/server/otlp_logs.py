@@ -49,20 +49,9 @@ def _add_parsed(columns: Columns, payload: bytes, memo: Decoded) -> int:
     from rootsift.server.otlp_types import lazy_request
 
     request = lazy_request("logs").FromString(payload)
-    records: list[Any] = []
-    bases: list[Event] = []
-    per_scope: list[int] = []
-    skipped = 0
-    for base, scope in scope_fields(request.resource_logs, "scope_logs"):
-        got = list(scope.log_records)
-        kept = [r for r in got if r.time_unix_nano or r.observed_time_unix_nano]
-        skipped += len(got) - len(kept)
-        if kept:
-            shared = {k: v for k, v in base.items() if k != TIME}  # the record's time wins
-            columns.share(shared, columns.rows + len(records), columns.rows + len(records) + len(kept))
-            records.extend(kept)
-            bases.append(shared)
-            per_scope.append(len(kept))
+    scoped = ((base, list(scope.log_records)) for base, scope in scope_fields(request.resource_logs, "scope_logs"))
+    # a shared field named timestamp yields to the record's time
+    records, bases, per_scope, skipped = columns.gather(scoped, _timed, drop=TIME)
     if not records:
         return skipped
     first, n = columns.rows, len(records)
@@ -81,6 +70,10 @@ def _add_parsed(columns: Columns, payload: bytes, memo: Decoded) -> int:
     )
     columns.add_own(times, list(zip(LOG_OWN, runs)))
     return skipped
+
+
+def _timed(record: Any) -> bool:
+    return bool(record.time_unix_nano or record.observed_time_unix_nano)
 
 
 def _add_scanned(columns: Columns, scanned: tuple[Any, ...], memo: Decoded) -> int:
