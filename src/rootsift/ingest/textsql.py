@@ -18,6 +18,7 @@ See docs/adr/0016-text-formats-in-one-duckdb-pass.md.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +43,9 @@ from rootsift.ingest.timefield import TimeSpec
 from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal
 from rootsift.store.writer import Verified
+
+_ODD_LINES = itertools.count()
+"""The numbers of the cursors' ``odd_line`` functions (``_odd_line``)."""
 
 
 @dataclass
@@ -293,7 +297,9 @@ class TextLinesReader(TextStager):
         on any of DuckDB's threads, in any order: the lines are numbered afterwards when needed
         (``_odd_rest``), and that it ran once per line is checked there."""
         if self._odd_name is None:
-            self._odd_name = f"rootsift_odd_line_{id(self):x}"
+            # numbered, not named by id(self): the cursor outlives its readers, and a later
+            # reader can be given the id of one collected, whose function is still there
+            self._odd_name = f"rootsift_odd_line_{next(_ODD_LINES)}"
 
             def odd_line(line: str | None, keep: bool) -> bool:
                 if not keep and self._odd is not None:
