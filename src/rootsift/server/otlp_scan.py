@@ -7,6 +7,8 @@ values with each span's number of its value. Here they become the same runs of v
 ``Columns.add_spans`` gathers in Python (otlp_columns.py): the shared fields per scope,
 the attributes placed by their encodings' numbers, a span whose keys clash or that has
 events gathered from its event as a dict, and the span's own fields as Arrow arrays.
+The scanned log records (otlp_logs.py) share the scopes' fields, the attributes and the
+ids the same way (``shared``, ``Placed``, ``hex_array``).
 """
 
 from __future__ import annotations
