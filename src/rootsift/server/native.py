@@ -31,11 +31,9 @@ def _module() -> Any:
 
 def span_scanner() -> Scanner | None:
     """``scan_spans``, or None when the scanner is not installed or is turned off."""
-    module = _module()
-    return None if module is None else module.scan_spans  # type: ignore[no-any-return]
+    return getattr(_module(), "scan_spans", None)  # an older build may lack either
 
 
 def log_scanner() -> Scanner | None:
     """``scan_logs``, or None when the scanner is not installed or is turned off."""
-    module = _module()
-    return None if module is None else module.scan_logs  # type: ignore[no-any-return]
+    return getattr(_module(), "scan_logs", None)
