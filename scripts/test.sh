@@ -11,6 +11,6 @@ cd "$(dirname "$0")/.."
 ./scripts/sources/install.sh
 ./scripts/install-telemetrygen.sh  # for tests/test_server.py (its test is skipped without go)
 export ROOTSIFT_REQUIRE_SOURCES=1
-# setup.sh built the native span scanner where cargo is: a missing one is then a failure
+# setup.sh built the native OTLP scanner where cargo is: a missing one is then a failure
 if command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ]; then export ROOTSIFT_REQUIRE_NATIVE=1; fi
 .venv/bin/python -m pytest -q "$@"
