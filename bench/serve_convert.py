@@ -1,4 +1,4 @@
-"""The server's converter alone: the native span scanner (ADR 0028) against the Python
+"""The server's converter alone: the native scanner (ADR 0028) against the Python
 path, on the same logged spans, in the same run (bench/README.md, "serve").
 
     .venv/bin/python bench/serve_convert.py                   # 200k spans, 5 rounds
