@@ -33,13 +33,17 @@ fn text_list<'py>(py: Python<'py>, distinct: &Distinct<'_>) -> PyResult<Bound<'p
     )
 }
 
+/// Each scope as (its resource's encoding, its scope's encoding, its items kept), one
+/// bytes object per resource however many scopes share it.
 fn scopes_list<'py>(
     py: Python<'py>,
-    scopes: &[(Vec<u8>, Vec<u8>, usize)],
+    resources: &[Vec<u8>],
+    scopes: &[(usize, Vec<u8>, usize)],
 ) -> PyResult<Bound<'py, PyList>> {
+    let shared: Vec<Bound<'py, PyBytes>> = resources.iter().map(|r| PyBytes::new(py, r)).collect();
     let out = PyList::empty(py);
     for (resource, scope, kept) in scopes {
-        out.append((PyBytes::new(py, resource), PyBytes::new(py, scope), *kept))?;
+        out.append((shared[*resource].clone(), PyBytes::new(py, scope), *kept))?;
     }
     Ok(out)
 }
@@ -86,7 +90,7 @@ fn scan_spans<'py>(py: Python<'py>, payload: &[u8]) -> PyResult<Option<Bound<'py
         events.append((*row, bytes_list(py, raws)?))?;
     }
     let items: Vec<Bound<'py, PyAny>> = vec![
-        scopes_list(py, &scan.scopes)?.into_any(),
+        scopes_list(py, &scan.resources, &scan.scopes)?.into_any(),
         scan.skipped.into_pyobject(py)?.into_any(),
         scan.rows.into_pyobject(py)?.into_any(),
         PyBytes::new(py, &scan.starts).into_any(),
@@ -134,7 +138,7 @@ fn scan_logs<'py>(py: Python<'py>, payload: &[u8]) -> PyResult<Option<Bound<'py,
         bodies.into_any(),
     ];
     let items: Vec<Bound<'py, PyAny>> = vec![
-        scopes_list(py, &scan.scopes)?.into_any(),
+        scopes_list(py, &scan.resources, &scan.scopes)?.into_any(),
         scan.skipped.into_pyobject(py)?.into_any(),
         scan.rows.into_pyobject(py)?.into_any(),
         PyBytes::new(py, &scan.times).into_any(),

@@ -80,7 +80,8 @@ fn body(record: &Record<'_>) -> Result<(u8, Option<Vec<u8>>), Declined> {
 /// Every scope's records with a time, gathered per column.
 #[derive(Default)]
 pub struct Logs<'a> {
-    pub scopes: Vec<(Vec<u8>, Vec<u8>, usize)>,
+    pub resources: Vec<Vec<u8>>,
+    pub scopes: Vec<(usize, Vec<u8>, usize)>,
     pub skipped: usize,
     pub rows: usize,
     pub times: Vec<u8>,
@@ -101,7 +102,9 @@ impl<'a> Logs<'a> {
             body_offsets: vec![0],
             ..Logs::default()
         };
-        for (resource, scope, items) in scopes(payload)? {
+        let scoped = scopes(payload)?;
+        out.resources = scoped.resources;
+        for (resource, scope, items) in scoped.scopes {
             let mut kept = 0;
             for raw in items {
                 let r = record(raw)?;

@@ -54,7 +54,8 @@ fn span(buf: &[u8]) -> Result<Span<'_>, Declined> {
 /// Every scope's spans with a start time, gathered per column.
 #[derive(Default)]
 pub struct Spans<'a> {
-    pub scopes: Vec<(Vec<u8>, Vec<u8>, usize)>,
+    pub resources: Vec<Vec<u8>>,
+    pub scopes: Vec<(usize, Vec<u8>, usize)>,
     pub skipped: usize,
     pub rows: usize,
     pub starts: Vec<u8>,
@@ -74,7 +75,9 @@ pub struct Spans<'a> {
 impl<'a> Spans<'a> {
     pub fn scan(payload: &'a [u8]) -> Result<Self, Declined> {
         let mut out = Spans::default();
-        for (resource, scope, items) in scopes(payload)? {
+        let scoped = scopes(payload)?;
+        out.resources = scoped.resources;
+        for (resource, scope, items) in scoped.scopes {
             let mut kept = 0;
             for raw in items {
                 let s = span(raw)?;

@@ -114,23 +114,40 @@ impl Hex {
     }
 }
 
-/// A scope's resource encoding, its scope encoding, and its items' encodings.
-pub type Scope<'a> = (Vec<u8>, Vec<u8>, Vec<&'a [u8]>);
+/// A request's scopes that have items: `resources`, each resource's encoding (its
+/// occurrences concatenated: protobuf merges a message field given twice), once however
+/// many scopes it has; `scopes`, each (its resource's place in `resources`, its scope's
+/// encoding, its items' encodings), in order. A scope without items is left out (it has
+/// no rows), so that nothing here grows with the number of empty scopes.
+#[derive(Default)]
+pub struct Scoped<'a> {
+    pub resources: Vec<Vec<u8>>,
+    pub scopes: Vec<Scope<'a>>,
+}
 
-/// Each scope of a request (an `Export*ServiceRequest`: resources in field 1, each with its
-/// resource in 1 and scopes in 2, each scope with its scope in 1 and items in 2): the
-/// resource's and the scope's encodings (their occurrences concatenated: protobuf merges a
-/// message field given twice) and the items' encodings, in order.
-pub fn scopes(payload: &[u8]) -> Result<Vec<Scope<'_>>, Declined> {
-    let mut out = Vec::new();
+/// A scope with items: its resource's place in `Scoped::resources`, its scope's encoding,
+/// its items' encodings.
+pub type Scope<'a> = (usize, Vec<u8>, Vec<&'a [u8]>);
+
+/// The scopes of a request (an `Export*ServiceRequest`: resources in field 1, each with
+/// its resource in 1 and scopes in 2, each scope with its scope in 1 and items in 2).
+pub fn scopes(payload: &[u8]) -> Result<Scoped<'_>, Declined> {
+    let mut out = Scoped::default();
     let mut fields = Fields::new(payload);
     while let Some((number, value)) = fields.next()? {
         match (number, value) {
             (1, Value::Bytes(resource)) => {
                 let (resource, scopes) = parts(resource)?;
+                let mut kept = false;
                 for scope in scopes {
                     let (scope, items) = parts(scope)?;
-                    out.push((resource.clone(), scope, items));
+                    if !items.is_empty() {
+                        out.scopes.push((out.resources.len(), scope, items));
+                        kept = true;
+                    }
+                }
+                if kept {
+                    out.resources.push(resource);
                 }
             }
             (1, _) => return Err(Declined),

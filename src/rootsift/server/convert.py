@@ -210,10 +210,11 @@ def _prepare() -> None:
     import pyarrow.compute  # noqa: F401
     import pyarrow.ipc  # noqa: F401
 
-    from rootsift.server import otlp_columns, otlp_types
+    from rootsift.server import native, otlp_columns, otlp_types
 
-    for signal_name, scan in (("traces", True), ("traces", False), ("logs", False)):
-        otlp_types.lazy_request(signal_name, scan)
+    for signal_name in ("traces", "logs"):
+        otlp_types.lazy_request(signal_name)
+    native.span_scanner()  # the native scanner's import, where it is installed
     otlp_columns.Columns().table()
 
 

@@ -99,8 +99,8 @@ def column(key: str, values: list[Any]) -> tuple[pa.Array, pa.Field]:
             return pa.array(values, type=pa.int64()), pa.field(key, pa.int64())
         except (OverflowError, pa.ArrowInvalid):
             pass
-    elif kinds <= {int, float}:
-        numbers = pa.array(values, type=pa.float64())
+    elif kinds <= {int, float}:  # as numbers, as the JSON ingest takes them (Arrow refuses ints past 2**53)
+        numbers = pa.array([float(v) for v in values], type=pa.float64())
         return pc.if_else(pc.is_finite(numbers), numbers, None), pa.field(key, pa.float64())
     text = [orjson.dumps(v, default=str).decode() for v in values]
     return pa.array(text, type=pa.string()), pa.field(key, pa.string(), metadata={JSON_TEXT: b"1"})

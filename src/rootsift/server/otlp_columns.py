@@ -145,9 +145,8 @@ class Columns:
         the number skipped for having no start time (counted as rejected when received).
 
         The native scanner reads it where it is installed (otlp_scan.py); otherwise, or
-        where it declines, it is parsed as a lazy message whose spans' events and links
-        are one bytes value each (``otlp_types.lazy_request("traces", scan=True)``); a
-        request where a span has any is parsed again to count them (``_counted``)."""
+        where it declines, it is parsed as a lazy message whose spans' attributes, events,
+        links and status stay encoded (``otlp_types.lazy_request("traces")``)."""
         import numpy as np
 
         from rootsift.server.native import span_scanner
@@ -159,7 +158,7 @@ class Columns:
             from rootsift.server.otlp_scan import add_scanned
 
             return add_scanned(self, scanned, memo)
-        request = lazy_request("traces", scan=True).FromString(payload)
+        request = lazy_request("traces").FromString(payload)
         scoped = (
             (base, list(map(SPAN, scope.spans))) for base, scope in scope_fields(request.resource_spans, "scope_spans")
         )
@@ -168,8 +167,6 @@ class Columns:
             return skipped
         first, n = self.rows, len(spans)
         starts, ends, trace_ids, span_ids, names, kinds, statuses, parents, attrs, events, links = zip(*spans)
-        if any(events) or any(links):
-            events, links = zip(*_counted(payload))
         found = list(map(memo.statuses.get, statuses))
         if None in found:
             found = [f or memo.status(raw) for f, raw in zip(found, statuses)]
@@ -247,17 +244,18 @@ class Columns:
         keys = entry_key[entries]
         single = entry_single[entries]
         at = np.repeat(np.arange(n), counts)
-        own = np.zeros(len(self._keys), dtype=bool)
+        width = max(len(self._keys), 1)  # an attribute with no value is entry key 0 even before any key
+        own = np.zeros(width, dtype=bool)
         own[[number for key, number in self._keys.items() if key in fields]] = True
-        taken = np.zeros((len(bases), len(self._keys)), dtype=bool)
+        taken = np.zeros((len(bases), width), dtype=bool)
         for s, base in enumerate(bases):
             taken[s, [self._keys[key] for key in base]] = True
         scope_of = np.repeat(np.repeat(np.arange(len(bases)), per_scope), counts)
         clash = ~single | own[keys] | taken[scope_of, keys]
         slow = np.asarray(n_events, dtype=np.int64) > 0
         slow[at[clash]] = True
-        pairs = np.sort(at * len(self._keys) + keys)
-        slow[pairs[1:][pairs[1:] == pairs[:-1]] // len(self._keys)] = True
+        pairs = np.sort(at * width + keys)
+        slow[pairs[1:][pairs[1:] == pairs[:-1]] // width] = True
         placed = ~slow[at]
         self._placed.append((at[placed] + first, keys[placed], entry_value[entries][placed]))
         return list(np.flatnonzero(slow).tolist())
@@ -350,21 +348,6 @@ def _listed(key: str, run: Sequence[Any]) -> Sequence[Any]:
     if hasattr(run, "tolist"):  # a numpy array
         return list(run.tolist())
     return [i.hex() or None for i in run] if key in IDS else run
-
-
-def _counted(payload: bytes) -> list[tuple[Any, Any]]:
-    """The events and links (their encodings) of each span with a start time, in order,
-    from the request parsed again with every one kept."""
-    from rootsift.server.otlp_types import lazy_request
-
-    request = lazy_request("traces").FromString(payload)
-    return [
-        (span.events, span.links)
-        for resource in request.resource_spans
-        for scope in resource.scope_spans
-        for span in scope.spans
-        if span.start_time_unix_nano
-    ]
 
 
 def span_extras(attributes: Sequence[bytes], events: Sequence[bytes], memo: Decoded) -> Event:

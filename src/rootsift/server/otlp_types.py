@@ -31,14 +31,8 @@ LAZY_FIELDS = {
 field and a bytes field are both length-delimited)."""
 
 
-SCAN_SINGULAR = {"Span": ("events", "links")}
-"""Fields the scanning variant (``lazy_request("traces", scan=True)``) reads as one bytes
-value (the wire's last occurrence, as for any singular field): empty when the span has
-none, so that most spans' absent events and links cost no container each."""
-
-
 @functools.cache
-def lazy_request(signal: str, scan: bool = False) -> Any:
+def lazy_request(signal: str) -> Any:
     """The class of a ``traces`` or ``logs`` request whose items keep their attributes (and a
     span its events, links and status) as encoded bytes, decoded by the caller only when an
     encoding is new: the same attribute repeats over most of a batch, and decoding it once
@@ -50,7 +44,7 @@ def lazy_request(signal: str, scan: bool = False) -> Any:
     else:
         from opentelemetry.proto.logs.v1 import logs_pb2 as items  # type: ignore[no-redef]
     real = items.DESCRIPTOR.package
-    lazy = f"rootsift.lazy.{signal}{'.scan' if scan else ''}"
+    lazy = f"rootsift.lazy.{signal}"
     file = descriptor_pb2.FileDescriptorProto()
     items.DESCRIPTOR.CopyToProto(file)
     file.name, file.package = lazy.replace(".", "/") + ".proto", lazy
@@ -61,8 +55,6 @@ def lazy_request(signal: str, scan: bool = False) -> Any:
             if field.name in LAZY_FIELDS.get(message.name, ()):
                 field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
                 field.ClearField("type_name")
-            if scan and field.name in SCAN_SINGULAR.get(message.name, ()):
-                field.label = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
     top = "ResourceSpans" if signal == "traces" else "ResourceLogs"
     request = file.message_type.add(name="Request")
     request.field.add(
