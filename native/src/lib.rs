@@ -90,8 +90,8 @@ fn scan_spans<'py>(py: Python<'py>, payload: &[u8]) -> PyResult<Option<Bound<'py
         events.append((*row, bytes_list(py, raws)?))?;
     }
     let items: Vec<Bound<'py, PyAny>> = vec![
-        scopes_list(py, &scan.resources, &scan.scopes)?.into_any(),
-        scan.skipped.into_pyobject(py)?.into_any(),
+        scopes_list(py, &scan.kept.resources, &scan.kept.scopes)?.into_any(),
+        scan.kept.skipped.into_pyobject(py)?.into_any(),
         scan.rows.into_pyobject(py)?.into_any(),
         PyBytes::new(py, &scan.starts).into_any(),
         PyBytes::new(py, &scan.ends).into_any(),
@@ -138,8 +138,8 @@ fn scan_logs<'py>(py: Python<'py>, payload: &[u8]) -> PyResult<Option<Bound<'py,
         bodies.into_any(),
     ];
     let items: Vec<Bound<'py, PyAny>> = vec![
-        scopes_list(py, &scan.resources, &scan.scopes)?.into_any(),
-        scan.skipped.into_pyobject(py)?.into_any(),
+        scopes_list(py, &scan.kept.resources, &scan.kept.scopes)?.into_any(),
+        scan.kept.skipped.into_pyobject(py)?.into_any(),
         scan.rows.into_pyobject(py)?.into_any(),
         PyBytes::new(py, &scan.times).into_any(),
         ids_list(py, &scan.ids)?.into_any(),

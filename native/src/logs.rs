@@ -1,7 +1,7 @@
 //! The log records of a logs request, as the lazy message of `otlp_types.lazy_request("logs")`
 //! reads them, into column buffers.
 
-use crate::wire::{scopes, Attributes, Declined, Distinct, Fields, Hex, Value};
+use crate::wire::{Attributes, Declined, Distinct, Fields, Hex, Kept, Value};
 
 /// A record's body: none, text (an `AnyValue` that is only its `string_value`, the last
 /// one given), or any other value, left encoded for Python (`otlp.any_value`).
@@ -80,9 +80,7 @@ fn body(record: &Record<'_>) -> Result<(u8, Option<Vec<u8>>), Declined> {
 /// Every scope's records with a time, gathered per column.
 #[derive(Default)]
 pub struct Logs<'a> {
-    pub resources: Vec<Vec<u8>>,
-    pub scopes: Vec<(usize, Vec<u8>, usize)>,
-    pub skipped: usize,
+    pub kept: Kept,
     pub rows: usize,
     pub times: Vec<u8>,
     pub ids: [Hex; 2],
@@ -102,23 +100,14 @@ impl<'a> Logs<'a> {
             body_offsets: vec![0],
             ..Logs::default()
         };
-        let scoped = scopes(payload)?;
-        out.resources = scoped.resources;
-        for (resource, scope, items) in scoped.scopes {
-            let mut kept = 0;
-            for raw in items {
-                let r = record(raw)?;
-                if r.time == 0 && r.observed == 0 {
-                    out.skipped += 1;
-                    continue;
-                }
-                out.add(r)?;
-                kept += 1;
+        out.kept = Kept::scan(payload, |raw| {
+            let r = record(raw)?;
+            if r.time == 0 && r.observed == 0 {
+                return Ok(false); // no time at all: rejected when received
             }
-            if kept > 0 {
-                out.scopes.push((resource, scope, kept));
-            }
-        }
+            out.add(r)?;
+            Ok(true)
+        })?;
         Ok(out)
     }
 

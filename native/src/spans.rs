@@ -1,7 +1,7 @@
 //! The spans of a traces request, as the lazy message of `otlp_types.lazy_request("traces")`
 //! reads them, into column buffers.
 
-use crate::wire::{scopes, Attributes, Declined, Distinct, Fields, Hex, Value};
+use crate::wire::{Attributes, Declined, Distinct, Fields, Hex, Kept, Value};
 
 /// One span's fields.
 #[derive(Default)]
@@ -54,9 +54,7 @@ fn span(buf: &[u8]) -> Result<Span<'_>, Declined> {
 /// Every scope's spans with a start time, gathered per column.
 #[derive(Default)]
 pub struct Spans<'a> {
-    pub resources: Vec<Vec<u8>>,
-    pub scopes: Vec<(usize, Vec<u8>, usize)>,
-    pub skipped: usize,
+    pub kept: Kept,
     pub rows: usize,
     pub starts: Vec<u8>,
     pub ends: Vec<u8>,
@@ -75,23 +73,14 @@ pub struct Spans<'a> {
 impl<'a> Spans<'a> {
     pub fn scan(payload: &'a [u8]) -> Result<Self, Declined> {
         let mut out = Spans::default();
-        let scoped = scopes(payload)?;
-        out.resources = scoped.resources;
-        for (resource, scope, items) in scoped.scopes {
-            let mut kept = 0;
-            for raw in items {
-                let s = span(raw)?;
-                if s.start == 0 {
-                    out.skipped += 1;
-                    continue;
-                }
-                out.add(s)?;
-                kept += 1;
+        out.kept = Kept::scan(payload, |raw| {
+            let s = span(raw)?;
+            if s.start == 0 {
+                return Ok(false); // no start time: rejected when received
             }
-            if kept > 0 {
-                out.scopes.push((resource, scope, kept));
-            }
-        }
+            out.add(s)?;
+            Ok(true)
+        })?;
         Ok(out)
     }
 

@@ -157,6 +157,45 @@ pub fn scopes(payload: &[u8]) -> Result<Scoped<'_>, Declined> {
     Ok(out)
 }
 
+/// The scopes with an item kept: each resource's encoding once (`resources`), each scope
+/// as (its resource's place there, its scope's encoding, how many of its items were kept),
+/// and how many items were not (`skipped`).
+#[derive(Default)]
+pub struct Kept {
+    pub resources: Vec<Vec<u8>>,
+    pub scopes: Vec<(usize, Vec<u8>, usize)>,
+    pub skipped: usize,
+}
+
+impl Kept {
+    /// Each item of the request's scopes, in order, given to `keep`, which reads it and
+    /// gathers it where it is kept (true).
+    pub fn scan<'a>(
+        payload: &'a [u8],
+        mut keep: impl FnMut(&'a [u8]) -> Result<bool, Declined>,
+    ) -> Result<Self, Declined> {
+        let scoped = scopes(payload)?;
+        let mut out = Kept {
+            resources: scoped.resources,
+            ..Kept::default()
+        };
+        for (resource, scope, items) in scoped.scopes {
+            let mut kept = 0;
+            for raw in items {
+                if keep(raw)? {
+                    kept += 1;
+                } else {
+                    out.skipped += 1;
+                }
+            }
+            if kept > 0 {
+                out.scopes.push((resource, scope, kept));
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// A resource's or a scope's message: (field 1's occurrences concatenated, field 2's).
 fn parts(buf: &[u8]) -> Result<(Vec<u8>, Vec<&[u8]>), Declined> {
     let mut first = Vec::new();
