@@ -43,17 +43,20 @@ from typing import Any
 from common import SRC, use_source_tree
 
 
-def make_requests(spans: int, per_request: int) -> list[bytes]:
-    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+def kv(key: str, value: str | int) -> Any:
+    """An OTLP attribute of text or a whole number."""
     from opentelemetry.proto.common.v1 import common_pb2
 
-    def kv(key: str, value: str | int) -> common_pb2.KeyValue:
-        pair = common_pb2.KeyValue(key=key)
-        if isinstance(value, str):
-            pair.value.string_value = value
-        else:
-            pair.value.int_value = value
-        return pair
+    pair = common_pb2.KeyValue(key=key)
+    if isinstance(value, str):
+        pair.value.string_value = value
+    else:
+        pair.value.int_value = value
+    return pair
+
+
+def make_requests(spans: int, per_request: int) -> list[bytes]:
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
 
     bodies = []
     start = time.time_ns() - 3600 * 10**9
@@ -90,12 +93,6 @@ def make_requests(spans: int, per_request: int) -> list[bytes]:
 
 def make_log_requests(records: int, per_request: int) -> list[bytes]:
     from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as ls
-    from opentelemetry.proto.common.v1 import common_pb2
-
-    def kv(key: str, value: str) -> common_pb2.KeyValue:
-        pair = common_pb2.KeyValue(key=key)
-        pair.value.string_value = value
-        return pair
 
     bodies = []
     start = time.time_ns() - 3600 * 10**9

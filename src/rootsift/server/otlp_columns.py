@@ -198,19 +198,31 @@ class Columns:
         ``drop``: (the items, each scope's fields, each scope's number of items, the number
         of items not kept)."""
         items: list[Any] = []
-        bases: list[Event] = []
-        per_scope: list[int] = []
+        counted: list[tuple[Event, int]] = []
         skipped = 0
         for base, got in scoped:
             kept = got if all(map(keep, got)) else [item for item in got if keep(item)]
             skipped += len(got) - len(kept)
-            if kept:
+            items.extend(kept)
+            counted.append((base, len(kept)))
+        return (items, *self.share_scopes(counted, drop), skipped)
+
+    def share_scopes(self, scopes: Iterable[tuple[Event, int]], drop: str = "") -> tuple[list[Event], list[int]]:
+        """Share each scope's fields (less the key ``drop``) over its items' rows, the
+        scopes' items coming in order from the next row on (``scopes``: each scope's fields
+        and number of items); (each scope's fields, each one's number of items), for the
+        scopes that have items."""
+        bases: list[Event] = []
+        per_scope: list[int] = []
+        row = self.rows
+        for base, count in scopes:
+            if count:
                 fields = {k: v for k, v in base.items() if k != drop} if drop in base else base
-                self.share(fields, self.rows + len(items), self.rows + len(items) + len(kept))
-                items.extend(kept)
+                self.share(fields, row, row + count)
+                row += count
                 bases.append(fields)
-                per_scope.append(len(kept))
-        return items, bases, per_scope, skipped
+                per_scope.append(count)
+        return bases, per_scope
 
     def numbered(self, raws: list[bytes], memo: Decoded) -> Any:
         """Each attribute encoding's number (a new one numbered as it comes), as an array."""
@@ -231,11 +243,11 @@ class Columns:
         n_events: Any,
         fields: frozenset[str] = SPAN_FIELDS,
     ) -> list[int]:
-        """Place the attributes of the spans from row ``first`` (``counts`` of them each,
+        """Place the attributes of the items from row ``first`` (``counts`` of them each,
         ``entries`` their encodings' numbers, in order; ``bases`` the fields each scope's
-        spans share, ``per_scope`` how many spans each has): each encoding's key and value
-        numbers, placed by numpy. The spans (from 0) left to gather from their events as a
-        dict (``span_extras``): those whose keys clash (with their own ``fields``, the shared
+        items share, ``per_scope`` how many items each has): each encoding's key and value
+        numbers, placed by numpy. The items (from 0) left to gather from their events as a
+        dict (``span_extras``, otlp_logs' ``_extras``): those whose keys clash (with their own ``fields``, the shared
         ones, each other) or that have events."""
         import numpy as np
 

@@ -88,21 +88,13 @@ class Placed:
 
 
 def shared(columns: Columns, scopes: list[tuple[bytes, bytes, int]], drop: str = "") -> tuple[list[Event], list[int]]:
-    """Share each scanned scope's fields (less the key ``drop``) over its items' rows, from
-    the next row on; (each scope's fields, each scope's number of items)."""
-    bases: list[Event] = []
-    per_scope: list[int] = []
+    """``Columns.share_scopes`` of the scanned scopes, each (its resource's encoding, its
+    scope's, its number of items): each distinct pair's fields decoded once."""
     made: dict[tuple[bytes, bytes], Event] = {}
-    row = columns.rows
-    for resource, scope, kept in scopes:
+    for resource, scope, _ in scopes:
         if (resource, scope) not in made:
-            made[resource, scope] = {k: v for k, v in base_of(resource, scope).items() if k != drop}
-        base = made[resource, scope]
-        columns.share(base, row, row + kept)
-        row += kept
-        bases.append(base)
-        per_scope.append(kept)
-    return bases, per_scope
+            made[resource, scope] = base_of(resource, scope)
+    return columns.share_scopes(((made[resource, scope], kept) for resource, scope, kept in scopes), drop)
 
 
 def base_of(resource: bytes, scope: bytes) -> Event:
