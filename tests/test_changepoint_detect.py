@@ -135,6 +135,27 @@ def test_tcpd_against_counts_the_series_helped_and_hurt(scorer, tmp_path) -> Non
         scorer._saved(saved)
 
 
+def test_default_binseg_is_calibrated_to_the_stated_rate_exactly(scorer) -> None:  # type: ignore[no-untyped-def]
+    """bench/changepoints.py's matched comparison: a series' ``binseg_no_cut`` is where the
+    default binseg stops claiming cuts in it, and the calibrated multiplier is the smallest
+    at which no kind shows more than the stated rate of false alarms."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.normal(size=40), 1.5 + rng.normal(size=40)])
+    low = scorer.binseg_no_cut(x)
+    assert low > 3 and scorer.binseg_default(x, low * 0.99) and not scorer.binseg_default(x, low * 1.01)
+    multiplier, rates = scorer.calibrated_binseg(seeds=20, lengths=(60,))
+    assert set(rates) == {f"{kind} 60" for kind in scorer.CALIBRATED}
+    assert max(rates.values()) <= scorer.det.FALSE_ALARM_RATE
+    found = [
+        sum(
+            bool(scorer.binseg_default(scorer.no_change(kind, 60, np.random.default_rng(s))[0], multiplier * 0.99))
+            for s in range(20)
+        )
+        for kind in scorer.CALIBRATED
+    ]
+    assert max(found) / 20 > scorer.det.FALSE_ALARM_RATE  # any smaller multiplier alarms more often
+
+
 def test_binseg_over_many_rows_makes_each_rows_ruptures_cuts() -> None:
     """segment.binseg_many on a matrix (a row per host) proposes, for every row, exactly
     ruptures' Binseg cuts of that row alone, rows stopping at different rounds included."""
