@@ -348,6 +348,43 @@ def test_cli_terminal_and_errors(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "nope" in json.loads(bad.stdout)["error"]["message"]
 
 
+def test_the_sparkline_has_columns_of_equal_width() -> None:
+    """Each character is the mean of as many buckets as every other (the last of fewer): an
+    alternation looks alike all along (columns of 2 and 3 buckets made its first quarter
+    alternate and the rest flat, a level shift that is not there)."""
+    from rootsift.cli.changes import WIDTH, _spark
+
+    line, per = _spark([120.0 if i % 2 == 0 else 0.0 for i in range(167)])
+    assert per == 3 and len(line) == 56 <= WIDTH
+    assert len(set(line[0:-1:2])) == 1 and len(set(line[1:-1:2])) == 1 and line[0] != line[1]
+    assert _spark([1.0, 2.0, 3.0]) == ("▁▅█", 1)
+
+
+def test_marks_sit_over_their_buckets_when_the_series_has_gaps(tmp_path: Path) -> None:
+    """The terminal's ^ and | are placed by bucket, not by time: a series with a gap (no
+    events for two hours, no buckets) shows its step under the step's own column."""
+    rng = np.random.default_rng(4)
+    rows = []
+    for minute in [*range(120), *range(240, 360)]:
+        for _ in range(4):
+            ms = rng.lognormal(np.log(900 if minute >= 300 else 300), 0.2)
+            at = T0 + timedelta(minutes=minute, seconds=float(rng.uniform(0, 60)))
+            rows.append({"timestamp": at.isoformat() + "Z", "duration_ms": round(ms, 2)})
+    src = tmp_path / "req.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with Rootsift(tmp_path / "data") as rs:
+        rs.ingest(src, "api")
+    args = ["changes", "api", "--measure", "p50(duration_ms)", "-g", "5m", "--data", str(tmp_path / "data")]
+    run = CliRunner().invoke(main, args)
+    assert run.exit_code == 0, run.output
+    lines = run.output.splitlines()
+    spark = next(i for i, line in enumerate(lines) if "▁" in line)
+    line, marks = lines[spark], lines[spark + 1]
+    assert len(line.strip()) == 48  # 24 buckets either side of the gap
+    at = marks.index("^")
+    assert line[at] in "▇█" and line[at - 1] in "▁▂"  # under the step's first bucket, after the old level
+
+
 def test_investigate_ranks_change_events_as_suspects_of_its_onset(tmp_path: Path) -> None:
     """Latency is 4x for two hours (an incident, then a rollback): a deploy 10 minutes before
     the onset is the first suspect; a config push an hour after the onset is listed as

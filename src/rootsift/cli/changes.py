@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,12 +123,13 @@ def show(result: Changes, limit: int) -> None:
     for view in result.series[:3]:
         if not view.times:
             continue
-        line, marks = _spark(view.values), [" "] * min(WIDTH, len(view.values))
+        line, per = _spark(view.values)
+        marks = [" "] * len(line)
         t0, t1 = view.times[0], view.times[-1]
-        span = (t1 - t0).total_seconds() or 1.0
 
-        def col(t: Any, t0: Any = t0, span: float = span, n: int = len(marks)) -> int:
-            return min(n - 1, max(0, int((t - t0).total_seconds() / span * (n - 1))))
+        def col(t: Any, times: list[Any] = view.times, per: int = per) -> int:
+            # the column of the bucket holding t (a bucket starts at its time; gaps are left out)
+            return max(0, bisect.bisect_right(times, t) - 1) // per
 
         for t in result.events:
             if t0 <= t <= t1:
@@ -168,16 +170,21 @@ def show(result: Changes, limit: int) -> None:
         out.print(f"warning: {w}")
 
 
-def _spark(values: list[float]) -> str:
+def _spark(values: list[float]) -> tuple[str, int]:
+    """(the sparkline, buckets per character): at most ``WIDTH`` characters, each the mean
+    of the same number of buckets (the last of fewer), so that a cycle or an alternation
+    looks alike all along; columns of unequal widths (2 and 3) turn a steady alternation
+    into a level that shifts where the widths change."""
     import numpy as np
 
     v = np.asarray(values, dtype=float)
-    if len(v) > WIDTH:
-        v = np.array([c.mean() for c in np.array_split(v, WIDTH)])
+    per = max(1, -(-len(v) // WIDTH))
+    if per > 1:
+        v = np.array([v[i : i + per].mean() for i in range(0, len(v), per)])
     lo, hi = float(np.min(v)), float(np.max(v))
     if hi <= lo:
-        return SPARK[0] * len(v)
-    return "".join(SPARK[min(len(SPARK) - 1, int((x - lo) / (hi - lo) * len(SPARK)))] for x in v)
+        return SPARK[0] * len(v), per
+    return "".join(SPARK[min(len(SPARK) - 1, int((x - lo) / (hi - lo) * len(SPARK)))] for x in v), per
 
 
 def _g(result: Changes) -> str:
