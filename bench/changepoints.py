@@ -122,29 +122,23 @@ def binseg_no_cut(x: np.ndarray) -> float:
     return max([0.0] + [(costs[0] - c) / (k * math.log(len(x))) for k, c in enumerate(costs) if k])
 
 
-_BINSEG_SEEN: dict[bytes, tuple[list[float], list[list[int]]]] = {}
-
-
 def _binseg_costs(x: np.ndarray) -> tuple[list[float], list[list[int]]]:
     """(cost of the first k cuts, those cuts) for k = 0 … 5 of TCPDBench's default binseg
-    (``binseg_default``), kept per series: the calibration asks the same series twice."""
-    key = x.tobytes()
-    if key not in _BINSEG_SEEN:
-        import ruptures
+    (``binseg_default``)."""
+    import ruptures
 
-        n = len(x)
-        algo = ruptures.Binseg(model="l2", min_size=1, jump=1).fit((x - x.mean()) / (x.std(ddof=1) or 1.0))
-        costs: list[float] = [algo.cost.sum_of_costs([n])]
-        cuts: list[list[int]] = [[]]
-        for k in range(1, 6):
-            try:
-                bkps = algo.predict(n_bkps=k)
-            except ruptures.exceptions.BadSegmentationParameters:
-                break
-            costs.append(algo.cost.sum_of_costs(bkps))
-            cuts.append(bkps[:-1])
-        _BINSEG_SEEN[key] = (costs, cuts)
-    return _BINSEG_SEEN[key]
+    n = len(x)
+    algo = ruptures.Binseg(model="l2", min_size=1, jump=1).fit((x - x.mean()) / (x.std(ddof=1) or 1.0))
+    costs: list[float] = [algo.cost.sum_of_costs([n])]
+    cuts: list[list[int]] = [[]]
+    for k in range(1, 6):
+        try:
+            bkps = algo.predict(n_bkps=k)
+        except ruptures.exceptions.BadSegmentationParameters:
+            break
+        costs.append(algo.cost.sum_of_costs(bkps))
+        cuts.append(bkps[:-1])
+    return costs, cuts
 
 
 def calibrated_binseg(seeds: int = 100, lengths: tuple[int, ...] = (60, 200, 1000)) -> tuple[float, dict[str, float]]:
