@@ -5,8 +5,9 @@ Each backend runs in its own child process (chdb opens one store per process; th
 CPU time is its own, every thread counted), ingesting the same JSON-lines file once and
 then timing each case ``--rounds`` times; passes alternate the backends' order.
 Ratios are each ClickHouse backend / DuckDB (wall and CPU), each measured in the same run.
-``--engines duckdb,chdb,clickhouse`` adds the server backend on chdb's engine (clickhouse-connect
-and a ``chdb://`` URL: the same engine through the other connection).
+``--engines duckdb,chdb,clickhouse`` adds the server backend over HTTP to a real ClickHouse
+server on this machine (``scripts/clickhouse_server.py``: ClickHouse's HTTP listener on chdb's
+engine, started for the run); its CPU is the child's plus the server process's.
 
 On a ClickHouse backend three contenders answer each case, in an order that alternates every round:
 ``rs.query`` (rootsift end to end: catalog look-ups, SQL built and rendered, the result
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -59,13 +61,23 @@ HAND = {  # the same answers, as one would write them for ClickHouse by hand
     "ORDER BY count() DESC",
 }
 Timing = tuple[float, float]
+SERVER_PID: int | None = None
+"""The ClickHouse server's process (``--engines …,clickhouse``): its CPU counts as the query's."""
+
+
+def server_cpu() -> float:
+    """CPU seconds (user + system, every thread) the server process has used so far."""
+    if SERVER_PID is None:
+        return 0.0
+    fields = Path(f"/proc/{SERVER_PID}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def timed(fn: Callable[[], Any]) -> Timing:
-    """(wall seconds, CPU seconds of this process, every thread) of one call."""
-    w, c = time.perf_counter(), time.process_time()
+    """(wall seconds, CPU seconds of this process and the server's, every thread) of one call."""
+    w, c, s = time.perf_counter(), time.process_time(), server_cpu()
     fn()
-    return time.perf_counter() - w, time.process_time() - c
+    return time.perf_counter() - w, time.process_time() - c + server_cpu() - s
 
 
 def _rows(table: Any) -> list[tuple[Any, ...]]:
@@ -104,18 +116,23 @@ def chdb_contenders(rs: Any, spec: Any, name: str) -> dict[str, Callable[[], Any
     }
 
 
-def child(backend: str, data: Path, source: Path, rounds: int) -> dict[str, Any]:
-    """In the child: ingest (if the store is new), then time each case; return seconds."""
+def child(backend: str, data: Path, source: Path, rounds: int, server: list[str] | None) -> dict[str, Any]:
+    """In the child: ingest (if the store is new), then time each case; return seconds.
+    ``server``: the ClickHouse server's URL, process id and data directory."""
+    global SERVER_PID
     use_source_tree()
     from rootsift.api import Rootsift
     from rootsift.query.spec import Calculation, QuerySpec
 
     out: dict[str, Any] = {}
-    url = {"clickhouse_url": f"chdb://{data.absolute()}/clickhouse"} if backend == "clickhouse" else {}
+    url = {}
+    if backend == "clickhouse" and server:
+        url = {"clickhouse_url": f"{server[0]}/rootsift"}
+        SERVER_PID = int(server[1])
     with Rootsift(data, engine=backend, **url) as rs:
         if not any(d.name == DATASET for d in rs.datasets()):
             out["ingest"] = timed(lambda: rs.ingest(source, dataset=DATASET))
-            out["bytes"] = dir_bytes(data)
+            out["bytes"] = dir_bytes(Path(server[2]) if url and server else data)
         for name, kw in CASES.items():
             spec = QuerySpec(DATASET, **{**kw, "calculations": [Calculation.parse(x) for x in kw["calculations"]]})
             rs.query(spec)  # warm: the first run reads the files into the page cache
@@ -140,21 +157,41 @@ def main() -> None:
     parser.add_argument("--child", choices=("duckdb", "chdb", "clickhouse"))
     parser.add_argument("--data", type=Path)
     parser.add_argument("--source", type=Path)
+    parser.add_argument("--server", nargs=3, metavar=("URL", "PID", "PATH"), help="(for the child)")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.data, args.source, args.rounds)))
+        print(json.dumps(child(args.child, args.data, args.source, args.rounds, args.server)))
         return
     engines = args.engines.split(",")
     source = cached_jsonl(Path(tempfile.gettempdir()) / "rootsift-bench", args.events)
     results: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
     with tempfile.TemporaryDirectory() as tmp:
-        for r in range(2):  # the first pass ingests; the order alternates
-            for backend in engines if r % 2 == 0 else engines[::-1]:
-                cmd = [sys.executable, __file__, "--child", backend, "--data", str(Path(tmp) / backend)]
-                cmd += ["--source", str(source), "--rounds", str(args.rounds)]
-                done = subprocess.run(cmd, check=True, capture_output=True, text=True)
-                results[backend].append(json.loads(done.stdout.strip().splitlines()[-1]))
+        server = start_server(Path(tmp) / "clickhouse-server") if "clickhouse" in engines else None
+        try:
+            for r in range(2):  # the first pass ingests; the order alternates
+                for backend in engines if r % 2 == 0 else engines[::-1]:
+                    cmd = [sys.executable, __file__, "--child", backend, "--data", str(Path(tmp) / backend)]
+                    cmd += ["--source", str(source), "--rounds", str(args.rounds)]
+                    if server and backend == "clickhouse":
+                        cmd += ["--server", server[0], str(server[1].pid), str(Path(tmp) / "clickhouse-server")]
+                    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                    results[backend].append(json.loads(done.stdout.strip().splitlines()[-1]))
+        finally:
+            if server:
+                server[1].terminate()
+                server[1].wait(timeout=60)
     report(args, source, results)
+
+
+def start_server(path: Path) -> tuple[str, subprocess.Popen[str]]:
+    """A ClickHouse server for the run (scripts/clickhouse_server.py), and its address."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "clickhouse_server.py"
+    process = subprocess.Popen([sys.executable, str(script), "--path", str(path)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    address = next((line.strip() for line in iter(process.stdout.readline, "") if line.startswith("http://")), "")
+    if not address:
+        raise SystemExit("the ClickHouse server did not start (scripts/clickhouse_server.py)")
+    return address, process
 
 
 def report(args: argparse.Namespace, source: Path, results: dict[str, list[dict[str, Any]]]) -> None:

@@ -32,10 +32,7 @@ import urllib.request
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-KEEP_OPEN = (
-    "SYSTEM START LISTEN QUERIES ALL; "
-    "SELECT count() FROM system.numbers WHERE sleepEachRow(1) = 1 SETTINGS max_block_size = 1"
-)
+KEEP_OPEN = "SELECT count() FROM system.numbers WHERE sleepEachRow(1) = 1 SETTINGS max_block_size = 1"
 """clickhouse-local closes its listeners when its query ends: this one never ends (one
 row a second, none kept), and the process ends by a signal."""
 
@@ -90,8 +87,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--path", required=True, type=Path, help="the server's data directory")
     parser.add_argument("--http-port", type=int, default=0, help="0: a free port")
-    parser.add_argument("--tcp-port", type=int, default=-1, help="the native protocol's port (0: a free one; default: none)")
-    parser.add_argument("--user", help="the one user that may connect (with --password)")
+    parser.add_argument(
+        "--tcp-port", type=int, default=-1, help="the native protocol's port (0: a free one; default: none)"
+    )
+    parser.add_argument("--user", help="a user who needs --password to connect")
     parser.add_argument("--password", default="")
     parser.add_argument("--ready-seconds", type=float, default=60.0)
     args = parser.parse_args()
@@ -107,10 +106,12 @@ def main() -> int:
     write_config(folder, http_port, max(tcp_port, 0), args.user, args.password)
     os.chdir(folder)
     failure: list[str] = []
+    # Only the listeners asked for (QUERIES ALL would open TCP on 9000 unconfigured).
+    listen = "SYSTEM START LISTEN HTTP;" + (" SYSTEM START LISTEN TCP;" if tcp_port > 0 else "")
 
     def serve() -> None:
         try:
-            engine.query(KEEP_OPEN, "TabSeparated", path=str(args.path.absolute()))
+            engine.query(f"{listen} {KEEP_OPEN}", "TabSeparated", path=str(args.path.absolute()))
         except Exception as error:  # the engine's own words, printed below
             failure.append(str(error))
 

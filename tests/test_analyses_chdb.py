@@ -1,6 +1,6 @@
 """The analyses on every backend: each reference incident's telemetry (seed 1) ingested
 once into DuckDB, once into chdb and once into the server backend (``clickhouse``:
-clickhouse-connect on chdb's engine, helpers/backends.py), every command its manifest asks
+over HTTP to the run's ClickHouse server, helpers/backends.py), every command its manifest asks
 for, the hand-drawn explains of ``test_cases.py`` (one per scenario) and a replayed canary
 run on each through the CLI, and the JSON compared with DuckDB's. Scenarios at half their CI size (the CI budget); gateway,
 the most expensive, is ``slow``.

@@ -3,7 +3,7 @@ a server that cannot be reached or does not answer (a clean one-line error namin
 URL, exit 1, each timeout honoured), the driver's errors mapped into rootsift's tree, and
 what a store shared with other processes must do. Its queries and analyses are tested
 with the other backends' (test_query.py, test_backend_chdb.py, test_otel_clickhouse.py,
-test_analyses_chdb.py) through a ``chdb://`` URL: clickhouse-connect on chdb's engine.
+test_analyses_chdb.py) over HTTP to the run's ClickHouse server (helpers/backends.py).
 
 The network tests talk to sockets of this process that never answer; each CLI run has a
 generous ``timeout`` only so that a timeout that is not enforced fails the test instead
@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner
 from sqlglot import exp
 
-from helpers.backends import HAVE_CLICKHOUSE_CONNECT, needs_chdb, needs_clickhouse, opened
+from helpers.backends import HAVE_CLICKHOUSE_CONNECT, clickhouse_url, live_server, needs_chdb, needs_clickhouse, opened
 from rootsift.cli import main
 from rootsift.errors import StoreError, StoreUnavailableError, UsageError
 from rootsift.store.clickhouse_driver import ClickHouseURL, parse_url
@@ -110,14 +110,35 @@ def test_the_read_timeout_is_honoured(silent_server: tuple[int, list[socket.sock
 
 
 @needs_clickhouse
-def test_a_query_running_past_the_read_timeout_is_stopped(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["http", "chdb"])
+def test_a_query_running_past_the_read_timeout_is_stopped(transport: str, tmp_path: Path) -> None:
     """The server sends progress headers while a query runs, so a socket timeout alone would
-    not stop a long query: ``read_timeout`` is also the query's ``max_execution_time``."""
-    url = f"chdb://{tmp_path / 'data' / 'clickhouse'}?read_timeout=1"
+    not stop a long query: ``read_timeout`` is also the query's ``max_execution_time``. Over
+    HTTP to the run's server, and through chdb's transport."""
+    if transport == "http":
+        url = clickhouse_url(tmp_path / "data") + "?read_timeout=1"
+    else:
+        url = f"chdb://{tmp_path / 'data' / 'clickhouse'}?read_timeout=1"
     with opened(tmp_path / "data", "clickhouse", clickhouse_url=url) as rs:
         with pytest.raises(StoreError, match=r"TIMEOUT_EXCEEDED.*\(read_timeout=1 s of --clickhouse-url\)"):
             rs.backend.run("SELECT sleepEachRow(0.2) FROM numbers(30) SETTINGS max_block_size = 1")
         assert rs.backend.run("SELECT 1 AS one").to_pylist() == [{"one": 1}]  # and the next one runs
+
+
+@needs_clickhouse
+def test_a_wrong_password_is_one_line_naming_the_user_never_the_password(tmp_path: Path) -> None:
+    """A real server's refusal (AUTHENTICATION_FAILED over HTTP): one line, exit 1, the URL
+    without its password, and where the credentials come from."""
+    server = live_server()
+    wrong = "not-" + server.password
+    url = server.url("t_auth", password=wrong)
+    line = _one_line_error(_rootsift("datasets", "--clickhouse-url", url, tmp_path=tmp_path))
+    host = server.address.removeprefix("http://")
+    assert line.startswith(f"error: ClickHouse at http://rootsift@{host}/t_auth: Code: 516."), line
+    assert "AUTHENTICATION_FAILED" in line and "$ROOTSIFT_CLICKHOUSE_URL" in line
+    assert wrong not in line and server.password not in line
+    right = _rootsift("datasets", "--json", "--clickhouse-url", server.url("t_auth"), tmp_path=tmp_path)
+    assert right.returncode == 0 and json.loads(right.stdout) == {"datasets": []}, right.stderr
 
 
 def test_urls_parse_and_never_show_the_password() -> None:
@@ -233,7 +254,7 @@ def test_a_shared_store_sees_other_writers_columns(tmp_path: Path, monkeypatch: 
         assert "zone" not in backend.fields("api")
         other = ClientConnection(backend.url)  # another client of the same store
         try:
-            other.command("ALTER TABLE rootsift.api ADD COLUMN zone Nullable(String)", {})
+            other.command(f"ALTER TABLE {backend.database}.api ADD COLUMN zone Nullable(String)", {})
         finally:
             other.close()
         assert backend.fields("api")["zone"].type == "VARCHAR"

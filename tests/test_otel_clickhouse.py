@@ -1,5 +1,5 @@
 """Reading the OpenTelemetry collector's ClickHouse exporter tables (store/chdb_otel.py) on chdb and
-on the server backend (clickhouse-connect on chdb's engine: helpers/backends.py).
+on the server backend (over HTTP to the run's ClickHouse server: helpers/backends.py).
 
 The fixture creates ``otel.otel_traces`` and ``otel.otel_logs`` with the exporter's own
 DDL (tests/golden/otel_exporter_v0.161.0, rendered as the exporter renders it) and fills
@@ -10,6 +10,7 @@ to hand-written ClickHouse SQL over the exporter's columns, and copy nothing.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from helpers.backends import CLICKHOUSE_ENGINES, needs_chdb, opened
+from helpers.backends import CLICKHOUSE_ENGINES, database_of, needs_chdb, opened
 from helpers.store import iso, write_jsonl
 from rootsift import Calculation, QuerySpec, Rootsift
 from rootsift.errors import UsageError
@@ -169,15 +170,29 @@ METRIC_COLUMNS = {
 
 @pytest.fixture(scope="module", params=CLICKHOUSE_ENGINES)
 def engine(request: pytest.FixtureRequest) -> str:
-    """Each test runs on chdb and on the server backend (clickhouse-connect on chdb's engine,
-    the same store: helpers/backends.py)."""
+    """Each test runs on chdb and on the server backend (over HTTP: helpers/backends.py)."""
     return str(request.param)
 
 
+def _drop_shared(path: Path, engine: str, *databases: str) -> None:
+    """The exporter's databases are the server's, not one store's: every store opened on
+    the run's server while they exist reads their tables. Dropped before and after."""
+    if engine == "clickhouse":
+        with opened(path, engine) as rs:
+            for name in databases:
+                rs.backend.run(f"DROP DATABASE IF EXISTS {name} SYNC")
+
+
 @pytest.fixture(scope="module")
-def otel_store(engine: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def otel_store(engine: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The exporter's tables, made and filled through the backend under test."""
     path = tmp_path_factory.mktemp(f"otel-{engine}") / "data"
+    _drop_shared(path, engine, "otel")
+    yield _filled(path, engine)
+    _drop_shared(path, engine, "otel")
+
+
+def _filled(path: Path, engine: str) -> Path:
     with opened(path, engine) as rs:
         for statement in exporter_ddl():
             rs.backend.run(statement)
@@ -199,6 +214,11 @@ def otel_store(engine: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
                 + ", ".join(metric_points(kind))
             )
     return path
+
+
+def _db(path: Path, engine: str) -> str:
+    """The database of rootsift's own tables and views for the store at ``path``."""
+    return database_of(path) if engine == "clickhouse" else "rootsift"
 
 
 def _sql(rs: Rootsift, sql: str) -> list[dict[str, Any]]:
@@ -253,7 +273,9 @@ def test_explain_finds_the_planted_slow_route_without_copying(engine: str, otel_
         found = rs.explain("otel_traces", select="duration_ms > 1000").as_dict()["findings"]
         conditions = {(c["field"], c["value"]) for c in found[0]["conditions"]}
         assert ("http.route", "/checkout") in conditions, found[0]
-        copied = _sql(rs, "SELECT count() AS n FROM system.parts WHERE database = 'rootsift' AND active")
+        copied = _sql(
+            rs, f"SELECT count() AS n FROM system.parts WHERE database = '{_db(otel_store, engine)}' AND active"
+        )
         assert copied == [{"n": 0}]
 
 
@@ -261,7 +283,7 @@ def test_a_time_range_reads_only_the_exporter_parts_it_needs(engine: str, otel_s
     with opened(otel_store, engine) as rs:
         plan = _sql(
             rs,
-            "EXPLAIN indexes = 1 SELECT count() FROM rootsift.otel_traces "
+            f"EXPLAIN indexes = 1 SELECT count() FROM {_db(otel_store, engine)}.otel_traces "
             "WHERE timestamp >= toDateTime64('2024-06-02 00:00:00', 6, 'UTC')",
         )
         parts = [line for row in plan for line in row.values() if "Parts:" in line]
@@ -309,6 +331,14 @@ def test_the_otel_database_is_a_setting_and_views_follow_the_tables(
     engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "data"
+    _drop_shared(path, engine, "observability")
+    try:
+        _the_otel_database_setting(path, engine, monkeypatch)
+    finally:
+        _drop_shared(path, engine, "observability")
+
+
+def _the_otel_database_setting(path: Path, engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with opened(path, engine) as rs:
         rs.backend.run("CREATE DATABASE observability")
         rs.backend.run(exporter_ddl()[1].replace('"otel"."otel_traces"', '"observability"."spans"'))
@@ -322,10 +352,10 @@ def test_the_otel_database_is_a_setting_and_views_follow_the_tables(
         rs.backend.run("DROP TABLE observability.spans")
     with opened(path, engine) as rs:  # its table gone, the view goes too
         assert rs.datasets() == []
-    monkeypatch.setenv("ROOTSIFT_OTEL_DATABASE", "rootsift")
-    with pytest.raises(UsageError, match="ROOTSIFT_OTEL_DATABASE cannot be 'rootsift'"):
+    monkeypatch.setenv("ROOTSIFT_OTEL_DATABASE", _db(path, engine))
+    with pytest.raises(UsageError, match=f"ROOTSIFT_OTEL_DATABASE cannot be '{_db(path, engine)}'"):
         opened(path, engine)
-    monkeypatch.delenv("ROOTSIFT_OTEL_DATABASE")
+    monkeypatch.setenv("ROOTSIFT_OTEL_DATABASE", "observability")  # (the run's server has `otel` too)
     with opened(path, engine) as rs:  # the store opens again once the setting is fixed
         assert rs.datasets() == []
 
@@ -345,7 +375,7 @@ def test_metric_tables_read_as_points_equal_to_hand_written_sql(engine: str, ote
                 (w["m"], w["n"], w["x"]) for w in want
             ]
             assert [r["avg(value)"] for r in got] == pytest.approx([w["a"] for w in want], rel=1e-9)
-            types = _sql(rs, f'SELECT DISTINCT "metric.type" AS t FROM rootsift.otel_metrics_{kind}')
+            types = _sql(rs, f'SELECT DISTINCT "metric.type" AS t FROM {_db(otel_store, engine)}.otel_metrics_{kind}')
             assert types == [{"t": kind}]  # a sum table is told from a gauge table by IsMonotonic
         got = _query(rs, "otel_metrics_histogram", ["sum(count)", "max(max)"], "service.name")
         want = _sql(

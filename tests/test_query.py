@@ -85,7 +85,7 @@ ROWS = _make_rows()
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterable[Rootsift]:
     """Dataset ``w`` (with samplerate) and ``u`` (the same events without it), ingested once,
     on each backend: every test of this store runs on DuckDB, chdb (embedded ClickHouse) and
-    the server backend (clickhouse-connect on chdb's engine)."""
+    the server backend (over HTTP to the run's ClickHouse server)."""
     tmp = tmp_path_factory.mktemp("query")
     rs = opened(tmp / "data", request.param)
     rs.ingest(write_jsonl(tmp / "w.jsonl", ROWS), dataset="w")

@@ -2,18 +2,25 @@
 ``params``, ``needs_chdb`` for a test of the chdb backend alone, ``opened`` and
 ``cli_env`` to open a store on one of them.
 
-``clickhouse`` is the server backend (``--backend clickhouse``) through clickhouse-connect
-on chdb's engine in process: its URL is ``chdb://<data>/clickhouse``, so every line of the
-server backend runs (clickhouse-connect's client, its parameter binding, Arrow results,
-inserts and errors, the shared-store rules) except the HTTP transport, which no ClickHouse
-server on this machine could exercise (docs/clickhouse.md). chdb and clickhouse-connect
-are in the ``dev`` extra; where one is missing its half is skipped with the reason, never
-silently.
+``clickhouse`` is the server backend (``--backend clickhouse``) over HTTP to a real
+ClickHouse server: ``scripts/clickhouse_server.py`` (ClickHouse's own HTTP listener on
+chdb's engine), started once per test run on a free loopback port, with a user who needs
+a password. Each store is a database of its own on it (named after the store's
+directory), so tests share the server and never each other's tables. chdb and
+clickhouse-connect are in the ``dev`` extra; where one is missing its half is skipped with
+the reason, never silently.
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import importlib.util
+import secrets
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +35,71 @@ needs_clickhouse = pytest.mark.skipif(
 )
 BACKENDS = ["duckdb", pytest.param("chdb", marks=needs_chdb), pytest.param("clickhouse", marks=needs_clickhouse)]
 CLICKHOUSE_ENGINES = [pytest.param("chdb", marks=needs_chdb), pytest.param("clickhouse", marks=needs_clickhouse)]
-"""The two ClickHouse backends: embedded (chdb) and the server backend on chdb's engine."""
+"""The two ClickHouse backends: embedded (chdb) and the server backend over HTTP."""
+
+SERVER_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "clickhouse_server.py"
+USER = "rootsift"
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    """A ClickHouse server of this test run: its process, address and one user."""
+
+    process: subprocess.Popen[str]
+    address: str
+    password: str
+
+    def url(self, database: str, user: str = USER, password: str | None = None) -> str:
+        secret = self.password if password is None else password
+        host = self.address.removeprefix("http://")
+        return f"http://{user}:{secret}@{host}/{database}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+_server: LiveServer | None = None
+
+
+def live_server() -> LiveServer:
+    """The run's ClickHouse server, started on first use and stopped at exit. A server that
+    does not start fails the test with its words (chdb is in the ``dev`` extra)."""
+    global _server
+    if _server is not None and _server.process.poll() is None:
+        return _server
+    password = secrets.token_urlsafe(12)
+    path = Path(tempfile.mkdtemp(prefix="rootsift-test-clickhouse-"))
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER_SCRIPT), "--path", str(path), "--user", USER, "--password", password],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    lines = iter(process.stdout.readline, "")  # the engine may print its own words first
+    address = next((line.strip() for line in lines if line.startswith("http://")), "")
+    if not address:
+        process.kill()
+        raise RuntimeError(f"the test ClickHouse server did not start: {process.stderr.read().strip()}")
+    _server = LiveServer(process, address, password)
+    atexit.register(_server.stop)
+    return _server
+
+
+def database_of(data: Path) -> str:
+    """The server database of the store at ``data``: one per directory."""
+    return "t_" + hashlib.sha1(str(Path(data).absolute()).encode()).hexdigest()[:16]
 
 
 def clickhouse_url(data: Path) -> str:
-    """The ``chdb://`` URL the server backend's tests use: the chdb store's own directory."""
-    return f"chdb://{Path(data).absolute()}/clickhouse"
+    """The URL the server backend's tests open ``data`` at: its own database on the run's
+    live server."""
+    return live_server().url(database_of(data))
 
 
 def opened(data: Path, engine: str, **kwargs: Any) -> Any:

@@ -12,9 +12,10 @@ URL forms (``--clickhouse-url``, ``$ROOTSIFT_CLICKHOUSE_URL``)::
 The database holds rootsift's tables (one a dataset) and the views of the OpenTelemetry
 exporter's tables; it is created if missing. ``connect_timeout`` bounds each attempt to
 open a TCP connection (clickhouse-connect retries a refused or timed-out connection once);
-``read_timeout`` bounds both the wait for the next bytes of an answer (the socket's read
-timeout) and a query's whole run on the server (``max_execution_time``: the server sends
-progress headers while a query runs, which would keep a read timeout alone from firing).
+``read_timeout`` bounds a query's whole run on the server (``max_execution_time``: the
+server sends progress headers while a query runs, every 10–120 s as clickhouse-connect asks,
+which would keep a read timeout alone from firing) and, ``SOCKET_GRACE`` later, the wait for
+the next bytes of an answer (the socket's read timeout, for a server that went silent).
 """
 
 from __future__ import annotations
@@ -147,7 +148,9 @@ class ClientConnection:
                     username=url.username or None,
                     password=url.password,
                     connect_timeout=url.connect_timeout,
-                    send_receive_timeout=url.read_timeout,
+                    # (a live server stops the query at read_timeout and says so; the
+                    # socket waits SOCKET_GRACE longer so that its words arrive first)
+                    send_receive_timeout=None if url.read_timeout is None else url.read_timeout + SOCKET_GRACE,
                     query_retries=0,
                     settings=settings,
                     autogenerate_session_id=False,
@@ -198,6 +201,8 @@ def translate(exc: BaseException, what: str, url: ClickHouseURL | None = None) -
             text = f"ClickHouse at {url.shown()}: {text}"
         if code == TIMEOUT_EXCEEDED and url is not None:
             text += f" (read_timeout={url.read_timeout} s of --clickhouse-url)"
+        if code == AUTHENTICATION_FAILED:
+            text += " (the user and password of --clickhouse-url or $ROOTSIFT_CLICKHOUSE_URL)"
     return kind(f"{what}: {text}" if what else text)
 
 
@@ -210,8 +215,15 @@ def engine_message(text: str) -> str:
     return re.sub(r"\s*\(version [^()]*(\([^()]*\))?[^()]*\)\s*$", "", line)
 
 
+SOCKET_GRACE = 2
+"""Seconds the socket waits past ``read_timeout``: the server stops a query at
+``max_execution_time`` = ``read_timeout`` and sends its TIMEOUT_EXCEEDED, which a socket
+timing out at the same second would race (measured against a live server: with a 1 s
+``read_timeout`` the socket won). A server that says nothing fails at read_timeout + 2 s."""
 TIMEOUT_EXCEEDED = 159
 """ClickHouse's error code for a query stopped by ``max_execution_time``."""
+AUTHENTICATION_FAILED = 516
+"""ClickHouse's error code for a user it does not know or a wrong password."""
 
 
 @functools.cache
@@ -251,7 +263,7 @@ def _network_reason(text: str, url: ClickHouseURL | None) -> str:
         seconds = f" within connect_timeout={url.connect_timeout} s" if url is not None else ""
         return f"{where}: no connection{seconds}{hint}"
     if "Read timed out" in text:
-        seconds = f" within read_timeout={url.read_timeout} s" if url is not None else ""
+        seconds = f" within read_timeout={url.read_timeout} s (+{SOCKET_GRACE} s)" if url is not None else ""
         return f"{where}: no answer{seconds}{hint}"
     errno = re.search(r"\[Errno -?\d+\] ([^')\"]+)", text)
     reason = errno.group(1).strip() if errno else _first_line(text)[:200]
