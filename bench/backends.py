@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -188,7 +189,9 @@ def start_server(path: Path) -> tuple[str, subprocess.Popen[str]]:
     script = Path(__file__).resolve().parents[1] / "scripts" / "clickhouse_server.py"
     process = subprocess.Popen([sys.executable, str(script), "--path", str(path)], stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
-    address = next((line.strip() for line in iter(process.stdout.readline, "") if line.startswith("http://")), "")
+    out = process.stdout
+    address = next((line.strip() for line in iter(out.readline, "") if line.startswith("http://")), "")
+    threading.Thread(target=lambda: out.read(), daemon=True).start()  # never a full pipe
     if not address:
         raise SystemExit("the ClickHouse server did not start (scripts/clickhouse_server.py)")
     return address, process
