@@ -24,12 +24,12 @@ issue's ≤ 1.2× target, ``query / hand`` adds rootsift's own work per query.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -174,7 +174,12 @@ def main() -> None:
                     cmd = [sys.executable, __file__, "--child", backend, "--data", str(Path(tmp) / backend)]
                     cmd += ["--source", str(source), "--rounds", str(args.rounds)]
                     if server and backend == "clickhouse":
-                        cmd += ["--server", server[0], str(server[1].pid), str(Path(tmp) / "clickhouse-server")]
+                        cmd += [
+                            "--server",
+                            server[0],
+                            str(server[1].pid),
+                            str(Path(tmp) / "clickhouse-server" / "data"),
+                        ]
                     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
                     results[backend].append(json.loads(done.stdout.strip().splitlines()[-1]))
         finally:
@@ -187,13 +192,12 @@ def main() -> None:
 def start_server(path: Path) -> tuple[str, subprocess.Popen[str]]:
     """A ClickHouse server for the run (scripts/clickhouse_server.py), and its address."""
     script = Path(__file__).resolve().parents[1] / "scripts" / "clickhouse_server.py"
-    process = subprocess.Popen([sys.executable, str(script), "--path", str(path)], stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    out = process.stdout
-    address = next((line.strip() for line in iter(out.readline, "") if line.startswith("http://")), "")
-    threading.Thread(target=lambda: out.read(), daemon=True).start()  # never a full pipe
-    if not address:
-        raise SystemExit("the ClickHouse server did not start (scripts/clickhouse_server.py)")
+    spec = importlib.util.spec_from_file_location("clickhouse_server", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path.mkdir(parents=True)
+    address, process = module.launch(path / "data", path / "server.log")
     return address, process
 
 

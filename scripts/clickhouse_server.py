@@ -8,8 +8,9 @@ talk to over HTTP where no ``clickhouse-server`` package can be installed.
     python scripts/clickhouse_server.py --path DIR [--http-port N] [--tcp-port N]
         [--user NAME --password PW]
 
-It prints one line, ``http://127.0.0.1:PORT``, once the server answers ``/ping``, and
-serves until it is sent SIGTERM or SIGINT. Port 0 (the default) takes a free port.
+It prints one line, ``http://127.0.0.1:PORT``, once the server answers ``/ping`` (and
+nothing after it: stdout is closed), and serves until it is sent SIGTERM or SIGINT.
+``launch()`` starts it from Python and returns that address. Port 0 (the default) takes a free port.
 ``--user`` adds a user who needs the password; ``default`` stays without one (clickhouse-local
 runs its own query as ``default``), which is why the listeners bind loopback only.
 
@@ -24,6 +25,7 @@ import argparse
 import os
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -83,6 +85,22 @@ def wait_ready(url: str, seconds: float, alive: threading.Thread) -> bool:
     return False
 
 
+def launch(path: Path, log: Path, *options: str) -> tuple[str, subprocess.Popen[str]]:
+    """Start this script as a server on ``path`` (its stderr into ``log``; ``options`` as
+    on its command line): its address once it answers, and its process."""
+    with log.open("w") as err:
+        command = [sys.executable, __file__, "--path", str(path), *options]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True)
+    assert process.stdout is not None
+    lines = iter(process.stdout.readline, "")  # the engine may print its own words first
+    address = next((line.strip() for line in lines if line.startswith("http://")), "")
+    process.stdout.close()
+    if not address:
+        process.kill()
+        raise RuntimeError(f"the ClickHouse server did not start: {log.read_text().strip()}")
+    return address, process
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--path", required=True, type=Path, help="the server's data directory")
@@ -128,6 +146,7 @@ def main() -> int:
         print(f"error: the ClickHouse server did not start: {why}", file=sys.stderr)
         return 1
     print(url, flush=True)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # nothing after the address: no pipe to fill
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

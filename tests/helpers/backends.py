@@ -18,9 +18,7 @@ import hashlib
 import importlib.util
 import secrets
 import subprocess
-import sys
 import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,31 +73,19 @@ def live_server() -> LiveServer:
         return _server
     password = secrets.token_urlsafe(12)
     path = Path(tempfile.mkdtemp(prefix="rootsift-test-clickhouse-"))
-    log = path / "server.log"  # its stderr: a pipe nobody reads would fill and stop it
-    with log.open("w") as err:
-        process = subprocess.Popen(
-            [sys.executable, str(SERVER_SCRIPT), "--path", str(path / "data"), "--user", USER, "--password", password],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
-    address = read_address(process)
-    if not address:
-        process.kill()
-        raise RuntimeError(f"the test ClickHouse server did not start: {log.read_text().strip()}")
+    address, process = _script().launch(path / "data", path / "server.log", "--user", USER, "--password", password)
     _server = LiveServer(process, address, password)
     atexit.register(_server.stop)
     return _server
 
 
-def read_address(process: subprocess.Popen[str]) -> str:
-    """The server's address from its first ``http://`` line ("" if it ended first); the rest
-    of its output is drained on a thread, so that it never blocks on a full pipe."""
-    assert process.stdout is not None
-    out = process.stdout
-    address = next((line.strip() for line in iter(out.readline, "") if line.startswith("http://")), "")
-    threading.Thread(target=lambda: out.read(), daemon=True).start()
-    return address
+def _script() -> Any:
+    """scripts/clickhouse_server.py as a module (scripts/ is no package)."""
+    spec = importlib.util.spec_from_file_location("clickhouse_server", SERVER_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def database_of(data: Path) -> str:
