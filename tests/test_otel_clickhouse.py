@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from helpers.backends import CLICKHOUSE_ENGINES, database_of, needs_chdb, opened
+from helpers.backends import CLICKHOUSE_ENGINES, needs_chdb, opened
 from helpers.store import iso, write_jsonl
 from rootsift import Calculation, QuerySpec, Rootsift
 from rootsift.errors import UsageError
@@ -216,11 +216,6 @@ def _filled(path: Path, engine: str) -> Path:
     return path
 
 
-def _db(path: Path, engine: str) -> str:
-    """The database of rootsift's own tables and views for the store at ``path``."""
-    return database_of(path) if engine == "clickhouse" else "rootsift"
-
-
 def _sql(rs: Rootsift, sql: str) -> list[dict[str, Any]]:
     return list(rs.backend.run(sql).to_pylist())
 
@@ -273,9 +268,7 @@ def test_explain_finds_the_planted_slow_route_without_copying(engine: str, otel_
         found = rs.explain("otel_traces", select="duration_ms > 1000").as_dict()["findings"]
         conditions = {(c["field"], c["value"]) for c in found[0]["conditions"]}
         assert ("http.route", "/checkout") in conditions, found[0]
-        copied = _sql(
-            rs, f"SELECT count() AS n FROM system.parts WHERE database = '{_db(otel_store, engine)}' AND active"
-        )
+        copied = _sql(rs, f"SELECT count() AS n FROM system.parts WHERE database = '{rs.backend.database}' AND active")
         assert copied == [{"n": 0}]
 
 
@@ -283,7 +276,7 @@ def test_a_time_range_reads_only_the_exporter_parts_it_needs(engine: str, otel_s
     with opened(otel_store, engine) as rs:
         plan = _sql(
             rs,
-            f"EXPLAIN indexes = 1 SELECT count() FROM {_db(otel_store, engine)}.otel_traces "
+            f"EXPLAIN indexes = 1 SELECT count() FROM {rs.backend.database}.otel_traces "
             "WHERE timestamp >= toDateTime64('2024-06-02 00:00:00', 6, 'UTC')",
         )
         parts = [line for row in plan for line in row.values() if "Parts:" in line]
@@ -340,6 +333,7 @@ def test_the_otel_database_is_a_setting_and_views_follow_the_tables(
 
 def _the_otel_database_setting(path: Path, engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with opened(path, engine) as rs:
+        own = rs.backend.database  # the store's database: rootsift's tables and views
         rs.backend.run("CREATE DATABASE observability")
         rs.backend.run(exporter_ddl()[1].replace('"otel"."otel_traces"', '"observability"."spans"'))
         rs.backend.run(
@@ -352,8 +346,8 @@ def _the_otel_database_setting(path: Path, engine: str, monkeypatch: pytest.Monk
         rs.backend.run("DROP TABLE observability.spans")
     with opened(path, engine) as rs:  # its table gone, the view goes too
         assert rs.datasets() == []
-    monkeypatch.setenv("ROOTSIFT_OTEL_DATABASE", _db(path, engine))
-    with pytest.raises(UsageError, match=f"ROOTSIFT_OTEL_DATABASE cannot be '{_db(path, engine)}'"):
+    monkeypatch.setenv("ROOTSIFT_OTEL_DATABASE", own)
+    with pytest.raises(UsageError, match=f"ROOTSIFT_OTEL_DATABASE cannot be '{own}'"):
         opened(path, engine)
     monkeypatch.setenv("ROOTSIFT_OTEL_DATABASE", "observability")  # (the run's server has `otel` too)
     with opened(path, engine) as rs:  # the store opens again once the setting is fixed
@@ -375,7 +369,7 @@ def test_metric_tables_read_as_points_equal_to_hand_written_sql(engine: str, ote
                 (w["m"], w["n"], w["x"]) for w in want
             ]
             assert [r["avg(value)"] for r in got] == pytest.approx([w["a"] for w in want], rel=1e-9)
-            types = _sql(rs, f'SELECT DISTINCT "metric.type" AS t FROM {_db(otel_store, engine)}.otel_metrics_{kind}')
+            types = _sql(rs, f'SELECT DISTINCT "metric.type" AS t FROM {rs.backend.database}.otel_metrics_{kind}')
             assert types == [{"t": kind}]  # a sum table is told from a gauge table by IsMonotonic
         got = _query(rs, "otel_metrics_histogram", ["sum(count)", "max(max)"], "service.name")
         want = _sql(
