@@ -19,6 +19,11 @@ issue's ≤ 1.2× target, ``query / hand`` adds rootsift's own work per query.
     python bench/backends.py --events 1000000 --rounds 5
     python bench/backends.py --events 10000000 --rounds 3     # 4.8 GiB of JSON lines
     python bench/backends.py --events 1000000 --rounds 5 --engines duckdb,chdb,clickhouse
+    python bench/backends.py --events 10000000 --copies 10 --rounds 1   # 100M: the 10M file ingested ten times
+
+``--copies K`` ingests the one file K times (K inputs, one after another, into the one
+dataset): K × ``--events`` rows without K times the disk for JSON lines (100M distinct
+events would be ~47 GiB of them); the ingest time is the K ingests'.
 """
 
 from __future__ import annotations
@@ -117,7 +122,9 @@ def chdb_contenders(rs: Any, spec: Any, name: str) -> dict[str, Callable[[], Any
     }
 
 
-def child(backend: str, data: Path, source: Path, rounds: int, server: list[str] | None) -> dict[str, Any]:
+def child(
+    backend: str, data: Path, source: Path, rounds: int, server: list[str] | None, copies: int = 1
+) -> dict[str, Any]:
     """In the child: ingest (if the store is new), then time each case; return seconds.
     ``server``: the ClickHouse server's URL, process id and data directory."""
     global SERVER_PID
@@ -132,7 +139,7 @@ def child(backend: str, data: Path, source: Path, rounds: int, server: list[str]
         SERVER_PID = int(server[1])
     with Rootsift(data, engine=backend, **url) as rs:
         if not any(d.name == DATASET for d in rs.datasets()):
-            out["ingest"] = timed(lambda: rs.ingest(source, dataset=DATASET))
+            out["ingest"] = timed(lambda: [rs.ingest(source, dataset=DATASET) for _ in range(copies)])
             out["bytes"] = dir_bytes(Path(server[2]) if url and server else data)
         for name, kw in CASES.items():
             spec = QuerySpec(DATASET, **{**kw, "calculations": [Calculation.parse(x) for x in kw["calculations"]]})
@@ -154,6 +161,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--copies", type=int, default=1, help="ingest the events file this many times")
     parser.add_argument("--engines", default="duckdb,chdb", help="duckdb first, then ClickHouse backends")
     parser.add_argument("--child", choices=("duckdb", "chdb", "clickhouse"))
     parser.add_argument("--data", type=Path)
@@ -161,7 +169,7 @@ def main() -> None:
     parser.add_argument("--server", nargs=3, metavar=("URL", "PID", "PATH"), help="(for the child)")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.data, args.source, args.rounds, args.server)))
+        print(json.dumps(child(args.child, args.data, args.source, args.rounds, args.server, args.copies)))
         return
     engines = args.engines.split(",")
     source = cached_jsonl(Path(tempfile.gettempdir()) / "rootsift-bench", args.events)
@@ -172,7 +180,7 @@ def main() -> None:
             for r in range(2):  # the first pass ingests; the order alternates
                 for backend in engines if r % 2 == 0 else engines[::-1]:
                     cmd = [sys.executable, __file__, "--child", backend, "--data", str(Path(tmp) / backend)]
-                    cmd += ["--source", str(source), "--rounds", str(args.rounds)]
+                    cmd += ["--source", str(source), "--rounds", str(args.rounds), "--copies", str(args.copies)]
                     if server and backend == "clickhouse":
                         cmd += [
                             "--server",
@@ -202,8 +210,11 @@ def start_server(path: Path) -> tuple[str, subprocess.Popen[str]]:
 
 
 def report(args: argparse.Namespace, source: Path, results: dict[str, list[dict[str, Any]]]) -> None:
+    copies = f" ingested {args.copies} times" if args.copies > 1 else ""
+    size = source.stat().st_size / 2**30
     print(
-        f"{args.events:,} events ({source.stat().st_size / 2**30:.2f} GiB of JSON lines), {args.rounds} rounds a case"
+        f"{args.events * args.copies:,} events ({args.events:,} events, {size:.2f} GiB of JSON lines{copies}), "
+        f"{args.rounds} rounds a case"
     )
     print("stored: " + ", ".join(f"{e} {r[0]['bytes'] / 2**20:,.0f} MiB" for e, r in results.items()))
     for engine in [e for e in results if e != "duckdb"]:
