@@ -133,6 +133,14 @@ class Rootsift(Analyses):
         )
         if count_field is not None:
             self.backend.set_count_field(dataset, count_field)
+        expired = self.backend.expired_on_arrival(dataset)
+        if expired:
+            keep = self.standing_retention(dataset)["standing"]
+            summary.warnings.append(
+                f"{expired:,} of these events are older than {dataset}'s standing retention "
+                f"({keep['keep'] if keep else 'its TTL'}): the server deletes them, each day once all its events are "
+                f"older; to keep them, `rootsift retention {dataset} --remove-standing` first, or ingest into another dataset"
+            )
         return summary
 
     def collect_procfs(
@@ -225,22 +233,57 @@ class Rootsift(Analyses):
         return run_query(self.backend, spec, now, keep_plan=keep_plan)
 
     def retention(
-        self, dataset: str, keep: timedelta, now: datetime | None = None, *, dry_run: bool = False
+        self,
+        dataset: str,
+        keep: timedelta,
+        now: datetime | None = None,
+        *,
+        dry_run: bool = False,
+        standing: bool = False,
     ) -> dict[str, Any]:
         """Delete events older than ``now - keep``; return rows deleted and bytes before/after.
 
         ``dry_run`` deletes nothing and returns what would go: ``would_delete_events`` and
         ``would_free_bytes`` (in proportion for a segment the cutoff cuts through). A
-        ``keep`` that is negative, or reaches back before year 1, is a usage error."""
+        ``keep`` that is negative, or reaches back before year 1, is a usage error.
+        ``standing`` (a ClickHouse server only) also has the server go on deleting what
+        becomes older than ``keep`` (``standing_retention``); ``standing`` in the result is
+        the dataset's standing retention afterwards."""
         now = now or datetime.now(UTC)
         cutoff = _cutoff(now, keep)
+        if standing and not self.backend.runs_between_commands:
+            self.backend.set_standing_retention(dataset, keep)  # refused: before anything is deleted
         before = self.backend.dataset_bytes(dataset)
         done = {"dataset": dataset, "cutoff": cutoff.isoformat() + "Z", "dry_run": dry_run, "bytes_before": before}
         if dry_run:
             rows, freed = self.backend.count_before(dataset, cutoff)
-            return {**done, "would_delete_events": rows, "would_free_bytes": freed}
+            would = {"would_set_standing": {"keep_seconds": round(keep.total_seconds()), "keep": format_duration(keep)}}
+            return {
+                **done,
+                "would_delete_events": rows,
+                "would_free_bytes": freed,
+                **self._standing(dataset),
+                **(would if standing else {}),
+            }
         dropped = self.backend.drop_before(dataset, cutoff)
-        return {**done, "deleted_events": dropped, "bytes_after": self.backend.dataset_bytes(dataset)}
+        if standing:
+            self.backend.set_standing_retention(dataset, keep)
+        after = self.backend.dataset_bytes(dataset)
+        return {**done, "deleted_events": dropped, "bytes_after": after, **self._standing(dataset)}
+
+    def standing_retention(self, dataset: str, remove: bool = False) -> dict[str, Any]:
+        """The dataset's standing retention (``{"dataset", "standing"}``, None for none);
+        ``remove`` stops it first (``removed``: what it was)."""
+        self.backend.fields(dataset)  # an unknown dataset is an error naming the known ones
+        was = self.backend.standing_retention(dataset)
+        if remove and was is not None:
+            self.backend.set_standing_retention(dataset, None)
+            return {"dataset": dataset, "removed": was.as_dict(), **self._standing(dataset)}
+        return {"dataset": dataset, **({"removed": None} if remove else {}), **self._standing(dataset)}
+
+    def _standing(self, dataset: str) -> dict[str, Any]:
+        policy = self.backend.standing_retention(dataset)
+        return {"standing": None if policy is None else policy.as_dict()}
 
     def events(self, dataset: str) -> int:
         """Weighted event count of ``dataset``."""

@@ -287,17 +287,49 @@ def schema(rs: Rootsift, as_json: bool, dataset: str) -> None:
 
 @click.command()
 @click.argument("dataset")
-@click.option(
-    "--keep", required=True, type=Duration(), help="Keep this much recent data, e.g. 7d; older events are deleted."
-)
+@click.option("--keep", type=Duration(), help="Keep this much recent data, e.g. 7d; older events are deleted.")
 @click.option("--dry-run", is_flag=True, help="Delete nothing: print how many events would go and the bytes freed.")
-@common(read_only=lambda args: args["dry_run"])
-def retention(rs: Rootsift, as_json: bool, dataset: str, keep: timedelta, dry_run: bool) -> None:
-    """Delete events older than --keep and give the disk space back.
+@click.option(
+    "--standing",
+    is_flag=True,
+    help="Also have the server go on deleting what gets older than --keep (a ClickHouse server's TTL).",
+)
+@click.option("--remove-standing", is_flag=True, help="Stop the dataset's standing retention; delete nothing.")
+@common(read_only=lambda args: args["dry_run"] or not (args["keep"] is not None or args["remove_standing"]))
+def retention(
+    rs: Rootsift,
+    as_json: bool,
+    dataset: str,
+    keep: timedelta | None,
+    dry_run: bool,
+    standing: bool,
+    remove_standing: bool,
+) -> None:
+    """Delete events older than --keep and give the disk space back; without --keep, show
+    the dataset's standing retention.
 
     Example: rootsift retention api --keep 7d --dry-run
     """
-    result = rs.retention(dataset, keep, dry_run=dry_run)
+    if remove_standing and (keep is not None or standing):
+        raise UsageError("--remove-standing deletes nothing and takes no --keep or --standing")
+    if keep is None and (standing or dry_run):
+        raise UsageError(f"{'--standing' if standing else '--dry-run'} needs --keep, e.g. --keep 7d")
+    if keep is None:
+        shown = rs.standing_retention(dataset, remove=remove_standing)
+        if as_json:
+            emit_json(shown)
+            return
+        if remove_standing:
+            was = shown["removed"]
+            out.print(
+                f"removed the standing retention of {dataset} ({was['ttl']})"
+                if was
+                else f"{dataset} has no standing retention"
+            )
+            return
+        out.print(_standing_line(dataset, shown["standing"]))
+        return
+    result = rs.retention(dataset, keep, dry_run=dry_run, standing=standing)
     if as_json:
         emit_json(result)
         return
@@ -307,8 +339,26 @@ def retention(rs: Rootsift, as_json: bool, dataset: str, keep: timedelta, dry_ru
             f"freeing about {result['would_free_bytes'] / 1e6:,.1f} MB of {result['bytes_before'] / 1e6:,.1f} MB "
             "(dry run: nothing deleted)"
         )
-        return
-    out.print(
-        f"deleted {result['deleted_events']:,} events older than {result['cutoff']} from {dataset}; "
-        f"{result['bytes_before'] / 1e6:,.1f} MB → {result['bytes_after'] / 1e6:,.1f} MB on disk"
+        if standing:
+            out.print(
+                f"would set a standing retention of {result['would_set_standing']['keep']}: the server would go on "
+                "deleting each day once all its events are older (dry run: not set)"
+            )
+            return
+    else:
+        out.print(
+            f"deleted {result['deleted_events']:,} events older than {result['cutoff']} from {dataset}; "
+            f"{result['bytes_before'] / 1e6:,.1f} MB → {result['bytes_after'] / 1e6:,.1f} MB on disk"
+        )
+    if result["standing"] or standing:
+        out.print(_standing_line(dataset, result["standing"]))
+
+
+def _standing_line(dataset: str, standing: dict[str, Any] | None) -> str:
+    if standing is None:
+        return f"{dataset} has no standing retention"
+    keep = standing["keep"] or standing["ttl"]
+    return (
+        f"standing retention of {dataset}: the server deletes each day once all its events are older than {keep} "
+        f"(TTL {standing['ttl']})"
     )

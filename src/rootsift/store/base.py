@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +82,33 @@ class DatasetInfo:
             "bytes_on_disk": self.bytes_on_disk,
             "segments": self.segments,
         }
+
+
+@dataclass(frozen=True)
+class StandingRetention:
+    """A dataset's standing retention: the store deletes old events by itself (a ClickHouse
+    server's TTL). ``ttl`` is the server's expression; ``keep_seconds`` what rootsift set
+    (None for a TTL written by hand in another form)."""
+
+    ttl: str
+    keep_seconds: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        from rootsift.timeutil import format_duration
+
+        keep = self.keep_seconds
+        return {
+            "ttl": self.ttl,
+            "keep_seconds": keep,
+            "keep": None if keep is None else format_duration(timedelta(seconds=keep)),
+        }
+
+
+NO_STANDING = (
+    "a standing retention needs a ClickHouse server (--backend clickhouse), whose engine runs between "
+    "commands; DuckDB and chdb delete only while a command runs: run `rootsift retention DATASET --keep …` "
+    "from a timer instead (docs/collect.md)"
+)
 
 
 @dataclass
@@ -162,6 +189,24 @@ class Backend(ABC):
     @abstractmethod
     def drop_before(self, dataset: str, cutoff: datetime) -> int:
         """Delete events older than ``cutoff``, giving the disk space back; return rows deleted."""
+
+    runs_between_commands: bool = False
+    """True where the store's engine keeps running between rootsift's commands (a ClickHouse
+    server), so that it can enforce a standing retention itself."""
+
+    def standing_retention(self, dataset: str) -> StandingRetention | None:
+        """The dataset's standing retention, or None (every backend without one)."""
+        return None
+
+    def set_standing_retention(self, dataset: str, keep: timedelta | None) -> None:
+        """Have the store delete events older than ``keep`` by itself from now on (None:
+        stop). Only a backend that ``runs_between_commands`` can."""
+        raise UsageError(f"--standing: {NO_STANDING}")
+
+    def expired_on_arrival(self, dataset: str) -> int:
+        """How many events written to ``dataset`` since the last call its standing retention
+        deletes as they arrive (older than its keep); 0 without one."""
+        return 0
 
     def ingest_arrow(self, dataset: str, table: Any) -> int | None:
         """Write a ``pyarrow.Table`` of events (top-level keys and a ``timestamp`` column) into

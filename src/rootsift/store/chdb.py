@@ -64,6 +64,7 @@ class ChdbBackend(ClickHouseBackend):
     """Datasets as MergeTree tables of an embedded ClickHouse under ``DATA/clickhouse``."""
 
     sole_user = True
+    runs_between_commands = False  # its engine lives as long as the command
 
     def __init__(self, data_dir: Path, *, read_only: bool = False) -> None:
         data_dir = Path(data_dir)

@@ -7,11 +7,12 @@ sampling key of each row (the connection streams it: an HTTP body, or chdb's
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from rootsift.errors import StoreError
-from rootsift.store.base import FieldInfo
+from rootsift.store.base import TIME_COLUMN, FieldInfo
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ def append_arrow(
         first += int(rows_of(backend.run(f"SELECT count() FROM {backend.table_sql(table)}")).rows[0][0])
     out_schema = pa.schema([*(_plain(f) for f in schema), pa.field(SAMPLE_KEY, pa.uint32())])
     written = 0
+    expired = _expired_counter(backend, dataset, schema)
 
     def stream() -> Iterator[bytes]:
         nonlocal written
@@ -62,6 +64,7 @@ def append_arrow(
             for batch in _batches(batches):
                 keys = _sample_keys(first + written, batch.num_rows)
                 arrays = [_plain_array(a) for a in batch.columns]
+                expired(arrays)
                 ipc.write_batch(pa.record_batch([*arrays, keys], schema=out_schema))
                 written += batch.num_rows
                 yield b"".join(chunks)
@@ -97,6 +100,26 @@ class _Sink:
 
     def close(self) -> None:
         self.closed = True
+
+
+def _expired_counter(backend: ClickHouseBackend, dataset: str, schema: pa.Schema) -> Callable[[list[Any]], None]:
+    """A function counting, into ``backend.expired``, the rows of a batch that the dataset's
+    standing retention deletes on arrival (older than its keep by this machine's clock)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    policy = backend.standing_retention(dataset) if backend.runs_between_commands else None
+    if policy is None or policy.keep_seconds is None or TIME_COLUMN not in schema.names:
+        return lambda arrays: None
+    at = schema.names.index(TIME_COLUMN)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    cutoff = pa.scalar(now - timedelta(seconds=policy.keep_seconds), pa.timestamp("us"))
+
+    def count(arrays: list[Any]) -> None:
+        old = pc.sum(pc.less(arrays[at], cutoff)).as_py() or 0
+        backend.expired[dataset] = backend.expired.get(dataset, 0) + old
+
+    return count
 
 
 def _batches(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:

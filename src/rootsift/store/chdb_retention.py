@@ -7,17 +7,21 @@ statement returns); the one day the cutoff cuts is rewritten alone, its kept row
 into a scratch table that replaces the partition in one step (``REPLACE PARTITION``);
 later days are not touched. A table written before partitions existed is one partition
 (``all``), rewritten the same way.
+
+On a server, ``retention --standing`` also leaves the deleting to ClickHouse: the table's
+``TTL`` (``set_standing``), applied by the server's background merges between commands.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from rootsift.errors import StoreError
-from rootsift.store.base import TIME_COLUMN
+from rootsift.store.base import TIME_COLUMN, StandingRetention
 from rootsift.store.clickhouse import rows_of
 from rootsift.store.sqltext import ident, literal
 
@@ -123,3 +127,47 @@ def purge_dropped(backend: ClickHouseBackend) -> None:
         with contextlib.suppress(StoreError):
             backend.run(f"UNDROP TABLE {table} UUID {literal(str(row['uuid']))}")
             backend.run(f"DROP TABLE {table} SYNC")
+
+
+TTL_SETTINGS = "ttl_only_drop_parts = 1, materialize_ttl_recalculate_only = 1"
+"""The table settings of a standing retention: expired rows leave only as whole parts (a
+day's part once its newest event is past the keep: nothing is rewritten), and a changed
+TTL is applied to the parts already there by recomputing their TTL bounds from the time
+column, not by rewriting them."""
+_TTL = re.compile(r"\bTTL (.+?)(?: SETTINGS |$)")
+_OURS = re.compile(rf"^toDateTime\(`?{TIME_COLUMN}`?\) \+ toIntervalSecond\((\d+)\)$")
+
+
+def standing(backend: ClickHouseBackend, dataset: str) -> StandingRetention | None:
+    """The table's TTL as the server reports it (``system.tables.engine_full``), or None."""
+    rows = backend.run(
+        "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+        {"db": backend.database, "t": backend.state(dataset)},
+    ).column("engine_full")
+    found = _TTL.search(rows[0].as_py() or "") if len(rows) else None
+    if found is None:
+        return None
+    ours = _OURS.match(found.group(1))
+    return StandingRetention(found.group(1), int(ours.group(1)) if ours else None)
+
+
+def set_standing(backend: ClickHouseBackend, dataset: str, keep: timedelta | None) -> None:
+    """Set the table's TTL to delete events older than ``keep`` (None: remove it).
+
+    ``MODIFY TTL`` recomputes the TTL bounds of the parts already there (``mutations_sync``:
+    before this returns), so a day already past the keep goes in the next merge, not
+    never (a part without TTL bounds is not known to be expired:
+    tests/test_standing_retention.py)."""
+    backend.writable(dataset)
+    table = backend.table_sql(backend.state(dataset))
+    with backend._lock:
+        if keep is None:
+            if standing(backend, dataset) is not None:
+                backend.run(f"ALTER TABLE {table} REMOVE TTL")
+            return
+        seconds = max(0, round(keep.total_seconds()))
+        backend.run(f"ALTER TABLE {table} MODIFY SETTING {TTL_SETTINGS}")
+        backend.run(
+            f"ALTER TABLE {table} MODIFY TTL toDateTime({ident(TIME_COLUMN)}) + INTERVAL {seconds} SECOND DELETE "
+            "SETTINGS mutations_sync = 1"
+        )

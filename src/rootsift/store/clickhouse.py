@@ -27,7 +27,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,6 +40,7 @@ from rootsift.store.base import (
     DatasetInfo,
     FieldInfo,
     QueryResult,
+    StandingRetention,
     check_dataset_name,
 )
 from rootsift.store.clickhouse_ingest import IngestTarget
@@ -95,6 +96,7 @@ class ClickHouseBackend(IngestTarget, Backend):
 
     dialect = "clickhouse"
     segment_rows = 1 << 62  # what the ingest runner reads of a backend: MergeTree has no segments
+    runs_between_commands = True
     sole_user = False
     """True where this process is the store's only user (chdb): catalog answers are kept
     until it changes something, and what a crashed run of it left is cleared on open."""
@@ -114,6 +116,8 @@ class ClickHouseBackend(IngestTarget, Backend):
         """Catalog answers (tables, fields, settings, spans), dropped by any statement that
         is not a SELECT, and on a server after ``CATALOG_SECONDS``."""
         self._known_at = 0.0
+        self.expired: dict[str, int] = {}
+        """Rows written per dataset that its standing retention deletes on arrival (chdb_arrow)."""
         self.connection = self.connect()
         try:
             self.open_store()
@@ -363,6 +367,21 @@ class ClickHouseBackend(IngestTarget, Backend):
         from rootsift.store import chdb_retention
 
         return chdb_retention.drop_before(self, dataset, cutoff)
+
+    def standing_retention(self, dataset: str) -> StandingRetention | None:
+        from rootsift.store import chdb_retention
+
+        return chdb_retention.standing(self, dataset)
+
+    def set_standing_retention(self, dataset: str, keep: timedelta | None) -> None:
+        if not self.runs_between_commands:
+            super().set_standing_retention(dataset, keep)  # refused
+        from rootsift.store import chdb_retention
+
+        chdb_retention.set_standing(self, dataset, keep)
+
+    def expired_on_arrival(self, dataset: str) -> int:
+        return self.expired.pop(dataset, 0)
 
     def drop_dataset(self, dataset: str) -> None:
         self.writable(dataset)
