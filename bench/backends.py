@@ -188,7 +188,9 @@ def main() -> None:
                             str(server[1].pid),
                             str(Path(tmp) / "clickhouse-server" / "data"),
                         ]
-                    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                    done = subprocess.run(cmd, capture_output=True, text=True)
+                    if done.returncode:
+                        raise SystemExit(f"the {backend} child failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
                     results[backend].append(json.loads(done.stdout.strip().splitlines()[-1]))
         finally:
             if server:
