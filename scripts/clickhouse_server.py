@@ -53,9 +53,11 @@ def _user(name: str, password: str) -> str:
     )
 
 
-def write_config(folder: Path, http_port: int, tcp_port: int, user: str | None, password: str) -> None:
+def write_config(folder: Path, http_port: int, tcp_port: int, user: str | None, password: str, extra: str = "") -> None:
     """clickhouse-local reads ``config.xml`` from its working directory; its users from
-    the file that ``users_config`` names (without one, every listener is unauthenticated)."""
+    the file that ``users_config`` names (without one, every listener is unauthenticated).
+    ``extra``: more of the server's configuration (XML elements of ``<clickhouse>``, e.g.
+    ``remote_servers``, ``macros``)."""
     # clickhouse-local runs its own query as ``default``, with no password and checked
     # against its networks like any client: ``default`` stays so, bound to loopback.
     users = _user("default", "")
@@ -68,7 +70,7 @@ def write_config(folder: Path, http_port: int, tcp_port: int, user: str | None, 
     (folder / "config.xml").write_text(
         "<clickhouse>"
         f"<http_port>{http_port}</http_port>{tcp}<listen_host>127.0.0.1</listen_host>"
-        f"<users_config>{escape(str(folder / 'users.xml'))}</users_config>"
+        f"<users_config>{escape(str(folder / 'users.xml'))}</users_config>{extra}"
         "</clickhouse>\n"
     )
 
@@ -111,6 +113,9 @@ def main() -> int:
     parser.add_argument("--user", help="a user who needs --password to connect")
     parser.add_argument("--password", default="")
     parser.add_argument("--ready-seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--config-extra", type=Path, help="a file of more configuration: XML elements of <clickhouse> (a cluster's)"
+    )
     args = parser.parse_args()
     try:
         import chdb._chdb as engine
@@ -121,7 +126,8 @@ def main() -> int:
     http_port = args.http_port or free_port()
     tcp_port = args.tcp_port if args.tcp_port != 0 else free_port()
     folder = Path(tempfile.mkdtemp(prefix="rootsift-clickhouse-"))
-    write_config(folder, http_port, max(tcp_port, 0), args.user, args.password)
+    extra = args.config_extra.read_text() if args.config_extra else ""
+    write_config(folder, http_port, max(tcp_port, 0), args.user, args.password, extra)
     os.chdir(folder)
     failure: list[str] = []
     # Only the listeners asked for (QUERIES ALL would open TCP on 9000 unconfigured).
