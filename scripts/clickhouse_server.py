@@ -6,13 +6,17 @@
 talk to over HTTP where no ``clickhouse-server`` package can be installed.
 
     python scripts/clickhouse_server.py --path DIR [--http-port N] [--tcp-port N]
-        [--user NAME --password PW]
+        [--user NAME --password PW] [--config-extra FILE]
 
 It prints one line, ``http://127.0.0.1:PORT``, once the server answers ``/ping`` (and
 nothing after it: stdout is closed), and serves until it is sent SIGTERM or SIGINT.
 ``launch()`` starts it from Python and returns that address. Port 0 (the default) takes a free port.
 ``--user`` adds a user who needs the password; ``default`` stays without one (clickhouse-local
 runs its own query as ``default``), which is why the listeners bind loopback only.
+``--config-extra`` adds elements to its ``config.xml``: two servers with native TCP ports and a
+``remote_servers`` section naming both as shards are a two-shard cluster
+(tests/test_clickhouse_cluster.py); ``ON CLUSTER`` DDL and replicated tables need a Keeper,
+which clickhouse-local does not run.
 
 What it is not: a tuned server. It is clickhouse-local's context with its listeners
 open: the same engine, SQL, HTTP handler, sessions, settings, authentication and

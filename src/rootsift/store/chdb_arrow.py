@@ -35,21 +35,23 @@ def append_arrow(
     The caller holds the backend's lock."""
     import pyarrow as pa
 
+    from rootsift.store import clickhouse_cluster
     from rootsift.store.clickhouse import COLUMN_TYPES, INSERT_SETTINGS, SAMPLE_KEY, rows_of
 
     target = table or dataset
+    dist = clickhouse_cluster.of(backend, dataset)
     paths = {f.name: f.path for f in new_fields}
     have = backend.columns_of(target)
     schema = batches.schema
     for col in schema:
         if col.name not in have:
             ctype = COLUMN_TYPES[_storage_type(col.type)]
-            comment = literal(json.dumps(paths.get(col.name, [col.name])))
+            column = f"{ident(col.name)} {ctype} COMMENT {literal(json.dumps(paths.get(col.name, [col.name])))}"
+            if dist is not None:  # every shard's local table, every node's Distributed table
+                clickhouse_cluster.add_column(backend, dataset, dist, column, col.name)
+                continue
             for name in {dataset, target}:  # the pending table and the dataset keep one shape
-                backend.run(
-                    f"ALTER TABLE {backend.table_sql(name)} ADD COLUMN IF NOT EXISTS {ident(col.name)} {ctype} "
-                    f"COMMENT {comment}"
-                )
+                backend.run(f"ALTER TABLE {backend.table_sql(name)} ADD COLUMN IF NOT EXISTS {column}")
     first = int(rows_of(backend.run(f"SELECT count() FROM {backend.table_sql(dataset)}")).rows[0][0])
     if table is not None:
         first += int(rows_of(backend.run(f"SELECT count() FROM {backend.table_sql(table)}")).rows[0][0])
@@ -73,7 +75,10 @@ def append_arrow(
 
     try:
         backend.connection.insert_arrow(
-            backend.table_sql(target), [f.name for f in out_schema], stream(), INSERT_SETTINGS
+            backend.table_sql(target),
+            [f.name for f in out_schema],
+            stream(),
+            {**INSERT_SETTINGS, **(clickhouse_cluster.FOREGROUND if dist is not None else {})},
         )
     except StoreError:
         backend.recover()

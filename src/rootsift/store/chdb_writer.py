@@ -53,6 +53,10 @@ class ArrowWriter(SegmentWriter):
 
     # -- the pending table of an input read in several blocks ---------------------
     def begin_pending(self) -> None:
+        from rootsift.store import clickhouse_cluster
+
+        if clickhouse_cluster.of(self.chdb, self.dataset) is not None:
+            return  # a cluster's dataset: each block visible once written (clickhouse_cluster.py)
         self._pending_table = self.chdb.create_pending(self.dataset)
         self.targets = []
 

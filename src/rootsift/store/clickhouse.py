@@ -235,7 +235,10 @@ class ClickHouseBackend(IngestTarget, Backend):
                 n for n in self.run(sql, {"db": self.database}).column("name").to_pylist() if not n.endswith("#retain")
             ]
 
-        return [n for n in self._memo(("tables", ""), names) if (PENDING in n) == pending]
+        from rootsift.store.clickhouse_cluster import fronted
+
+        hidden = fronted(self) if not pending else set()  # a cluster's local tables: not datasets
+        return [n for n in self._memo(("tables", ""), names) if (PENDING in n) == pending and n not in hidden]
 
     def dataset_dir(self, name: str) -> Path:
         return self.data_dir / check_dataset_name(name)
@@ -361,12 +364,22 @@ class ClickHouseBackend(IngestTarget, Backend):
         """What ``drop_before(dataset, cutoff)`` would delete, deleting nothing (rows, bytes)."""
         from rootsift.store import chdb_retention
 
+        self._local_days(dataset)
         return chdb_retention.count_before(self, dataset, cutoff)
 
     def drop_before(self, dataset: str, cutoff: datetime) -> int:
         from rootsift.store import chdb_retention
 
+        self._local_days(dataset)
         return chdb_retention.drop_before(self, dataset, cutoff)
+
+    def _local_days(self, dataset: str) -> None:
+        """Refuse retention on a cluster's ``Distributed`` dataset (clickhouse_cluster.py)."""
+        from rootsift.store import clickhouse_cluster
+
+        dist = clickhouse_cluster.of(self, self.state(dataset))
+        if dist is not None:
+            clickhouse_cluster.refuse_retention(dataset, dist)
 
     def standing_retention(self, dataset: str) -> StandingRetention | None:
         from rootsift.store import chdb_retention
@@ -378,6 +391,7 @@ class ClickHouseBackend(IngestTarget, Backend):
             super().set_standing_retention(dataset, keep)  # refused
         from rootsift.store import chdb_retention
 
+        self._local_days(dataset)
         chdb_retention.set_standing(self, dataset, keep)
 
     def expired_on_arrival(self, dataset: str) -> int:

@@ -51,8 +51,12 @@ def datasets(backend: ClickHouseBackend) -> list[DatasetInfo]:
 
 def parts(backend: ClickHouseBackend, dataset: str) -> tuple[int, int]:
     """(active parts, their bytes on disk) of the dataset's table."""
+    from rootsift.store import clickhouse_cluster
     from rootsift.store.clickhouse import rows_of
 
+    dist = clickhouse_cluster.of(backend, dataset)
+    if dist is not None:
+        return clickhouse_cluster.parts(backend, dist)
     row = rows_of(
         backend.run(
             "SELECT count(), sum(bytes_on_disk) FROM system.parts "
