@@ -68,7 +68,7 @@ def plan_fields(frame: Frame) -> FieldPlan:
             plan.skipped[name] = f"{info.type.lower()} values are not compared"
     if not candidates:
         return plan
-    pilot = q.select([q.col(n) for n, _ in candidates], frame.relation.copy()).limit(q.num(PILOT_ROWS), copy=False)
+    pilot = frame.first(q.select([q.col(n) for n, _ in candidates], frame.relation.copy()), PILOT_ROWS)
     stats: list[exp.Expr] = []
     for n, _ in candidates:
         stats += [exp.ApproxDistinct(this=q.col(n)), exp.Count(this=q.col(n))]
@@ -90,7 +90,7 @@ def plan_fields(frame: Frame) -> FieldPlan:
             plan.measures.append(name)
     for name in list(plan.heavy):
         col = q.col(name)
-        pilot = q.select([col], frame.relation.copy()).limit(q.num(PILOT_ROWS), copy=False)
+        pilot = frame.first(q.select([col], frame.relation.copy()), PILOT_ROWS)
         common = q.select([col.copy(), q.alias(q.count_rows(), "c")], pilot, q.not_null(col.copy()), group=1)
         common = common.order_by(q.desc(exp.column("c")), q.num(1), copy=False).limit(
             q.num(HEAVY_CANDIDATES), copy=False

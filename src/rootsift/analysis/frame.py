@@ -187,6 +187,21 @@ class Frame:
         where, params = self.range_where()
         return q.select(items, self.relation.copy(), q.and_(where, *also)), params
 
+    def order_columns(self) -> list[Column]:
+        """The store's row order (``Backend.row_order``) as columns ``__o0``, ``__o1``… of a
+        sub-query whose first rows ``first`` takes; none on DuckDB."""
+        return [(q.col(n), f"__o{i}", []) for i, n in enumerate(self.backend.row_order(self.dataset))]
+
+    def first(self, query: exp.Select, rows: int, of_subquery: bool = False) -> exp.Select:
+        """``query`` limited to its first ``rows`` rows in the store's order: by the
+        dataset's columns, or (``of_subquery``) by the sub-query's ``order_columns``. The
+        same rows on every run, as "the first N events" means on one DuckDB store."""
+        order = self.backend.row_order(self.dataset)
+        keys = [exp.column(q.name(f"__o{i}")) if of_subquery else q.col(n) for i, n in enumerate(order)]
+        if keys:
+            query = query.order_by(*keys, copy=False)
+        return query.limit(q.num(rows), copy=False)
+
     def selection_fields(self) -> set[str]:
         """Fields the selection and baseline are defined by (their differences are by construction)."""
         names: set[str] = set()

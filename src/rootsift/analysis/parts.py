@@ -85,8 +85,9 @@ def restatements(frame: Frame, candidates: list[str]) -> dict[str, Restatement]:
     if not measures or not names:
         return {}
     columns: list[Column] = [(q.col(n), f"__p{i}", []) for i, n in enumerate([*measures, *names])]
-    source, params = frame.baseline_sql(columns)  # the baseline alone: no scan for the selection
-    picked = q.select([exp.column(q.name(a)) for _, a, _ in columns], source).limit(q.num(SAMPLE_ROWS), copy=False)
+    # the baseline alone: no scan for the selection
+    source, params = frame.baseline_sql([*columns, *frame.order_columns()])
+    picked = frame.first(q.select([exp.column(q.name(a)) for _, a, _ in columns], source), SAMPLE_ROWS, True)
     rows = frame.backend.execute(picked, params)
     width = len(measures) + len(names)
     table = np.array(

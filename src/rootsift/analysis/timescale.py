@@ -72,7 +72,7 @@ def resolution(frame: Frame, time: str = TIME_COLUMN) -> float:
         )
         for u in UNITS_S
     ]
-    query = q.select([q.count_rows(), *checks], stamps.limit(RESOLUTION_ROWS, copy=False))
+    query = q.select([q.count_rows(), *checks], frame.first(stamps, RESOLUTION_ROWS))
     n, *hits = frame.backend.execute(query, params).rows[0]
     if not n or n < MIN_STAMPS:
         return MICROSECOND

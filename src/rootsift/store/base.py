@@ -190,6 +190,12 @@ class Backend(ABC):
     def drop_before(self, dataset: str, cutoff: datetime) -> int:
         """Delete events older than ``cutoff``, giving the disk space back; return rows deleted."""
 
+    def row_order(self, dataset: str) -> list[str]:
+        """The columns that give the dataset's rows one order, for "the first N rows" of a
+        query (``Frame.first``): [] where an unordered LIMIT already returns the first rows
+        in storage order, as DuckDB does (it keeps insertion order)."""
+        return []
+
     runs_between_commands: bool = False
     """True where the store's engine keeps running between rootsift's commands (a ClickHouse
     server), so that it can enforce a standing retention itself."""
