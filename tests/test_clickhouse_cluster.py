@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import socket
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +24,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from helpers.backends import HAVE_CLICKHOUSE_CONNECT, USER, _script, needs_clickhouse
+from helpers.backends import HAVE_CLICKHOUSE_CONNECT, USER, needs_clickhouse, server_script
+from helpers.server import free_port
 from helpers.store import write_jsonl
 from rootsift import Rootsift, scenarios
 from rootsift.cli import main
@@ -36,12 +36,6 @@ pytestmark = needs_clickhouse
 SCENARIOS = ["upgrade", "cascade", "consul", "memleak"]
 """Their manifests ask for compare, profile-diff, canary, investigate, explain, changes, trends."""
 CLUSTER = "two"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -65,7 +59,7 @@ def cluster() -> Iterator[Cluster]:
     if not HAVE_CLICKHOUSE_CONNECT:
         pytest.skip("clickhouse-connect is not installed")
     root = Path(tempfile.mkdtemp(prefix="rootsift-test-cluster-"))
-    tcp = [_free_port(), _free_port()]
+    tcp = [free_port(), free_port()]
     shards = "".join(f"<shard><replica><host>127.0.0.1</host><port>{p}</port></replica></shard>" for p in tcp)
     (root / "cluster.xml").write_text(f"<remote_servers><{CLUSTER}>{shards}</{CLUSTER}></remote_servers>")
     password = secrets.token_urlsafe(12)
@@ -74,7 +68,7 @@ def cluster() -> Iterator[Cluster]:
         for i, port in enumerate(tcp):
             options = ["--tcp-port", str(port), "--config-extra", str(root / "cluster.xml")]
             nodes.append(
-                _script().launch(
+                server_script().launch(
                     root / f"node{i}", root / f"node{i}.log", *options, "--user", USER, "--password", password
                 )
             )

@@ -73,13 +73,15 @@ def live_server() -> LiveServer:
         return _server
     password = secrets.token_urlsafe(12)
     path = Path(tempfile.mkdtemp(prefix="rootsift-test-clickhouse-"))
-    address, process = _script().launch(path / "data", path / "server.log", "--user", USER, "--password", password)
+    address, process = server_script().launch(
+        path / "data", path / "server.log", "--user", USER, "--password", password
+    )
     _server = LiveServer(process, address, password)
     atexit.register(_server.stop)
     return _server
 
 
-def _script() -> Any:
+def server_script() -> Any:
     """scripts/clickhouse_server.py as a module (scripts/ is no package)."""
     spec = importlib.util.spec_from_file_location("clickhouse_server", SERVER_SCRIPT)
     assert spec is not None and spec.loader is not None
