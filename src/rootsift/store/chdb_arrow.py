@@ -56,17 +56,17 @@ def append_arrow(
     if table is not None:
         first += int(rows_of(backend.run(f"SELECT count() FROM {backend.table_sql(table)}")).rows[0][0])
     out_schema = pa.schema([*(_plain(f) for f in schema), pa.field(SAMPLE_KEY, pa.uint32())])
-    written = 0
-    expired = _expired_counter(backend, dataset, schema)
+    written = expired = 0
+    count_expired = _expired_counter(backend, dataset, schema)
 
     def stream() -> Iterator[bytes]:
-        nonlocal written
+        nonlocal written, expired
         chunks: list[bytes] = []
         with pa.ipc.new_stream(pa.PythonFile(_Sink(chunks.append), mode="w"), out_schema) as ipc:
             for batch in _batches(batches):
                 keys = _sample_keys(first + written, batch.num_rows)
                 arrays = [_plain_array(a) for a in batch.columns]
-                expired(arrays)
+                expired += count_expired(arrays)
                 ipc.write_batch(pa.record_batch([*arrays, keys], schema=out_schema))
                 written += batch.num_rows
                 yield b"".join(chunks)
@@ -86,6 +86,8 @@ def append_arrow(
     except Exception as exc:
         backend.recover()
         raise backend.translate(exc, f"writing to dataset {dataset!r}") from exc
+    if expired:  # told only of rows that were stored
+        backend.expired[dataset] = backend.expired.get(dataset, 0) + expired
     return written
 
 
@@ -107,24 +109,19 @@ class _Sink:
         self.closed = True
 
 
-def _expired_counter(backend: ClickHouseBackend, dataset: str, schema: pa.Schema) -> Callable[[list[Any]], None]:
-    """A function counting, into ``backend.expired``, the rows of a batch that the dataset's
-    standing retention deletes on arrival (older than its keep by this machine's clock)."""
+def _expired_counter(backend: ClickHouseBackend, dataset: str, schema: pa.Schema) -> Callable[[list[Any]], int]:
+    """A function counting the rows of a batch that the dataset's standing retention
+    deletes on arrival (older than its keep by this machine's clock)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     policy = backend.standing_retention(dataset) if backend.runs_between_commands else None
     if policy is None or policy.keep_seconds is None or TIME_COLUMN not in schema.names:
-        return lambda arrays: None
+        return lambda arrays: 0
     at = schema.names.index(TIME_COLUMN)
     now = datetime.now(UTC).replace(tzinfo=None)
     cutoff = pa.scalar(now - timedelta(seconds=policy.keep_seconds), pa.timestamp("us"))
-
-    def count(arrays: list[Any]) -> None:
-        old = pc.sum(pc.less(arrays[at], cutoff)).as_py() or 0
-        backend.expired[dataset] = backend.expired.get(dataset, 0) + old
-
-    return count
+    return lambda arrays: int(pc.sum(pc.less(arrays[at], cutoff)).as_py() or 0)
 
 
 def _batches(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
