@@ -18,11 +18,10 @@ import contextlib
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from rootsift.errors import StoreError
 from rootsift.store.base import TIME_COLUMN, StandingRetention
-from rootsift.store.clickhouse import rows_of
 from rootsift.store.sqltext import ident, literal
 
 if TYPE_CHECKING:
@@ -35,6 +34,46 @@ RETAIN = "#retain"
 NO_PARTITION = "rootsift-none"
 """A partition ID no table has (IDs are digits, or ``all``): dropping it only clears the
 table's replaced parts from disk (``drop_before``)."""
+
+
+class RetentionTarget:
+    """The retention side of ``ClickHouseBackend`` (a mixin, as ``IngestTarget`` is its
+    ingest side): the Backend methods, over this module's functions."""
+
+    runs_between_commands = True
+
+    def _backend(self) -> ClickHouseBackend:
+        return cast("ClickHouseBackend", self)
+
+    def count_before(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
+        """What ``drop_before(dataset, cutoff)`` would delete, deleting nothing (rows, bytes)."""
+        self._local_days(dataset)
+        return count_before(self._backend(), dataset, cutoff)
+
+    def drop_before(self, dataset: str, cutoff: datetime) -> int:
+        self._local_days(dataset)
+        return drop_before(self._backend(), dataset, cutoff)
+
+    def standing_retention(self, dataset: str) -> StandingRetention | None:
+        return standing(self._backend(), dataset)
+
+    def set_standing_retention(self, dataset: str, keep: timedelta | None) -> None:
+        if not self.runs_between_commands:
+            super().set_standing_retention(dataset, keep)  # type: ignore[misc]  # Backend's: refused
+        self._local_days(dataset)
+        set_standing(self._backend(), dataset, keep)
+
+    def expired_on_arrival(self, dataset: str) -> int:
+        return self._backend().expired.pop(dataset, 0)
+
+    def _local_days(self, dataset: str) -> None:
+        """Refuse retention on a cluster's ``Distributed`` dataset (clickhouse_cluster.py)."""
+        from rootsift.store import clickhouse_cluster
+
+        backend = self._backend()
+        dist = clickhouse_cluster.of(backend, backend.state(dataset))
+        if dist is not None:
+            clickhouse_cluster.refuse_retention(dataset, dist)
 
 
 @dataclass(frozen=True)
@@ -53,6 +92,8 @@ def _param(cutoff: datetime) -> dict[str, str]:
 
 def partitions(backend: ClickHouseBackend, dataset: str, cutoff: datetime) -> list[Partition]:
     """The dataset's partitions that hold rows, oldest first, with their rows before ``cutoff``."""
+    from rootsift.store.clickhouse import rows_of
+
     counted = rows_of(
         backend.run(
             f"SELECT _partition_id, count(), countIf({ident(TIME_COLUMN)} < {CUTOFF}) "

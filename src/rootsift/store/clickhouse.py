@@ -27,7 +27,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,9 +40,9 @@ from rootsift.store.base import (
     DatasetInfo,
     FieldInfo,
     QueryResult,
-    StandingRetention,
     check_dataset_name,
 )
+from rootsift.store.chdb_retention import RetentionTarget
 from rootsift.store.clickhouse_ingest import IngestTarget
 from rootsift.store.dialects import DIALECTS, number_placeholders, render
 from rootsift.store.sqltext import ident, literal
@@ -91,12 +91,11 @@ class Connection(Protocol):
     def close(self) -> None: ...
 
 
-class ClickHouseBackend(IngestTarget, Backend):
+class ClickHouseBackend(IngestTarget, RetentionTarget, Backend):
     """Datasets as MergeTree tables of a ClickHouse server (``url``: clickhouse_driver.py)."""
 
     dialect = "clickhouse"
     segment_rows = 1 << 62  # what the ingest runner reads of a backend: MergeTree has no segments
-    runs_between_commands = True
     sole_user = False
     """True where this process is the store's only user (chdb): catalog answers are kept
     until it changes something, and what a crashed run of it left is cleared on open."""
@@ -364,44 +363,6 @@ class ClickHouseBackend(IngestTarget, Backend):
             return None  # the exporter's tables have no sampling key: callers run exact
         table.set("sample", exp.TableSample(size=exp.Literal.number(1 / SAMPLE_EVERY)))
         return table
-
-    # -- retention (store/chdb_retention.py, as store/retention.py for DuckDB) --------
-    def count_before(self, dataset: str, cutoff: datetime) -> tuple[int, int]:
-        """What ``drop_before(dataset, cutoff)`` would delete, deleting nothing (rows, bytes)."""
-        from rootsift.store import chdb_retention
-
-        self._local_days(dataset)
-        return chdb_retention.count_before(self, dataset, cutoff)
-
-    def drop_before(self, dataset: str, cutoff: datetime) -> int:
-        from rootsift.store import chdb_retention
-
-        self._local_days(dataset)
-        return chdb_retention.drop_before(self, dataset, cutoff)
-
-    def _local_days(self, dataset: str) -> None:
-        """Refuse retention on a cluster's ``Distributed`` dataset (clickhouse_cluster.py)."""
-        from rootsift.store import clickhouse_cluster
-
-        dist = clickhouse_cluster.of(self, self.state(dataset))
-        if dist is not None:
-            clickhouse_cluster.refuse_retention(dataset, dist)
-
-    def standing_retention(self, dataset: str) -> StandingRetention | None:
-        from rootsift.store import chdb_retention
-
-        return chdb_retention.standing(self, dataset)
-
-    def set_standing_retention(self, dataset: str, keep: timedelta | None) -> None:
-        if not self.runs_between_commands:
-            super().set_standing_retention(dataset, keep)  # refused
-        from rootsift.store import chdb_retention
-
-        self._local_days(dataset)
-        chdb_retention.set_standing(self, dataset, keep)
-
-    def expired_on_arrival(self, dataset: str) -> int:
-        return self.expired.pop(dataset, 0)
 
     def drop_dataset(self, dataset: str) -> None:
         self.writable(dataset)
