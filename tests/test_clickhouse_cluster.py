@@ -188,3 +188,11 @@ def test_ingest_into_a_distributed_dataset_is_on_both_shards_when_it_returns(
     local = f"{sharded.two}.{name}_local"
     assert kept.exit_code == 2 and f"ALTER TABLE {local} ON CLUSTER {CLUSTER} DROP PARTITION" in kept.output
     assert sum(local_rows(cluster, name, sharded.two)) == sum(after)  # nothing deleted
+    # the cluster's standing retention is its local tables' TTL (the operator's DDL), shown as such
+    for node in (0, 1):
+        cluster.client(node).command(
+            f"ALTER TABLE {local} MODIFY TTL toDateTime(timestamp) + INTERVAL 3650 DAY DELETE",
+            settings={"materialize_ttl_after_modify": 0},
+        )
+    shown = cli(cluster, sharded.two, sharded.data, "retention", name, "--json")
+    assert shown.exit_code == 0 and as_json(shown)["standing"]["keep"] == "3650d", shown.output

@@ -88,7 +88,7 @@ class DatasetInfo:
 class StandingRetention:
     """A dataset's standing retention: the store deletes old events by itself (a ClickHouse
     server's TTL). ``ttl`` is the server's expression; ``keep_seconds`` what rootsift set
-    (None for a TTL written by hand in another form)."""
+    (None for a TTL in another form than a span of the events' time)."""
 
     ttl: str
     keep_seconds: int | None

@@ -176,20 +176,27 @@ day's part once its newest event is past the keep: nothing is rewritten), and a 
 TTL is applied to the parts already there by recomputing their TTL bounds from the time
 column, not by rewriting them."""
 _TTL = re.compile(r"\bTTL (.+?)(?: SETTINGS |$)")
-_OURS = re.compile(rf"^toDateTime\(`?{TIME_COLUMN}`?\) \+ toIntervalSecond\((\d+)\)$")
+_KEEP = re.compile(rf"^toDateTime\(`?{TIME_COLUMN}`?\) \+ toInterval(Second|Minute|Hour|Day|Week)\((\d+)\)$")
+"""A TTL that keeps a span of the events' time (as rootsift writes it, or by hand in days)."""
+_SECONDS = {"Second": 1, "Minute": 60, "Hour": 3600, "Day": 86400, "Week": 604800}
 
 
 def standing(backend: ClickHouseBackend, dataset: str) -> StandingRetention | None:
-    """The table's TTL as the server reports it (``system.tables.engine_full``), or None."""
+    """The table's TTL as the server reports it (``system.tables.engine_full``), or None;
+    a cluster's dataset: its local table's, on this node."""
+    from rootsift.store import clickhouse_cluster
+
+    dist = clickhouse_cluster.of(backend, backend.state(dataset))
+    db, table = (dist.database, dist.table) if dist is not None else (backend.database, dataset)
     rows = backend.run(
         "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {t:String}",
-        {"db": backend.database, "t": backend.state(dataset)},
+        {"db": db, "t": table},
     ).column("engine_full")
     found = _TTL.search(rows[0].as_py() or "") if len(rows) else None
     if found is None:
         return None
-    ours = _OURS.match(found.group(1))
-    return StandingRetention(found.group(1), int(ours.group(1)) if ours else None)
+    keep = _KEEP.match(found.group(1))
+    return StandingRetention(found.group(1), _SECONDS[keep.group(1)] * int(keep.group(2)) if keep else None)
 
 
 def set_standing(backend: ClickHouseBackend, dataset: str, keep: timedelta | None) -> None:
