@@ -200,7 +200,9 @@ def test_mariadb_counts_per_fingerprint(maria: SourceRun, maria_rows: Rows) -> N
 
 def test_mariadb_values(maria: SourceRun, maria_rows: Rows) -> None:
     (sleep,) = _only(maria_rows, "SELECT SLEEP(0.2)")
-    assert sleep["query_time_ms"] >= 200 and sleep["rows_sent"] == 1
+    # MariaDB times the statement with another clock than SLEEP's: 199.4 ms was seen on a
+    # loaded machine. Read as milliseconds it is near 200 (seconds would be 0.2, µs 200,000).
+    assert 190 <= sleep["query_time_ms"] < 5000 and sleep["rows_sent"] == 1
     assert all(r["query_time_ms"] >= 0 and r["lock_time_ms"] >= 0 for r in maria_rows)
     (update,) = _only(maria_rows, "UPDATE shop.items")
     assert update["rows_affected"] == 3 and update["rows_examined"] == 3
