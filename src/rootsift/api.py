@@ -279,7 +279,11 @@ class Rootsift(Analyses):
         if remove and was is not None:
             self.backend.set_standing_retention(dataset, None)
             return {"dataset": dataset, "removed": was.as_dict(), **self._standing(dataset)}
-        return {"dataset": dataset, **({"removed": None} if remove else {}), **self._standing(dataset)}
+        return {
+            "dataset": dataset,
+            **({"removed": None} if remove else {}),
+            "standing": None if was is None else was.as_dict(),
+        }
 
     def _standing(self, dataset: str) -> dict[str, Any]:
         policy = self.backend.standing_retention(dataset)

@@ -185,14 +185,19 @@ def standing(backend: ClickHouseBackend, dataset: str) -> StandingRetention | No
     """The table's TTL as the server reports it (``system.tables.engine_full``), or None;
     a cluster's dataset: its local table's, on this node."""
     from rootsift.store import clickhouse_cluster
+    from rootsift.store.clickhouse_catalog import table_rows
 
     dist = clickhouse_cluster.of(backend, backend.state(dataset))
-    db, table = (dist.database, dist.table) if dist is not None else (backend.database, dataset)
-    rows = backend.run(
-        "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {t:String}",
-        {"db": db, "t": table},
-    ).column("engine_full")
-    found = _TTL.search(rows[0].as_py() or "") if len(rows) else None
+    if dist is None or dist.database == backend.database:
+        row = table_rows(backend).get(dist.table if dist is not None else dataset)
+        engine = row.engine_full if row is not None else ""
+    else:  # the local tables live in another database
+        rows = backend.run(
+            "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+            {"db": dist.database, "t": dist.table},
+        ).column("engine_full")
+        engine = (rows[0].as_py() or "") if len(rows) else ""
+    found = _TTL.search(engine)
     if found is None:
         return None
     keep = _KEEP.match(found.group(1))

@@ -228,16 +228,13 @@ class ClickHouseBackend(IngestTarget, RetentionTarget, Backend):
     def tables(self, pending: bool = False) -> list[str]:
         """The datasets' tables (or the pending tables of inputs being read), by name."""
 
-        def names() -> list[str]:
-            sql = "SELECT name FROM system.tables WHERE database = {db:String} ORDER BY name"
-            return [
-                n for n in self.run(sql, {"db": self.database}).column("name").to_pylist() if not n.endswith("#retain")
-            ]
-
+        from rootsift.store.clickhouse_catalog import table_rows
         from rootsift.store.clickhouse_cluster import fronted
 
         hidden = fronted(self) if not pending else set()  # a cluster's local tables: not datasets
-        return [n for n in self._memo(("tables", ""), names) if (PENDING in n) == pending and n not in hidden]
+        return [
+            n for n in table_rows(self) if (PENDING in n) == pending and n not in hidden and not n.endswith("#retain")
+        ]
 
     def dataset_dir(self, name: str) -> Path:
         return self.data_dir / check_dataset_name(name)
@@ -268,13 +265,11 @@ class ClickHouseBackend(IngestTarget, RetentionTarget, Backend):
     def settings(self, dataset: str) -> dict[str, Any]:
         """The dataset's settings (samplerate and count field), kept as its table's comment."""
 
+        from rootsift.store.clickhouse_catalog import table_rows
+
         def read() -> dict[str, Any]:
-            rows = self.run(
-                "SELECT comment FROM system.tables WHERE database = {db:String} AND name = {t:String}",
-                {"db": self.database, "t": self.state(dataset)},
-            ).column("comment")
-            text = rows[0].as_py() if len(rows) else ""
-            return json.loads(text) if text else {}
+            row = table_rows(self).get(self.state(dataset))
+            return json.loads(row.comment) if row is not None and row.comment else {}
 
         return dict(self._memo(("settings", dataset), read))
 

@@ -8,6 +8,7 @@ JSON path). ``ClickHouseBackend`` keeps the answers until a statement changes so
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,30 @@ if TYPE_CHECKING:
 
 _STORAGE = {v.removeprefix("Nullable(").removesuffix(")"): k for k, v in DIALECTS["clickhouse"].storage_types.items()}
 """A column's ClickHouse type (without ``Nullable``) → the field type rootsift reports."""
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One table of rootsift's database as ``system.tables`` has it."""
+
+    engine_full: str
+    comment: str
+
+
+def table_rows(backend: ClickHouseBackend) -> dict[str, TableRow]:
+    """Every table of rootsift's database by name, in name order: one read of
+    ``system.tables`` kept with the catalog answers, for the dataset list, their settings
+    (the comment), a cluster's ``Distributed`` tables and a table's TTL (``engine_full``)."""
+
+    def read() -> dict[str, TableRow]:
+        rows = backend.run(
+            "SELECT name, engine_full, comment FROM system.tables WHERE database = {db:String} ORDER BY name",
+            {"db": backend.database},
+        ).to_pylist()
+        return {r["name"]: TableRow(r["engine_full"] or "", r["comment"] or "") for r in rows}
+
+    found: dict[str, TableRow] = backend._memo(("table_rows", ""), read)
+    return found
 
 
 def datasets(backend: ClickHouseBackend) -> list[DatasetInfo]:

@@ -58,17 +58,10 @@ def of_engine(engine_full: str) -> Distributed | None:
 
 
 def tables(backend: ClickHouseBackend) -> dict[str, Distributed]:
-    """The database's ``Distributed`` tables by name (kept with the catalog answers)."""
+    """The database's ``Distributed`` tables by name (from the catalog's one read of its tables)."""
+    from rootsift.store.clickhouse_catalog import table_rows
 
-    def read() -> dict[str, Distributed]:
-        rows = backend.run(
-            "SELECT name, engine_full FROM system.tables WHERE database = {db:String} AND engine = 'Distributed'",
-            {"db": backend.database},
-        ).to_pylist()
-        return {r["name"]: d for r in rows if (d := of_engine(r["engine_full"])) is not None}
-
-    found: dict[str, Distributed] = backend._memo(("distributed", ""), read)
-    return found
+    return {name: d for name, row in table_rows(backend).items() if (d := of_engine(row.engine_full)) is not None}
 
 
 def of(backend: ClickHouseBackend, dataset: str) -> Distributed | None:
